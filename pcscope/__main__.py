@@ -1,0 +1,3 @@
+from pcscope.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The analysis core: models, readers, evidence, patterns, engine. Never imports Textual."""

@@ -1,0 +1,76 @@
+"""What a bounded call returns (validated by pydantic) and the categories ideas may take."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CATEGORIES = (
+    "indirect-branch",
+    "branch-mispredict",
+    "atomic-llsc",
+    "atomic-contention",
+    "barrier",
+    "acquire-release",
+    "dependent-load",
+    "cache-miss",
+    "tlb-miss",
+    "store-forwarding",
+    "division",
+    "spin-wait",
+    "call-overhead",
+    "memcpy",
+    "fp-dependency",
+    "vectorization",
+    "other",
+)
+
+Category = Literal[
+    "indirect-branch",
+    "branch-mispredict",
+    "atomic-llsc",
+    "atomic-contention",
+    "barrier",
+    "acquire-release",
+    "dependent-load",
+    "cache-miss",
+    "tlb-miss",
+    "store-forwarding",
+    "division",
+    "spin-wait",
+    "call-overhead",
+    "memcpy",
+    "fp-dependency",
+    "vectorization",
+    "other",
+]
+Target = Literal["software", "compiler", "hardware"]
+Basis = Literal["measured", "predicted", "profile-only"]
+
+
+class Finding(BaseModel):
+    """One proposed idea, as a call states it. Every PC and ID is checked by validation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = Field(min_length=3, max_length=200)
+    category: Category
+    target: Target
+    claim: str = Field(min_length=3, max_length=2000, description="what the evidence shows")
+    recommendation: str = Field(min_length=3, max_length=2000, description="what to try")
+    pcs: list[str] = Field(min_length=1, max_length=32, description="0x-hex PCs the idea is about")
+    evidence: list[str] = Field(min_length=1, max_length=64, description="evidence IDs cited")
+    confidence: float = Field(ge=0.0, le=1.0)
+    basis: Basis
+    questions: list[str] = Field(default_factory=list, max_length=5,
+                                 description="open questions for a deeper call")
+
+
+class CallOutput(BaseModel):
+    """The final answer of one bounded call (the `submit_findings` tool input)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    findings: list[Finding] = Field(default_factory=list, max_length=16)
+    summary: str = Field(default="", max_length=2000)

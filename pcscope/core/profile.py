@@ -1,0 +1,316 @@
+"""The columnar profile model: one row per sampled instruction, ascending PC.
+
+Windows and functions are tables of arrays too; ``Window``/``Function`` objects are built
+on access so a million-row profile reopens without creating a million Python objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pcscope.core.columns import StringColumn
+from pcscope.core.ids import fn_id, is_hidden_name, win_id
+
+
+@dataclass(frozen=True)
+class Window:
+    index: int
+    id: str
+    first_pc: int
+    last_pc: int
+    label: str | None
+    function: int
+    module: int
+    n: int
+    value: int
+    weight: float
+
+
+@dataclass(frozen=True)
+class Function:
+    index: int
+    id: str
+    name: str | None
+    hidden: bool
+    first_pc: int
+    n: int
+    value: int
+    weight: float
+
+
+@dataclass
+class Groups:
+    """Rows grouped CSR-style: group ``g`` owns ``rows[offsets[g]:offsets[g+1]]`` (ascending pc)."""
+
+    rows: np.ndarray  # int64 row indices
+    offsets: np.ndarray  # int64, len = groups + 1
+
+    @classmethod
+    def from_codes(cls, codes: np.ndarray, groups: int) -> Groups:
+        """Group rows by code (rows with code -1 belong to no group)."""
+        order = np.argsort(codes, kind="stable").astype(np.int64)
+        sorted_codes = codes[order]
+        order = order[sorted_codes >= 0]
+        counts = np.bincount(codes[codes >= 0], minlength=groups)
+        offsets = np.zeros(groups + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        return cls(order, offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def members(self, g: int) -> np.ndarray:
+        return self.rows[self.offsets[g] : self.offsets[g + 1]]
+
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+
+class WindowTable:
+    """Sequence of windows; arrays underneath (``arrays()`` persists them)."""
+
+    STATE = ("rows", "offsets", "value", "function", "module")
+
+    def __init__(
+        self,
+        profile: Profile,
+        labels: list[str],
+        label_code: np.ndarray,
+        state: dict[str, np.ndarray] | None = None,
+    ) -> None:
+        self._p = profile
+        self.labels = labels  # distinct `window` column values
+        self.label_code = label_code  # int32 per window, -1 = derived
+        n = len(label_code)
+        if state is None:
+            self.groups = Groups.from_codes(profile.window, n)
+            self.value = _sums(profile.window, profile.value, n)
+            self.function = _dominant(profile.function, profile.window, profile.value, n)
+            self.module = _dominant(profile.module, profile.window, profile.value, n)
+        else:
+            self.groups = Groups(state["rows"], state["offsets"])
+            self.value = state["value"]
+            self.function = state["function"]
+            self.module = state["module"]
+        starts = self.groups.offsets[:-1]
+        self.first_row = self.groups.rows[starts] if n else starts
+        self.last_row = self.groups.rows[self.groups.offsets[1:] - 1] if n else starts
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {
+            "rows": self.groups.rows,
+            "offsets": self.groups.offsets,
+            "value": self.value,
+            "function": self.function,
+            "module": self.module,
+        }
+
+    def __len__(self) -> int:
+        return len(self.label_code)
+
+    def __iter__(self) -> Iterator[Window]:
+        return (self[i] for i in range(len(self)))
+
+    def __getitem__(self, i: int) -> Window:
+        if i < 0:
+            i += len(self)
+        p = self._p
+        first = int(p.pc[self.first_row[i]])
+        code = int(self.label_code[i])
+        value = int(self.value[i])
+        return Window(
+            index=i,
+            id=win_id(first),
+            first_pc=first,
+            last_pc=int(p.pc[self.last_row[i]]),
+            label=self.labels[code] if code >= 0 else None,
+            function=int(self.function[i]),
+            module=int(self.module[i]),
+            n=int(self.groups.offsets[i + 1] - self.groups.offsets[i]),
+            value=value,
+            weight=value / p.total if p.total else 0.0,
+        )
+
+    def weights(self) -> np.ndarray:
+        total = self._p.total
+        return self.value / total if total else np.zeros(len(self))
+
+    def first_pcs(self) -> np.ndarray:
+        return self._p.pc[self.first_row]
+
+
+class FunctionTable:
+    STATE = ("rows", "offsets", "value")
+
+    def __init__(
+        self, profile: Profile, names: list[str], state: dict[str, np.ndarray] | None = None
+    ) -> None:
+        self._p = profile
+        self.names = names
+        if state is None:
+            self.groups = Groups.from_codes(profile.function, len(names))
+            self.value = _sums(profile.function, profile.value, len(names))
+        else:
+            self.groups = Groups(state["rows"], state["offsets"])
+            self.value = state["value"]
+        self.first_row = (
+            self.groups.rows[self.groups.offsets[:-1]] if len(names) else np.zeros(0, np.int64)
+        )
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"rows": self.groups.rows, "offsets": self.groups.offsets, "value": self.value}
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __iter__(self) -> Iterator[Function]:
+        return (self[i] for i in range(len(self)))
+
+    def __getitem__(self, i: int) -> Function:
+        if i < 0:
+            i += len(self)
+        p = self._p
+        name = self.names[i]
+        first = int(p.pc[self.first_row[i]])
+        value = int(self.value[i])
+        return Function(
+            index=i,
+            id=fn_id(name, first),
+            name=name,
+            hidden=is_hidden_name(name),
+            first_pc=first,
+            n=int(self.groups.offsets[i + 1] - self.groups.offsets[i]),
+            value=value,
+            weight=value / p.total if p.total else 0.0,
+        )
+
+    def index_of(self, name: str) -> int | None:
+        # names are sorted (dictionary encoding), so a bisect finds them.
+        import bisect
+
+        i = bisect.bisect_left(self.names, name)
+        return i if i < len(self.names) and self.names[i] == name else None
+
+
+def _sums(codes: np.ndarray, value: np.ndarray, groups: int) -> np.ndarray:
+    """Exact int64 sums of ``value`` per code (bincount's float64 would round big counts)."""
+    out = np.zeros(groups, dtype=np.int64)
+    keep = codes >= 0
+    np.add.at(out, codes[keep], value[keep])
+    return out
+
+
+def _dominant(codes: np.ndarray, group: np.ndarray, value: np.ndarray, groups: int) -> np.ndarray:
+    """Per group, the code holding most value (ties: the code of the lowest row); -1 if none."""
+    out = np.full(groups, -1, dtype=np.int32)
+    if groups == 0 or len(codes) == 0:
+        return out
+    # Fast path: most windows hold one code only.
+    first = np.full(groups, -1, dtype=np.int64)
+    order = np.arange(len(group) - 1, -1, -1)
+    first[group[order]] = codes[order]
+    mixed = np.zeros(groups, dtype=bool)
+    np.logical_or.at(mixed, group, codes != first[group])
+    out[:] = first
+    for g in np.flatnonzero(mixed):
+        rows = np.flatnonzero(group == g)
+        best: dict[int, int] = {}
+        for r in rows:
+            best[int(codes[r])] = best.get(int(codes[r]), 0) + int(value[r])
+        out[g] = max(best.items(), key=lambda kv: (kv[1], -list(best).index(kv[0])))[0]
+    return out
+
+
+@dataclass(frozen=True)
+class HotSelection:
+    windows: list[int]
+    coverage: float
+    top: int | None = None
+    target: float = 0.90
+
+    def pcs(self, profile: Profile) -> np.ndarray:
+        if not self.windows:
+            return np.zeros(0, dtype=np.uint64)
+        rows = np.concatenate([profile.window_rows(w) for w in self.windows])
+        return np.sort(profile.pc[rows])
+
+
+@dataclass
+class Profile:
+    path: str
+    pc: np.ndarray
+    samples: np.ndarray
+    cycles: np.ndarray | None
+    asm_column: StringColumn
+    mnemonic: np.ndarray
+    mnemonics: list[str]
+    function: np.ndarray
+    function_names: list[str]
+    window: np.ndarray
+    window_labels: list[str]
+    window_label_code: np.ndarray
+    module: np.ndarray
+    modules: list[str]
+    line: np.ndarray
+    extras: dict[str, StringColumn] = field(default_factory=dict)
+    window_state: dict[str, np.ndarray] | None = None
+    function_state: dict[str, np.ndarray] | None = None
+
+    def __post_init__(self) -> None:
+        self.value = self.cycles if self.cycles is not None else self.samples
+        self.basis = "cycles" if self.cycles is not None else "samples"
+        self.total = int(self.value.sum())
+        self.windows = WindowTable(
+            self, self.window_labels, self.window_label_code, self.window_state
+        )
+        self.functions = FunctionTable(self, self.function_names, self.function_state)
+        self._by_weight: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.pc)
+
+    def asm(self, row: int) -> str:
+        return self.asm_column[row]
+
+    def row_of(self, pc: int) -> int | None:
+        if pc < 0 or pc >= 1 << 64:
+            return None
+        key = np.uint64(pc)
+        i = int(np.searchsorted(self.pc, key))
+        return i if i < len(self.pc) and self.pc[i] == key else None
+
+    def window_rows(self, w: int) -> np.ndarray:
+        return self.windows.groups.members(w)
+
+    def function_rows(self, f: int) -> np.ndarray:
+        return self.functions.groups.members(f)
+
+    def share(self, row: int) -> float:
+        return int(self.value[row]) / self.total if self.total else 0.0
+
+    def windows_by_weight(self) -> np.ndarray:
+        """Window indices by descending weight; ties by lower first PC (formats.md §1)."""
+        if self._by_weight is None:
+            self._by_weight = np.lexsort(
+                (self.windows.first_pcs(), -self.windows.value)
+            ).astype(np.int32)
+        return self._by_weight
+
+    def hot_windows(self, top: int | None = None, coverage: float = 0.90) -> HotSelection:
+        """Descending weight until ``top`` windows or ``coverage`` is reached, whichever first;
+        the window that crosses ``coverage`` is included."""
+        order = self.windows_by_weight()
+        weights = self.windows.weights()[order]
+        cumulative = np.cumsum(weights)
+        count = len(order)
+        if coverage < 1.0 or len(cumulative) == 0:
+            crossing = int(np.searchsorted(cumulative, coverage - 1e-12, side="left")) + 1
+            count = min(count, crossing)
+        if top is not None:
+            count = min(count, top)
+        chosen = [int(w) for w in order[:count]]
+        covered = float(cumulative[count - 1]) if count else 0.0
+        return HotSelection(chosen, covered, top, coverage)

@@ -1,0 +1,278 @@
+"""Profile CSV/TSV reader (formats.md §1): polars parses, numpy derives windows and weights.
+
+Every problem is reported as ``InputError(file, line, what)``. Polars rows map to lines one
+to one (blank lines become all-null rows, which are skipped), so row ``i`` is line ``i + 2``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from pcscope.core.columns import StringColumn
+from pcscope.core.errors import InputError
+from pcscope.core.profile import Profile
+from pcscope.core.textio import decode_utf8, read_bytes
+
+REQUIRED = ("pc", "samples", "asm")
+KNOWN = ("pc", "samples", "asm", "function", "window", "module", "cycles")
+WINDOW_GAP = 64  # bytes between PCs that start a new derived window
+
+Progress = Callable[[str], None]
+
+
+def delimiter_for(path: str | os.PathLike, header: str) -> str:
+    name = Path(path).name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    if name.endswith(".csv"):
+        return ","
+    if name.endswith(".tsv"):
+        return "\t"
+    return "\t" if header.count("\t") > header.count(",") else ","
+
+
+def read_profile(
+    path: str | os.PathLike, *, merge_duplicates: bool = False, progress: Progress | None = None
+) -> Profile:
+    path = str(path)
+    say = progress or (lambda _msg: None)
+    say("reading")
+    data = read_bytes(path)
+    end = data.find(b"\n")
+    header_line = decode_utf8(path, data[: end if end >= 0 else len(data)]).rstrip("\r")
+    if not header_line.strip():
+        raise InputError(path, 1, "missing header row (want at least pc, samples, asm)")
+    sep = delimiter_for(path, header_line)
+    names = _header(path, header_line, sep)
+    say("parsing")
+    frame = _parse(path, data, sep, names)
+    del data
+    return _build(path, frame, names, merge_duplicates, say)
+
+
+def _header(path: str, header_line: str, sep: str) -> list[str]:
+    names = [n.strip().lower() for n in next(csv.reader([header_line], delimiter=sep))]
+    missing = [c for c in REQUIRED if c not in names]
+    if missing:
+        raise InputError(
+            path, 1, f"missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+            f"(header has: {', '.join(names)})"
+        )
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            raise InputError(path, 1, f"column {n!r} appears twice in the header")
+        seen.add(n)
+    return names
+
+
+def _parse(path: str, data: bytes, sep: str, names: list[str]) -> pl.DataFrame:
+    try:
+        frame = pl.read_csv(
+            io.BytesIO(data),
+            separator=sep,
+            has_header=True,
+            new_columns=names,
+            infer_schema=False,
+            quote_char='"',
+        )
+    except pl.exceptions.PolarsError as exc:
+        _locate_csv_error(path, data, sep, len(names))
+        raise InputError(path, None, f"cannot parse as CSV: {str(exc).splitlines()[0]}") from None
+    return frame.with_row_index("_row")
+
+
+def _locate_csv_error(path: str, data: bytes, sep: str, width: int) -> None:
+    """Polars says *that* a row is malformed, not where: find the line with the csv module."""
+    decode_utf8(path, data)
+    reader = csv.reader(io.StringIO(data.decode("utf-8"), newline=""), delimiter=sep)
+    for record in reader:
+        if reader.line_num > 1 and len(record) > width:
+            raise InputError(
+                path, reader.line_num, f"{len(record)} fields, header has {width}"
+            )
+
+
+def _cleaned(col: str) -> pl.Expr:
+    """Stripped text, with empty cells as null."""
+    s = pl.col(col).str.strip_chars()
+    return pl.when(s == "").then(None).otherwise(s)
+
+
+def _encode(labels: pl.Series) -> tuple[np.ndarray, list[str]]:
+    """Dictionary encoding: int32 codes in sorted label order (-1 for null) and the labels."""
+    codes = (labels.rank("dense").fill_null(0).cast(pl.Int32) - 1).to_numpy()
+    return codes, labels.drop_nulls().unique().sort().to_list()
+
+
+def _columns(frame: pl.DataFrame, names: list[str]) -> pl.DataFrame:
+    """Every derived column at once, so polars runs them in parallel."""
+    pc = pl.col("pc").str.strip_chars().str.to_lowercase()
+    is_hex = pc.str.starts_with("0x")
+    exprs = [
+        pl.col("_row"),
+        pl.when(is_hex & (pc.str.len_chars() > 2))
+        .then(pc.str.strip_prefix("0x").str.to_integer(base=16, dtype=pl.UInt64, strict=False))
+        .when(is_hex)
+        .then(None)
+        .otherwise(pc.str.to_integer(base=10, dtype=pl.UInt64, strict=False))
+        .alias("pc_value"),
+        pl.col("samples").str.strip_chars().str.to_integer(base=10, dtype=pl.Int64, strict=False)
+        .alias("samples_value"),
+        pl.col("asm").str.strip_chars().alias("asm_text"),
+        pl.col("asm").str.extract(r"^\s*(\S+)", 1).str.to_lowercase().alias("mnemonic_text"),
+    ]
+    if "cycles" in names:
+        exprs.append(pl.col("cycles").str.strip_chars().str.to_integer(
+            base=10, dtype=pl.Int64, strict=False).alias("cycles_value"))
+    for col in ("function", "module", "window"):
+        text = _cleaned(col) if col in names else pl.lit(None, dtype=pl.String)
+        exprs.append(text.alias(f"{col}_text"))
+    return frame.select(exprs)
+
+
+def _check(path: str, frame: pl.DataFrame, cols: pl.DataFrame, names: list[str]) -> None:
+    """The first bad cell in file order, as an InputError naming its line."""
+    rows = cols["_row"].to_numpy()
+    asm = cols["asm_text"]
+    checks: list[tuple[pl.Series, Callable[[dict], str]]] = [
+        (cols["pc_value"].is_null(), lambda r: f"bad pc {r['pc']!r} (want 0x-hex or decimal)"
+         if r["pc"] not in (None, "") else "pc is empty"),
+        (cols["samples_value"].is_null(), lambda r: f"samples {r['samples']!r} is not a whole "
+         "number" if r["samples"] not in (None, "") else "samples is empty"),
+        (cols["samples_value"] < 0, lambda r: f"negative samples {r['samples'].strip()}"),
+        (asm.is_null() | (asm == ""), lambda r: "asm is empty"),
+    ]
+    if "cycles_value" in cols.columns:
+        checks += [
+            (cols["cycles_value"].is_null(), lambda r: f"cycles {r['cycles']!r} is not a whole "
+             "number" if r["cycles"] not in (None, "") else "cycles is empty"),
+            (cols["cycles_value"] < 0, lambda r: f"negative cycles {r['cycles'].strip()}"),
+        ]
+    first = None
+    for bad, what in checks:
+        mask = bad.fill_null(False).to_numpy()
+        if mask.any():
+            idx = int(np.flatnonzero(mask)[0])
+            if first is None or idx < first[0]:
+                first = (idx, what)
+    if first is not None:
+        idx, what = first
+        raise InputError(path, int(rows[idx]) + 2, what(frame.row(idx, named=True)))
+
+
+def _build(
+    path: str, frame: pl.DataFrame, names: list[str], merge: bool, say: Progress
+) -> Profile:
+    # A blank line is an all-null row: drop it (its number is simply not used).
+    blank = frame.select(pl.all_horizontal([pl.col(c).is_null() for c in names])).to_series()
+    if blank.any():
+        frame = frame.filter(~blank)
+    say("validating")
+    if "cycles" in names and frame["cycles"].str.strip_chars().fill_null("").eq("").all():
+        names = [n for n in names if n != "cycles"]  # an all-empty column counts as absent
+    cols = _columns(frame, names)
+    _check(path, frame, cols, names)
+    pcs = cols["pc_value"].to_numpy()
+    rows = cols["_row"].to_numpy().astype(np.int64)
+    position = np.arange(len(pcs))  # row positions in `frame`, for the extra columns
+    if len(pcs) > 1 and not bool(np.all(pcs[1:] > pcs[:-1])):
+        order = np.argsort(pcs, kind="stable")
+        pcs, rows, position = pcs[order], rows[order], position[order]
+        cols = cols[order]
+    dup = np.flatnonzero(pcs[1:] == pcs[:-1])
+    if len(dup) and not merge:
+        a, b = sorted((int(rows[dup[0]]) + 2, int(rows[dup[0] + 1]) + 2))
+        raise InputError(
+            path, b, f"duplicate pc 0x{int(pcs[dup[0]]):x} (also on line {a}); "
+            "use --merge-duplicates to sum them"
+        )
+    samples = cols["samples_value"].to_numpy()
+    cycles = cols["cycles_value"].to_numpy() if "cycles_value" in cols.columns else None
+    if len(dup):
+        keep, samples, cycles = _merge(pcs, samples, cycles)
+        cols, pcs, rows, position = cols[keep], pcs[keep], rows[keep], position[keep]
+    say("indexing")
+    mnemonic, mnemonics = _encode(cols["mnemonic_text"])
+    function, function_names = _encode(cols["function_text"])
+    module, modules = _encode(cols["module_text"])
+    window_label, window_labels = _encode(cols["window_text"])
+    window, label_code = _windows(pcs, function, module, window_label)
+    extras = {
+        c: _strings(frame[c].fill_null("").gather(position)) for c in names if c not in KNOWN
+    }
+    return Profile(
+        path=path,
+        pc=pcs,
+        samples=samples,
+        cycles=cycles,
+        asm_column=_strings(cols["asm_text"]),
+        mnemonic=mnemonic,
+        mnemonics=mnemonics,
+        function=function,
+        function_names=function_names,
+        window=window,
+        window_labels=window_labels,
+        window_label_code=label_code,
+        module=module,
+        modules=modules,
+        line=(rows + 2).astype(np.uint32),
+        extras=extras,
+    )
+
+
+def _strings(series: pl.Series) -> StringColumn:
+    lengths = series.str.len_bytes().to_numpy().astype(np.uint64)
+    joined = series.str.join("").item() or ""
+    return StringColumn.from_utf8(joined.encode("utf-8"), lengths)
+
+
+def _merge(pcs, samples, cycles):
+    """--merge-duplicates: sum counts per PC; the first row keeps its text fields."""
+    starts = np.flatnonzero(np.concatenate(([True], pcs[1:] != pcs[:-1])))
+    summed = np.add.reduceat(samples, starts)
+    summed_cycles = np.add.reduceat(cycles, starts) if cycles is not None else None
+    return starts, summed, summed_cycles
+
+
+def _windows(
+    pcs: np.ndarray, function: np.ndarray, module: np.ndarray, label: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Window code per row (rows in ascending PC) and each window's label code (-1 = derived).
+
+    Labelled rows form one window per label. Unlabelled rows are derived per module: sorted
+    by PC, a new window starts where the function label changes or the PC gap exceeds 64.
+    """
+    n = len(pcs)
+    key = np.full(n, -1, dtype=np.int64)  # first row of each row's window
+    labelled = label >= 0
+    if labelled.any():
+        lab_rows = np.flatnonzero(labelled)
+        # first row (lowest pc) of each label, since rows are in ascending pc
+        first_of_label = np.full(int(label.max()) + 1, n, dtype=np.int64)
+        np.minimum.at(first_of_label, label[lab_rows], lab_rows)
+        key[lab_rows] = first_of_label[label[lab_rows]]
+    free = np.flatnonzero(~labelled)
+    if len(free):
+        order = free[np.lexsort((pcs[free], module[free]))]
+        pc_o, fn_o, mod_o = pcs[order], function[order], module[order]
+        brk = np.ones(len(order), dtype=bool)
+        brk[1:] = (
+            (mod_o[1:] != mod_o[:-1])
+            | (fn_o[1:] != fn_o[:-1])
+            | ((pc_o[1:] - pc_o[:-1]) > WINDOW_GAP)
+        )
+        run_start = order[np.flatnonzero(brk)]
+        run_id = np.cumsum(brk) - 1
+        key[order] = run_start[run_id]
+    # Windows are numbered by their first PC, so numbering is independent of row order.
+    firsts, window = np.unique(key, return_inverse=True)
+    label_code = np.where(labelled[firsts], label[firsts], -1).astype(np.int32)
+    return window.astype(np.int32), label_code

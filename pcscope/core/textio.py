@@ -1,0 +1,105 @@
+"""Reading and writing text files that may be gzip-compressed, with line-numbered errors."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import sys
+import tempfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO
+
+from pcscope.core.errors import InputError
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def is_gzip(path: str | os.PathLike) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == _GZIP_MAGIC
+
+
+def _open_binary(path: str | os.PathLike):
+    try:
+        if is_gzip(path):
+            return gzip.open(path, "rb")
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise InputError(str(path), None, "no such file") from None
+    except IsADirectoryError:
+        raise InputError(str(path), None, "is a directory, not a file") from None
+    except PermissionError:
+        raise InputError(str(path), None, "permission denied") from None
+
+
+def read_bytes(path: str | os.PathLike) -> bytes:
+    """The whole file, gunzipped when it is gzip (by content, not only by extension)."""
+    with _open_binary(path) as f:
+        try:
+            return f.read()
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise InputError(str(path), None, f"truncated or corrupt gzip ({exc})") from None
+
+
+def line_of_offset(data: bytes, offset: int) -> int:
+    """1-based line number of a byte offset."""
+    return data.count(b"\n", 0, offset) + 1
+
+
+def decode_utf8(path: str | os.PathLike, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = line_of_offset(data, exc.start)
+        raise InputError(
+            str(path), line, f"invalid UTF-8 (byte 0x{data[exc.start]:02x})"
+        ) from None
+
+
+def open_text_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+    """Yield (1-based line number, line without its newline), streaming, plain or gzip."""
+    lineno = 0
+    with _open_binary(path) as f:
+        try:
+            for raw in f:
+                lineno += 1
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise InputError(
+                        str(path), lineno, f"invalid UTF-8 (byte 0x{raw[exc.start]:02x})"
+                    ) from None
+                yield lineno, text.rstrip("\r\n")
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise InputError(
+                str(path), lineno + 1, f"truncated or corrupt gzip ({exc})"
+            ) from None
+
+
+@contextmanager
+def open_output(path: str | os.PathLike) -> Iterator[TextIO]:
+    """Write text atomically (temp file + rename); gzip when the name ends in .gz; '-' = stdout."""
+    if str(path) == "-":
+        yield sys.stdout
+        return
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    os.close(fd)
+    try:
+        if target.name.endswith(".gz"):
+            # mtime=0 keeps the bytes identical for identical content (reproducible samples).
+            raw = gzip.GzipFile(tmp, "wb", compresslevel=6, mtime=0)
+            stream: TextIO = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
+        else:
+            stream = open(tmp, "w", encoding="utf-8", newline="\n")
+        with stream:
+            yield stream
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,42 @@
+"""Everything indexed about one set of inputs, as the engine, CLI and TUI see it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pcscope.core.profile import HotSelection, Profile
+
+if TYPE_CHECKING:
+    from pcscope.core.alp import AlpTable
+    from pcscope.core.patterns import PatternTable
+    from pcscope.core.readers.guides import GuideSection
+
+
+@dataclass
+class Workload:
+    """The profile is memory-mapped; the ALP and the text index load on first use."""
+
+    profile: Profile
+    patterns: PatternTable
+    guides: list[GuideSection]
+    folder: Path
+    alp_loader: Callable[[], AlpTable | None] = field(repr=False)
+    text_loader: Callable[[], Any] = field(repr=False)
+    alp_path: Path | None = None
+    guide_paths: tuple[Path, ...] = ()
+
+    @cached_property
+    def alp(self) -> AlpTable | None:
+        return self.alp_loader()
+
+    @cached_property
+    def text(self) -> Any:
+        """The Tantivy index (pcscope.index.text.TextIndex), built on first use if needed."""
+        return self.text_loader()
+
+    def hot(self, top: int | None = None, coverage: float = 0.90) -> HotSelection:
+        return self.profile.hot_windows(top=top, coverage=coverage)

@@ -1,0 +1,1 @@
+"""The persistent index store and the Tantivy text index. Never imports Textual."""

@@ -1,0 +1,1 @@
+"""The Textual explorer (the only package that imports Textual)."""
