@@ -256,3 +256,16 @@ def test_property_windows_partition_rows_and_weights_sum_to_one(tmp_path_factory
     # the hot selection at coverage C reaches C (or takes every window)
     sel = p.hot_windows(coverage=0.5)
     assert sel.coverage >= 0.5 - 1e-9 or len(sel.windows) == len(p.windows)
+
+
+def test_mnemonic_is_the_first_token_lower_cased(tmp_path):
+    text = 'pc,samples,asm\n0x10,1,ret\n0x14,1," NOP "\n0x18,1,"LDR\tX0, [X1]"\n0x1c,1,b.eq 0x10\n'
+    p = read_profile(write(tmp_path, text))
+    assert [p.mnemonics[c] for c in p.mnemonic] == ["ret", "nop", "ldr", "b.eq"]
+
+
+def test_tolerant_numbers_beside_canonical_ones(tmp_path):
+    # one odd cell sends the column down the tolerant path; the canonical cells must agree
+    text = "pc,samples,asm\n0x10,1,nop\n 0X14 , 2 ,nop\n24,3,nop\n"
+    p = read_profile(write(tmp_path, text))
+    assert [int(x) for x in p.pc] == [0x10, 0x14, 24] and list(p.samples) == [1, 2, 3]

@@ -9,7 +9,7 @@ import sys
 import tempfile
 import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TextIO
 
@@ -82,22 +82,25 @@ def open_text_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
 
 @contextmanager
 def open_output(path: str | os.PathLike) -> Iterator[TextIO]:
-    """Write text atomically (temp file + rename); gzip when the name ends in .gz; '-' = stdout."""
+    """Write text atomically (temp file + rename); gzip when the name ends in .gz; '-' = stdout.
+
+    Gzip output carries no file name and mtime 0, so equal content gives equal bytes.
+    """
     if str(path) == "-":
         yield sys.stdout
         return
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    os.close(fd)
+    os.fchmod(fd, 0o644)
     try:
-        if target.name.endswith(".gz"):
-            # mtime=0 keeps the bytes identical for identical content (reproducible samples).
-            raw = gzip.GzipFile(tmp, "wb", compresslevel=6, mtime=0)
-            stream: TextIO = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
-        else:
-            stream = open(tmp, "w", encoding="utf-8", newline="\n")
-        with stream:
+        with ExitStack() as stack:
+            raw = stack.enter_context(os.fdopen(fd, "wb"))
+            if target.name.endswith(".gz"):
+                raw = stack.enter_context(
+                    gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0)
+                )
+            stream = stack.enter_context(io.TextIOWrapper(raw, encoding="utf-8", newline="\n"))
             yield stream
         os.replace(tmp, target)
     except BaseException:

@@ -26,12 +26,18 @@ class Workload:
     folder: Path
     alp_loader: Callable[[], AlpTable | None] = field(repr=False)
     text_loader: Callable[[], Any] = field(repr=False)
+    mca_loader: Callable[[], dict[int, dict]] = field(repr=False, default=dict)
     alp_path: Path | None = None
     guide_paths: tuple[Path, ...] = ()
 
     @cached_property
     def alp(self) -> AlpTable | None:
         return self.alp_loader()
+
+    @cached_property
+    def mca(self) -> dict[int, dict]:
+        """Static llvm-mca predictions by PC (evidence ``mca:0x…``, basis *predicted*)."""
+        return self.mca_loader()
 
     @cached_property
     def text(self) -> Any:

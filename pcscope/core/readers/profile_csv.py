@@ -108,34 +108,59 @@ def _cleaned(col: str) -> pl.Expr:
 
 def _encode(labels: pl.Series) -> tuple[np.ndarray, list[str]]:
     """Dictionary encoding: int32 codes in sorted label order (-1 for null) and the labels."""
-    codes = (labels.rank("dense").fill_null(0).cast(pl.Int32) - 1).to_numpy()
-    return codes, labels.drop_nulls().unique().sort().to_list()
+    distinct = labels.drop_nulls().unique().sort()
+    # An Enum over the sorted labels makes its physical codes the sorted order (fast path).
+    physical = labels.cast(pl.Enum(distinct.to_list())).to_physical().cast(pl.Int32)
+    return physical.fill_null(-1).to_numpy(), distinct.to_list()
 
 
-def _columns(frame: pl.DataFrame, names: list[str]) -> pl.DataFrame:
-    """Every derived column at once, so polars runs them in parallel."""
+def _pc_expr(fast: bool) -> pl.Expr:
+    """PC text to UInt64. The fast form reads canonical ``0x…`` only; the full form also takes
+    surrounding spaces, ``0X`` and decimal, and costs several times more on a million rows."""
+    if fast:
+        pc = pl.col("pc")
+        return pl.when(pc.str.starts_with("0x")).then(
+            pc.str.strip_prefix("0x").str.to_integer(base=16, dtype=pl.UInt64, strict=False)
+        )
     pc = pl.col("pc").str.strip_chars().str.to_lowercase()
     is_hex = pc.str.starts_with("0x")
-    exprs = [
-        pl.col("_row"),
+    return (
         pl.when(is_hex & (pc.str.len_chars() > 2))
         .then(pc.str.strip_prefix("0x").str.to_integer(base=16, dtype=pl.UInt64, strict=False))
         .when(is_hex)
         .then(None)
         .otherwise(pc.str.to_integer(base=10, dtype=pl.UInt64, strict=False))
-        .alias("pc_value"),
-        pl.col("samples").str.strip_chars().str.to_integer(base=10, dtype=pl.Int64, strict=False)
-        .alias("samples_value"),
-        pl.col("asm").str.strip_chars().alias("asm_text"),
-        pl.col("asm").str.extract(r"^\s*(\S+)", 1).str.to_lowercase().alias("mnemonic_text"),
+    )
+
+
+def _count_expr(col: str, fast: bool) -> pl.Expr:
+    text = pl.col(col) if fast else pl.col(col).str.strip_chars()
+    return text.str.to_integer(base=10, dtype=pl.Int64, strict=False)
+
+
+def _columns(frame: pl.DataFrame, names: list[str]) -> pl.DataFrame:
+    """Every derived column at once, so polars runs them in parallel. Numbers are read the
+    fast way first; only when a cell fails is the column read again the tolerant way."""
+    asm = pl.col("asm").str.strip_chars()
+    numeric = ["pc", "samples"] + (["cycles"] if "cycles" in names else [])
+    exprs = [
+        pl.col("_row"),
+        _pc_expr(fast=True).alias("pc_value"),
+        _count_expr("samples", fast=True).alias("samples_value"),
+        asm.alias("asm_text"),
+        asm.str.slice(0, asm.str.find(r"\s")).str.to_lowercase().alias("mnemonic_text"),
     ]
     if "cycles" in names:
-        exprs.append(pl.col("cycles").str.strip_chars().str.to_integer(
-            base=10, dtype=pl.Int64, strict=False).alias("cycles_value"))
+        exprs.append(_count_expr("cycles", fast=True).alias("cycles_value"))
     for col in ("function", "module", "window"):
         text = _cleaned(col) if col in names else pl.lit(None, dtype=pl.String)
         exprs.append(text.alias(f"{col}_text"))
-    return frame.select(exprs)
+    cols = frame.select(exprs)
+    slow = [c for c in numeric if cols[f"{c}_value"].null_count()]
+    if slow:
+        redo = {"pc": _pc_expr(fast=False)} | {c: _count_expr(c, fast=False) for c in numeric[1:]}
+        cols = cols.with_columns(frame.select([redo[c].alias(f"{c}_value") for c in slow]))
+    return cols
 
 
 def _check(path: str, frame: pl.DataFrame, cols: pl.DataFrame, names: list[str]) -> None:

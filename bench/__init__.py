@@ -1,0 +1,1 @@
+"""Benchmarks (`make bench`): speed targets and analysis quality, never run by the test suite."""

@@ -1,0 +1,1 @@
+"""The command line: the composition root that wires core, index and (lazily) the TUI."""

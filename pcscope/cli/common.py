@@ -1,0 +1,95 @@
+"""Options and helpers shared by every subcommand that reads a profile."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from contextlib import contextmanager
+
+from pcscope.core.errors import UsageError
+from pcscope.core.workload import Workload
+
+
+def add_input_args(parser: argparse.ArgumentParser, profile: bool = True) -> None:
+    """PROFILE plus the reader options every profile-reading command takes."""
+    if profile:
+        parser.add_argument("profile", metavar="PROFILE",
+                            help="profile CSV/TSV, plain or .gz (formats.md §1)")
+    parser.add_argument("--alp", metavar="FILE", help="raw ALP JSON Lines, plain or .gz")
+    parser.add_argument("--guide", metavar="FILE", action="append", default=[],
+                        help="guide (Markdown, text or PDF); repeat for several")
+    parser.add_argument("--mca", metavar="FILE",
+                        help="llvm-mca predictions from `pcscope import mca` (basis: predicted)")
+    parser.add_argument("--index-dir", metavar="DIR",
+                        help="where indexes live (default: $XDG_CACHE_HOME/pcscope/index)")
+    parser.add_argument("--merge-duplicates", action="store_true",
+                        help="sum rows that repeat a PC instead of failing")
+    parser.add_argument("--skip-bad-lines", action="store_true",
+                        help="skip and count malformed ALP lines instead of failing")
+    parser.add_argument("--rebuild", action="store_true",
+                        help="rebuild the index even when the inputs are unchanged")
+
+
+def add_selection_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--top", type=positive_int, metavar="N",
+                        help="at most N hot windows")
+    parser.add_argument("--coverage", type=fraction, default=0.90, metavar="C",
+                        help="hot windows until this share of the total (default 0.90)")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} must be positive")
+    return value
+
+
+def fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} must be in (0, 1]")
+    return value
+
+
+@contextmanager
+def progress_status():
+    """A one-line rich status on stderr for long work; silent when stderr is not a TTY."""
+    if not sys.stderr.isatty():
+        yield lambda _msg: None
+        return
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    with console.status("indexing…") as status:
+        yield lambda msg: status.update(f"{msg}…")
+
+
+def load_workload(args: argparse.Namespace, profile: str | None = None) -> Workload:
+    from pcscope.index.store import open_workload
+
+    path = profile or args.profile
+    if path is None:
+        raise UsageError("no profile given")
+    with progress_status() as say:
+        return open_workload(
+            path,
+            alp=args.alp,
+            guides=args.guide,
+            mca=args.mca,
+            index_dir=args.index_dir,
+            merge_duplicates=args.merge_duplicates,
+            skip_bad_lines=args.skip_bad_lines,
+            rebuild=args.rebuild,
+            progress=say,
+        )
+
+
+def print_json(data: object) -> None:
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")

@@ -1,0 +1,121 @@
+"""The derived parts of an index build beside the profile arrays: patterns, ALP, guides, text."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+import numpy as np
+
+from pcscope.core.alp import AlpFileStats, AlpLoopRecord, AlpRecord, AlpTable
+from pcscope.core.importers.mca import read_mca
+from pcscope.core.patterns import PatternTable, find_patterns
+from pcscope.core.profile import Profile
+from pcscope.core.readers.alp import read_alp
+from pcscope.core.readers.guides import GuideSection, read_guide
+from pcscope.core.workload import Workload
+
+if TYPE_CHECKING:
+    from pcscope.index.store import Inputs
+
+Progress = Callable[[str], None]
+
+
+def save_parts(build: Path, profile: Profile, inputs: Inputs, say: Progress) -> None:
+    say("finding patterns")
+    patterns = find_patterns(profile)
+    folder = build / "patterns"
+    folder.mkdir()
+    for name, array in patterns.to_arrays().items():
+        np.save(folder / f"{name}.npy", array, allow_pickle=False)
+    sections: list[GuideSection] = []
+    for guide in inputs.guides:
+        say(f"reading guide {guide.name}")
+        sections += read_guide(guide)
+    (build / "guides.msgpack").write_bytes(msgspec.msgpack.encode(sections))
+    if inputs.mca:
+        say(f"reading llvm-mca evidence {inputs.mca.name}")
+        (build / "mca.msgpack").write_bytes(msgspec.msgpack.encode(read_mca(inputs.mca)))
+    if inputs.alp:
+        say(f"aggregating ALP {inputs.alp.name}")
+        table = read_alp(inputs.alp, profile_pcs=profile.pc, skip_bad_lines=inputs.skip_bad_lines)
+        (build / "alp.msgpack").write_bytes(_encode_alp(table))
+
+
+def load_parts(folder: Path, profile: Profile, inputs: Inputs) -> Workload:
+    pattern_arrays = {
+        p.stem: np.load(p, mmap_mode="r", allow_pickle=False)
+        for p in (folder / "patterns").glob("*.npy")
+    }
+    sections = msgspec.msgpack.decode(
+        (folder / "guides.msgpack").read_bytes(), type=list[GuideSection]
+    )
+    alp_file = folder / "alp.msgpack"
+
+    def load_alp() -> AlpTable | None:
+        if not alp_file.exists():
+            return None
+        return _decode_alp(alp_file.read_bytes())
+
+    def load_mca() -> dict[int, dict]:
+        path = folder / "mca.msgpack"
+        if not path.exists():
+            return {}
+        return msgspec.msgpack.decode(path.read_bytes(), type=dict[int, dict])
+
+    def open_text():
+        from pcscope.index.text import TextIndex
+
+        return open_text_index(folder / "text", profile, sections, TextIndex)
+
+    return Workload(
+        profile=profile,
+        patterns=PatternTable.from_arrays(pattern_arrays, profile),
+        guides=sections,
+        folder=folder,
+        alp_loader=load_alp,
+        text_loader=open_text,
+        mca_loader=load_mca,
+        alp_path=inputs.alp,
+        guide_paths=inputs.guides,
+    )
+
+
+class _StoredAlp(msgspec.Struct, array_like=True):
+    path: str
+    records: list[AlpRecord]
+    per_loop: list[tuple[int, list[AlpLoopRecord]]]
+    file_stats: AlpFileStats
+
+
+def _encode_alp(table: AlpTable) -> bytes:
+    per_loop = [(pc, table.per_loop[pc]) for pc in table.per_loop]
+    return msgspec.msgpack.encode(
+        _StoredAlp(table.path, list(table.records.values()), per_loop, table.file_stats)
+    )
+
+
+def _decode_alp(data: bytes) -> AlpTable:
+    stored = msgspec.msgpack.decode(data, type=_StoredAlp)
+    records = {rec.pc: rec for rec in stored.records}
+    return AlpTable(stored.path, records, dict(stored.per_loop), stored.file_stats)
+
+
+def open_text_index(target: Path, profile: Profile, sections: list[GuideSection], cls):
+    """Open the Tantivy index, building it first (into a temp folder, then renamed)."""
+    if (target / "done").exists():
+        return cls.open(target)
+    tmp = Path(tempfile.mkdtemp(prefix=".text-", dir=target.parent))
+    try:
+        cls.build(tmp, profile, sections)
+        (tmp / "done").touch()
+        shutil.rmtree(target, ignore_errors=True)
+        tmp.rename(target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return cls.open(target)

@@ -1,0 +1,360 @@
+"""Tantivy full-text index of instructions and guide sections.
+
+One document per profile row (the instruction), fields:
+
+- ``asm``: the text in lower-case words of letters and digits (``ldr``, ``x17``, ``0xe10``;
+  ``b.eq`` is the phrase ``b eq``), positions kept for phrase queries. ``operands:`` in a
+  query is read as ``asm:`` — a field of its own cost a third of the build time and finds
+  nothing ``asm`` does not;
+- ``mnemonic``: the canonical mnemonic (``b.cs`` and ``b.hs`` are both ``b.hs``, ``movz``
+  is ``mov``; queries are canonicalised the same way), exact;
+- ``base``: the memory operand's base register (``x16`` also for ``w16``); a query term
+  ``[x16`` means ``base:x16``;
+- ``function`` (name), ``window`` (``win:`` ID), ``module``: exact, case-insensitive
+  (pcscope.index.query resolves ``fn:`` IDs and window labels to these first);
+- ``samples`` (u64, indexed and fast: ``samples:>1000``), ``row`` and ``rank`` (u64 fast:
+  the row in the profile, and its place in samples-descending, PC-ascending order, so a
+  top-N search is exact and deterministic).
+
+Every field value is single (a second spelling or ID per field cost ~15% of the build)
+and PCs are not indexed (a unique numeric term per row cost ~20%): PC lookup is exact
+through the profile arrays.
+
+Nothing is stored: hits map back to profile rows. Guide sections live in a second index
+(``id``, ``doc``, ``heading``, ``text`` with English stemming; all stored).
+
+Building is bound by tantivy-py's per-document work: documents are JSON lines made by
+polars in one vectorised pass and fed to ``add_json`` in chunks; only the fields above.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import tantivy
+
+from pcscope.core import isa
+from pcscope.core.asmtext import AsmScan, asm_series
+from pcscope.core.errors import UsageError
+from pcscope.core.ids import win_id
+from pcscope.core.profile import Profile
+from pcscope.core.readers.guides import GuideSection
+
+FORMAT = 1
+META = "text.json"
+DEFAULT_FIELDS = ("asm", "function")
+EXACT_FIELDS = ("mnemonic", "base", "function", "window", "module")
+NUMERIC_FIELDS = ("samples", "row", "rank")
+FIELD_ALIASES = {"operands": "asm"}
+GUIDE_FIELDS = ("heading", "text")
+_CHUNK = 50_000  # documents per Python list (bounds the memory of JSON strings)
+_REGISTER_NAMES = [f"x{n}" for n in range(31)] + ["sp"]  # by asmtext.register_code
+
+Progress = Callable[[str], None]
+
+
+def _analyzers() -> dict[str, tantivy.TextAnalyzer]:
+    exact = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.raw())
+    return {"exact_lower": exact.filter(tantivy.Filter.lowercase()).build()}
+
+
+def _register(index: tantivy.Index) -> tantivy.Index:
+    for name, analyzer in _analyzers().items():  # analyzers are not persisted: every open
+        index.register_tokenizer(name, analyzer)
+    return index
+
+
+def _instruction_schema() -> tantivy.Schema:
+    b = tantivy.SchemaBuilder()
+    # Tantivy's "default" analyzer: split on non-alphanumerics, lower case (a regex
+    # tokenizer keeping `_` measured 40% slower to build).
+    b.add_text_field("asm", tokenizer_name="default", index_option="position")
+    for name in EXACT_FIELDS:
+        b.add_text_field(name, tokenizer_name="exact_lower", index_option="basic")
+    b.add_unsigned_field("samples", indexed=True, fast=True)
+    b.add_unsigned_field("row", fast=True)
+    b.add_unsigned_field("rank", fast=True)
+    return b.build()
+
+
+def _guide_schema() -> tantivy.Schema:
+    b = tantivy.SchemaBuilder()
+    b.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
+    b.add_text_field("doc", stored=True, tokenizer_name="raw", index_option="basic")
+    for name in GUIDE_FIELDS:
+        b.add_text_field(name, stored=True, tokenizer_name="en_stem")
+    b.add_unsigned_field("line", stored=True)
+    return b.build()
+
+
+@dataclass(frozen=True)
+class GuideMatch:
+    id: str
+    doc: str
+    heading: str
+    line: int
+    score: float
+    text: str  # the whole section text (callers bound it)
+
+
+@dataclass(frozen=True)
+class BuildStats:
+    instructions: int
+    guides: int
+    seconds: float
+    documents_seconds: float  # making the JSON documents
+    adding_seconds: float  # add_json calls
+    commit_seconds: float  # commit + merges
+
+
+class TextIndex:
+    """Open with ``TextIndex.open(dir)``; make with ``TextIndex.build(dir, profile, guides)``."""
+
+    def __init__(self, directory: Path, instructions: tantivy.Index,
+                 guides: tantivy.Index, meta: dict) -> None:  # fmt: skip
+        self.directory = directory
+        self.meta = meta
+        self.rows = int(meta["instructions"])
+        self._instructions = instructions
+        self._guides = guides
+        self._searcher = instructions.searcher()
+        self._guide_searcher = guides.searcher()
+
+    # --- building ---------------------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls,
+        directory: str | Path,
+        profile: Profile,
+        guides: Sequence[GuideSection] = (),
+        *,
+        threads: int = 1,
+        heap_mb: int = 128,
+        progress: Progress | None = None,
+    ) -> TextIndex:
+        """Index into ``directory`` (created if missing; must hold no other index).
+
+        One writer thread by default: on two cores the Python thread feeding ``add_json``
+        needs the other one, and two writer threads measured no faster."""
+        say = progress or (lambda _msg: None)
+        directory = Path(directory)
+        started = time.perf_counter()
+        (directory / "instructions").mkdir(parents=True)
+        (directory / "guides").mkdir()
+        say("indexing instructions")
+        path = str(directory / "instructions")
+        index = _register(tantivy.Index(_instruction_schema(), path=path))
+        writer = index.writer(heap_size=heap_mb * 1_000_000, num_threads=threads)
+        t0 = time.perf_counter()
+        documents = instruction_documents(profile)
+        t1 = time.perf_counter()
+        for start in range(0, documents.len(), _CHUNK):
+            for doc in documents.slice(start, _CHUNK).to_list():
+                writer.add_json(doc)
+        t2 = time.perf_counter()
+        writer.commit()
+        writer.wait_merging_threads()
+        t3 = time.perf_counter()
+        say("indexing guides")
+        _index_guides(directory / "guides", guides)
+        stats = BuildStats(len(profile), len(guides), time.perf_counter() - started,
+                           t1 - t0, t2 - t1, t3 - t2)  # fmt: skip
+        meta = {"format": FORMAT, "instructions": len(profile), "total": profile.total,
+                "guides": len(guides), "build": stats.__dict__}  # fmt: skip
+        (directory / META).write_text(json.dumps(meta, indent=1), encoding="utf-8")
+        return cls.open(directory)
+
+    @classmethod
+    def open(cls, directory: str | Path) -> TextIndex:
+        directory = Path(directory)
+        try:
+            meta = json.loads((directory / META).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            raise FileNotFoundError(f"no complete text index in {directory}") from None
+        if meta.get("format") != FORMAT:
+            raise FileNotFoundError(f"text index in {directory} has another format")
+        instructions = _register(tantivy.Index.open(str(directory / "instructions")))
+        guides = _register(tantivy.Index.open(str(directory / "guides")))
+        return cls(directory, instructions, guides, meta)
+
+    @property
+    def build_stats(self) -> BuildStats:
+        return BuildStats(**self.meta["build"])
+
+    # --- instructions -------------------------------------------------------------------
+
+    def parse(self, query: str) -> tantivy.Query:
+        """A query in Tantivy syntax (terms AND-ed, ``field:value``, ``"phrases"``, ``OR``,
+        ``-term``, ``samples:>N``), after ``normalize_query``; UsageError if malformed."""
+        text = normalize_query(query)
+        if not text.strip():
+            raise UsageError("empty query")
+        try:
+            return self._instructions.parse_query(
+                text, list(DEFAULT_FIELDS), conjunction_by_default=True
+            )
+        except ValueError as exc:
+            raise UsageError(f"bad query {query!r}: {exc}") from None
+
+    def search(self, query: str, limit: int) -> tuple[np.ndarray, int]:
+        """Rows of the ``limit`` best hits (samples descending, then PC) and the total."""
+        parsed = self.parse(query)
+        result = self._searcher.search(parsed, limit, count=True, order_by_field="rank",
+                                       order=tantivy.Order.Asc)  # fmt: skip
+        addresses = [address for _, address in result.hits]
+        rows = self._searcher.fast_field_values("row", addresses) if addresses else []
+        return np.array(rows, dtype=np.int64), int(result.count)
+
+    def matching_rows(self, query: str) -> np.ndarray:
+        """Every row the query matches, ascending."""
+        parsed = self.parse(query)
+        if self.rows == 0:
+            return np.zeros(0, dtype=np.int64)
+        result = self._searcher.search(parsed, self.rows, count=False, order_by_field="row",
+                                       order=tantivy.Order.Asc)  # fmt: skip
+        return np.fromiter((row for row, _ in result.hits), dtype=np.int64, count=len(result.hits))
+
+    # --- guides -------------------------------------------------------------------------
+
+    def search_guides(self, query: str, k: int) -> list[GuideMatch]:
+        """BM25 over headings (weighted double) and section text; free text is fine."""
+        if not query.strip() or self.meta["guides"] == 0:
+            return []
+        parsed, _errors = self._guides.parse_query_lenient(
+            query, list(GUIDE_FIELDS), field_boosts={"heading": 2.0}
+        )
+        result = self._guide_searcher.search(parsed, k)
+        out = []
+        for score, address in result.hits:
+            doc = self._guide_searcher.doc(address)
+            out.append(GuideMatch(doc.get_first("id"), doc.get_first("doc"),
+                                  doc.get_first("heading"), int(doc.get_first("line")),
+                                  float(score), doc.get_first("text")))  # fmt: skip
+        return out
+
+
+# --- documents -------------------------------------------------------------------------
+
+
+def instruction_documents(profile: Profile) -> pl.Series:
+    """One JSON object per row, made column-wise in one ``concat_str`` (no Python per row)."""
+    n = len(profile)
+    if n == 0:
+        return pl.Series("doc", [], dtype=pl.String)
+    rank = np.empty(n, dtype=np.int64)
+    rank[np.lexsort((profile.pc, -profile.samples))] = np.arange(n)
+    base = AsmScan(profile.asm_column).memory_bases().astype(np.int64)
+    names = {  # per dictionary code, the JSON member ('' where a row has none)
+        "mnemonic": (profile.mnemonic, [isa.normalize_mnemonic(m) for m in profile.mnemonics]),
+        "base": (base, _REGISTER_NAMES),
+        "function": (profile.function, profile.function_names),
+        "window": (profile.window, [win_id(int(pc)) for pc in profile.windows.first_pcs()]),
+        "module": (profile.module, profile.modules),
+    }
+    parts = [pl.lit('{"asm":'), pl.lit(_json_strings(profile))]
+    for name, values in (("row", np.arange(n)), ("rank", rank), ("samples", profile.samples)):
+        parts += [pl.lit(f',"{name}":'), pl.lit(pl.Series(values)).cast(pl.String)]
+    for name, (codes, values) in names.items():
+        members = [f",{json.dumps(name)}:{json.dumps(v)}" for v in values]
+        parts.append(pl.lit(_by_code(codes, members)))
+    parts.append(pl.lit("}"))
+    return pl.select(pl.concat_str(parts)).to_series()
+
+
+def _json_strings(profile: Profile) -> pl.Series:
+    """The asm column as JSON string literals."""
+    asm = asm_series(profile.asm_column)
+    blob = profile.asm_column.blob
+    if not ((blob < 0x20) | (blob == ord('"')) | (blob == ord("\\"))).any():
+        return pl.select(pl.concat_str(pl.lit('"'), pl.lit(asm), pl.lit('"'))).to_series()
+    encoded = asm.to_frame("a").select(pl.struct("a").struct.json_encode()).to_series()
+    return encoded.str.strip_prefix('{"a":').str.strip_suffix("}")
+
+
+def _by_code(codes: np.ndarray, fragments: list[str]) -> pl.Series:
+    """Per row, the JSON fragment of its dictionary code ('' for code -1)."""
+    table = pl.Series([*fragments, ""], dtype=pl.String)
+    known = (codes >= 0) & (codes < len(fragments))
+    index = np.where(known, codes, len(fragments)).astype(np.int64)
+    return table.gather(index)
+
+
+def _index_guides(directory: Path, sections: Iterable[GuideSection]) -> None:
+    index = tantivy.Index(_guide_schema(), path=str(directory))
+    writer = index.writer(heap_size=50_000_000, num_threads=1)
+    for s in sections:
+        writer.add_document(tantivy.Document.from_dict(
+            {"id": s.id, "doc": s.doc, "heading": s.heading, "text": s.text, "line": s.line},
+            index.schema,
+        ))  # fmt: skip
+    writer.commit()
+    writer.wait_merging_threads()
+
+
+# --- query text ------------------------------------------------------------------------
+
+_FIELDS = {"asm"} | set(EXACT_FIELDS) | set(NUMERIC_FIELDS) | set(FIELD_ALIASES)
+QUERY_TOKEN = re.compile(r'[+-]?[a-z_]+:[\[{][^\]}]*[\]}]|"[^"]*"|\S+')  # a range is one token
+_FIELD_VALUE = re.compile(r"^([+-]?)([a-z_]+):(.+)$", re.S)
+_CONDITIONAL = re.compile(r"^bc?\.[a-z]+$", re.IGNORECASE)
+_SPECIAL = re.compile(r'([\[\]{}()!^~:"\\*?<>=+/])')
+
+
+def normalize_query(query: str) -> str:
+    """Make asm-flavoured input valid Tantivy syntax without changing what it asks:
+
+    - ``[x16`` / ``[w16,`` (a memory operand) -> ``base:x16``; ``base:w16`` -> ``base:x16``;
+    - ``b.cs`` (a conditional branch) -> ``mnemonic:b.hs`` (one term: fast and exact);
+    - ``mnemonic:b.cs`` -> ``mnemonic:b.hs`` (every row also carries its canonical
+      mnemonic, so any spelling of an instruction finds every spelling of it);
+    - ``function:<unknown_03>``, ``window:win:0x10`` -> quoted values (not ranges);
+    - evidence IDs ``win:0x10`` / ``fn:name`` -> ``window:"win:0x10"`` / ``function:name``;
+    - ``operands:`` -> ``asm:``;
+    - other characters Tantivy reserves are escaped in plain terms (``#8]`` stays a term)."""
+    return " ".join(_normalize_token(token) for token in QUERY_TOKEN.findall(query))
+
+
+def _normalize_token(token: str) -> str:
+    if token.startswith('"') or token in ("AND", "OR", "NOT", "(", ")"):
+        return token  # phrases and operators are Tantivy's own syntax
+    sign = token[0] if token[0] in "+-" and len(token) > 1 else ""
+    if _CONDITIONAL.match(token[len(sign) :]):  # one exact term, not the phrase "b ne"
+        return f"{sign}mnemonic:{isa.normalize_mnemonic(token[len(sign) :])}"
+    if token.startswith("["):
+        reg = isa.parse_register(token.strip("[],!"))
+        if reg is not None:
+            return f"base:{reg}"
+    match = _FIELD_VALUE.match(token)
+    if match:
+        sign, field, value = match.groups()
+        if field == "win":
+            return f'{sign}window:"win:{_quote(value)}"'
+        if field == "fn":
+            return sign + _field_term("function", value)
+        if field == "pc":
+            raise UsageError("PCs are not searchable terms: look a PC up with `pcscope show`")
+        if field in _FIELDS:
+            return sign + _field_term(FIELD_ALIASES.get(field, field), value)
+    return sign + _SPECIAL.sub(r"\\\1", token[len(sign) :])
+
+
+def _field_term(field: str, value: str) -> str:
+    if field in NUMERIC_FIELDS or value.startswith('"') or " " in value:
+        return f"{field}:{value}"
+    if field == "base":
+        value = isa.parse_register(value) or value
+    elif field == "mnemonic":
+        value = isa.normalize_mnemonic(value)
+    return f'{field}:"{_quote(value)}"' if _SPECIAL.search(value) else f"{field}:{value}"
+
+
+def _quote(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')

@@ -1,0 +1,356 @@
+"""Generate a synthetic AArch64 workload: profile, raw ALP and ground truth.
+
+    python -m pcscope.samples.generate --kind C --seed 3 -o DIR
+    python -m pcscope.samples.generate --kind A --scale 1000000 -o DIR   # benchmark size
+
+writes DIR/profile.csv.gz (formats.md §1), DIR/alp.jsonl.gz (§2, raw per (loop, PC),
+hot windows only), DIR/truth.json (planted issues and their look-alikes, with §4
+categories) and DIR/README.md. Output streams window by window: memory holds the plan
+(about 0.5 KB a window), never the files. The same options give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import random
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from pcscope.core.errors import PcscopeError
+from pcscope.core.ids import hex_pc, win_id
+from pcscope.samples.alpgen import Agg, Loop, record, resolve, schedule
+from pcscope.samples.codegen import Insn, final_text
+from pcscope.samples.compose import background, kernel_window
+from pcscope.samples.kinds import KINDS, KindSpec
+from pcscope.samples.layout import EXTRA_LOOP_SHARE, Plan, WindowPlan, make_plan
+from pcscope.samples.output import output
+from pcscope.samples.planted import Kernel
+
+ITERATION_SCALE = 4e7  # ALP iterations of a window holding the whole profile
+TOKENS_PER_ROW = 17    # --scale default: 1M rows -> ~17M ALP tokens
+
+
+@dataclass(frozen=True)
+class Options:
+    kind: str
+    seed: int
+    out: Path
+    windows: int | None = None
+    scale: int | None = None
+    alp_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Summary:
+    out: Path
+    windows: int
+    rows: int
+    hot: int
+    alp_records: int
+    alp_chars: int
+    planted: int
+    lookalikes: int
+    seconds: float
+
+    def line(self, kind: str, seed: int) -> str:
+        return (f"wrote {self.out} (kind {kind}, seed {seed}): {self.windows:,} windows, "
+                f"{self.rows:,} rows, {self.hot:,} hot windows, ALP {self.alp_records:,} "
+                f"records ~{self.alp_chars // 4:,} tokens, {self.planted} planted + "
+                f"{self.lookalikes} look-alikes, {self.seconds:.1f} s")
+
+
+def cost(ins: Insn) -> float:
+    """Relative samples per execution: slow instructions collect more."""
+    return 1.0 + 0.05 * min(ins.latency, 100.0)
+
+
+def csv_field(text: str) -> str:
+    if "," in text or '"' in text or "\n" in text:
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def allocate(total: int, weights: list[float], floor: int) -> list[int]:
+    """Integers >= floor summing to total, proportional to weights (cumulative rounding:
+    each value is the step between rounded running sums, so the total is exact)."""
+    rest = total - floor * len(weights)
+    scale = rest / (sum(weights) or 1.0)
+    out, acc, prev = [], 0.0, 0
+    for wt in weights[:-1]:
+        acc += wt
+        cur = round(acc * scale)
+        out.append(floor + cur - prev)
+        prev = cur
+    out.append(floor + rest - prev)  # the last takes what rounding left: exact total
+    return out
+
+
+class Writer:
+    """Streams one sample's three files, window by window."""
+
+    def __init__(self, plan: Plan, profile: TextIO, alp: TextIO) -> None:
+        self.plan = plan
+        self.spec: KindSpec = plan.spec
+        self.profile = profile
+        self.alp = alp
+        self.total = plan.total
+        self.names = [n for n, _ in self.spec.mix]
+        self.cum_weights = list(itertools.accumulate(wt for _, wt in self.spec.mix))
+        self.loop_number = 0
+        self.alp_records = self.alp_chars = 0
+        self.truth: dict[str, list[dict]] = {"planted": [], "lookalikes": []}
+        header = ["function"] + (["window"] if self.spec.labels else []) + ["module", "pc",
+                 "samples"] + (["cycles"] if self.spec.cycles else []) + ["asm"]
+        profile.write(",".join(header) + "\n")
+
+    def window(self, index: int) -> None:
+        wp = self.plan.windows[index]
+        rng = random.Random(f"pcscope-sample:{self.spec.name}:{self.plan.seed}:w{index}")
+        insns, texts, kernel = self._build(wp, rng)
+        omitted = self._omitted(wp, insns, kernel, rng)
+        self._rows(wp, insns, texts, omitted, rng)
+        if wp.loops:
+            agg = self._alp(wp, insns, texts, rng, kernel.evidence if kernel else None)
+            if kernel is not None:
+                self._truth(wp, texts, kernel, agg)
+
+    def _build(self, wp: WindowPlan, rng: random.Random
+               ) -> tuple[list[Insn], list[str], Kernel | None]:
+        calls = self.plan.calls[wp.module]
+        kernel = None
+        if wp.plt:
+            insns = plt_stubs(self.plan.got)
+            return insns, [i.text for i in insns], None
+        if wp.kernel:
+            shape = random.Random(f"pcscope-sample:{self.spec.name}:{self.plan.seed}:"
+                                  f"{wp.kernel}:shape")
+            b, kernel = kernel_window(rng, wp.n, wp.kernel, wp.bad, calls, shape)
+        else:
+            b = background(rng, wp.n, self.names, self.cum_weights, calls,
+                           self.spec.loop_prob)
+        return b.insns, final_text(b.insns, b.labels, wp.first_pc), kernel
+
+    @staticmethod
+    def _omitted(wp: WindowPlan, insns: list[Insn], kernel: Kernel | None,
+                 rng: random.Random) -> set[int]:
+        """Instructions the sampler never hit: cold ones inside the window (never its first
+        or last, so the window keeps its extent)."""
+        if not wp.omitted:
+            return set()
+        keep = set(kernel.pcs) if kernel else set()
+        inner = [k for k in range(1, len(insns) - 1) if k not in keep]
+        cold = [k for k in inner if insns[k].freq < 0.5]
+        pool = cold if len(cold) >= wp.omitted else inner
+        return set(rng.sample(pool, wp.omitted))
+
+    def _rows(self, wp: WindowPlan, insns: list[Insn], texts: list[str], omitted: set[int],
+              rng: random.Random) -> None:
+        present = [k for k in range(len(insns)) if k not in omitted]
+        costs = [cost(insns[k]) for k in present]
+        rnd = rng.random
+        shares = [insns[k].freq * c * (0.7 + 0.6 * rnd()) for k, c in zip(present, costs,
+                                                                         strict=True)]
+        values = allocate(wp.value, shares, 0 if self.spec.zero_rows else 1)
+        lead = [self.plan.functions[wp.function].name, self.plan.modules[wp.module]]
+        if self.spec.labels:
+            lead.insert(1, wp.label)
+        prefix = ",".join(csv_field(f) for f in lead)
+        base = wp.first_pc
+        lines = []
+        for k, c, val in zip(present, costs, values, strict=True):
+            asm = texts[k]
+            if "," in asm:  # asm never holds quotes or newlines: quoting is enough
+                asm = f'"{asm}"'
+            if self.spec.cycles:
+                samples = max(1 if val else 0, round(val / (0.35 * c * (0.8 + 0.45 * rnd()))))
+                lines.append(f"{prefix},0x{base + 4 * k:x},{samples},{val},{asm}\n")
+            else:
+                lines.append(f"{prefix},0x{base + 4 * k:x},{val},{asm}\n")
+        self.profile.write("".join(lines))
+
+    def _loops(self, wp: WindowPlan, n: int, rng: random.Random) -> list[Loop]:
+        share = wp.value / self.total if self.total else 0.0
+        main = max(500, round(share * ITERATION_SCALE * rng.uniform(0.6, 1.4)))
+        loops = []
+        for k in range(wp.loops):
+            self.loop_number += 1
+            label = f"L{self.loop_number:04d}"
+            if k == 0:
+                loops.append(Loop(label, main, 0, n))
+                continue
+            size = max(1, round(EXTRA_LOOP_SHARE * n))
+            start = rng.randrange(0, n - size + 1)
+            loops.append(Loop(label, max(100, round(main * rng.uniform(0.05, 2.0))), start,
+                              start + size))
+        return loops
+
+    def _alp(self, wp: WindowPlan, insns: list[Insn], texts: list[str], rng: random.Random,
+             evidence: int | None) -> Agg:
+        """Write the window's ALP records; return the evidence instruction's aggregate."""
+        env = self.spec.env
+        sims = [resolve(ins, env, rng) for ins in insns]
+        timing = schedule(insns, sims)
+        loops = self._loops(wp, len(insns), rng)
+        with_loop = env.loop_key_always or len(loops) > 1
+        agg = Agg()
+        write = self.alp.write
+        for loop in loops:
+            for k in range(loop.start, loop.end):
+                line = record(wp.first_pc + 4 * k, texts[k], insns[k], sims[k], timing[k],
+                              loop, env, rng, with_loop)
+                write(line + "\n")
+                self.alp_records += 1
+                self.alp_chars += len(line) + 1
+                if k == evidence:
+                    agg.add(json.loads(line), texts[k])
+        return agg
+
+    def _truth(self, wp: WindowPlan, texts: list[str], kernel: Kernel, agg: Agg) -> None:
+        pc = wp.first_pc + 4 * kernel.evidence
+        entry = {
+            "category": wp.kernel,
+            "pc": hex_pc(pc),
+            "window": win_id(wp.first_pc),
+            "what": kernel.what(agg),
+            "asm": texts[kernel.evidence],
+            "pcs": [hex_pc(wp.first_pc + 4 * k) for k in kernel.pcs],
+            "function": self.plan.functions[wp.function].name,
+            "module": self.plan.modules[wp.module],
+            "weight": round(wp.value / self.total, 6),
+        }
+        self.truth["planted" if wp.bad else "lookalikes"].append(entry)
+
+
+def plt_stubs(got: list[int]) -> list[Insn]:
+    """`adrp x16; ldr x17, [x16, #off]; add x16, x16, #off; br x17` per imported symbol."""
+    out = []
+    for slot in got:
+        page, off = slot & ~0xFFF, slot & 0xFFF
+        out += [
+            Insn(f"adrp x16, #0x{page:x}", "alu", ("r16",)),
+            Insn(f"ldr x17, [x16, #0x{off:x}]", "load", ("r17",), ("r16",)),
+            Insn(f"add x16, x16, #0x{off:x}", "alu", ("r16",), ("r16",)),
+            Insn("br x17", "br", (), ("r17",)),
+        ]
+    return out
+
+
+def generate(opts: Options) -> Summary:
+    spec = KINDS[opts.kind]
+    started = time.perf_counter()
+    tokens = opts.alp_tokens
+    if tokens is None and opts.scale is not None:
+        tokens = TOKENS_PER_ROW * opts.scale
+    plan = make_plan(spec, opts.seed, windows=opts.windows, rows=opts.scale, alp_tokens=tokens)
+    out = Path(opts.out)
+    level = 1 if opts.scale else 6  # benchmark inputs: speed over size
+    with output(out / "profile.csv.gz", level) as profile, \
+            output(out / "alp.jsonl.gz", level) as alp:
+        writer = Writer(plan, profile, alp)
+        for index in plan.order:
+            writer.window(index)
+    with output(out / "truth.json") as f:
+        f.write(json.dumps(_truth_doc(plan, writer), indent=1, sort_keys=True) + "\n")
+    with output(out / "README.md") as f:
+        f.write(readme(plan, opts, writer))
+    return Summary(out, len(plan.windows), plan.rows, len(plan.hot), writer.alp_records,
+                   writer.alp_chars, len(writer.truth["planted"]),
+                   len(writer.truth["lookalikes"]), time.perf_counter() - started)
+
+
+def _truth_doc(plan: Plan, writer: Writer) -> dict:
+    def order(entries: list[dict]) -> list[dict]:
+        return sorted(entries, key=lambda e: (e["category"], e["pc"]))
+    return {
+        "seed": plan.seed,
+        "kind": plan.spec.name,
+        "basis": "cycles" if plan.spec.cycles else "samples",
+        "windows": len(plan.windows),
+        "rows": plan.rows,
+        "total": plan.total,
+        "hot_windows": len(plan.hot),
+        "coverage": 0.9,
+        "alp_records": writer.alp_records,
+        "planted": order(writer.truth["planted"]),
+        "lookalikes": order(writer.truth["lookalikes"]),
+    }
+
+
+def command(opts: Options) -> str:
+    parts = ["python -m pcscope.samples.generate", f"--kind {opts.kind}", f"--seed {opts.seed}"]
+    if opts.windows:
+        parts.append(f"--windows {opts.windows}")
+    if opts.scale:
+        parts.append(f"--scale {opts.scale}")
+    if opts.alp_tokens:
+        parts.append(f"--alp-tokens {opts.alp_tokens}")
+    return " ".join(parts + ["-o DIR"])
+
+
+def readme(plan: Plan, opts: Options, writer: Writer) -> str:
+    spec = plan.spec
+    return (
+        f"# Sample workload {spec.name}\n\n{spec.summary} This copy has "
+        f"{len(plan.windows):,} windows and {plan.rows:,} rows; the ALP holds "
+        f"{writer.alp_records:,} raw (loop, PC) records for the {len(plan.hot):,} hot windows "
+        f"(90% coverage); `truth.json` lists {len(writer.truth['planted'])} planted issues "
+        f"and {len(writer.truth['lookalikes'])} look-alikes (category, PC, window, what the "
+        f"ALP shows). Synthetic data, made by `{command(opts)}`.\n"
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kind", choices=sorted(KINDS), default="C",
+                        help="A: flat infrastructure, B: lookup-heavy service, C: runtime "
+                        "with indirect dispatch (default), planted: every issue category")
+    parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    parser.add_argument("--windows", type=_positive, metavar="N",
+                        help="number of windows (default: per kind)")
+    parser.add_argument("--scale", type=_positive, metavar="ROWS",
+                        help="exactly ROWS profile rows (benchmark size, e.g. 1000000)")
+    parser.add_argument("--alp-tokens", type=_positive, metavar="N",
+                        help="target ALP size in tokens (characters / 4); default with "
+                        f"--scale: {TOKENS_PER_ROW} per row, else every hot window")
+    parser.add_argument("-o", "--out", required=True, metavar="DIR", help="output directory")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} must be positive")
+    return value
+
+
+def options(args: argparse.Namespace) -> Options:
+    return Options(args.kind, args.seed, Path(args.out), args.windows, args.scale,
+                   args.alp_tokens)
+
+
+def run(args: argparse.Namespace) -> int:
+    opts = options(args)
+    print(generate(opts).line(opts.kind, opts.seed))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pcscope.samples.generate",
+                                     description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except PcscopeError as exc:
+        print(f"pcscope: error: {exc.one_line()}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

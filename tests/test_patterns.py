@@ -1,0 +1,332 @@
+"""Pattern pass: each kind with true hits and look-alikes that must not match."""
+
+import csv
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pcscope.core import isa
+from pcscope.core.asmtext import register_code
+from pcscope.core.patterns import (
+    PATTERN_CATEGORIES,
+    PatternTable,
+    _facts,
+    find_patterns,
+)
+from pcscope.core.readers.profile_csv import read_profile
+
+BZIP2 = Path("/work/shared/corpus/real/bzip2")
+
+
+def write_profile(tmp_path, rows, name="p.csv"):
+    """rows: (function, pc, samples, asm); one window per function (column `window`)."""
+    path = tmp_path / name
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["function", "window", "pc", "samples", "asm"])
+        for function, pc, samples, asm in rows:
+            out.writerow([function, function, hex(pc), samples, asm])
+    return read_profile(path)
+
+
+def hit_pcs(table, category):
+    return sorted(h.pc for h in table.hits(category))
+
+
+def single(category, asm_lines, expected):
+    """Profile of one window from asm lines at 0x1000, 0x1004…; pcs of expected hits."""
+    return category, asm_lines, expected
+
+
+MNEMONIC_CASES = [
+    single("atomic-llsc",
+           ["ldxr x1, [x0]", "LDAXR W5, [X2]", "stxr w3, x1, [x0]", "stlxr w3, w1, [x0]",
+            "ldaxp x0, x1, [x2]", "stlxp w4, x0, x1, [x2]", "ldxrb w1, [x0]", "ldaxrh w1, [x0]",
+            "ldar x1, [x0]", "ldr x1, [x0]", "stlr w1, [x0]"],
+           range(8)),
+    single("atomic-lse",
+           ["cas w0, w1, [x2]", "casal x0, x1, [x2]", "caspal x0, x1, x2, x3, [x4]",
+            "ldadd w0, w1, [x2]", "ldaddalb w0, w1, [x2]", "ldclrh w0, w1, [x2]",
+            "ldeora x0, x1, [x2]", "ldsetl w0, w1, [x2]", "ldsmax w0, w1, [x2]",
+            "lduminal x0, x1, [x2]", "swp w0, w1, [x2]", "swpal x0, x1, [x2]",
+            "stadd w0, [x2]", "stclrlb w0, [x2]", ".byte 0x41, 0x7c, 0xe0, 0x88",
+            "cset w0, ne", "csel x0, x1, x2, eq", "ldp x0, x1, [x2]", "ldaxr w0, [x1]"],
+           range(15)),
+    single("barrier", ["dmb ish", "dsb sy", "isb", "DMB ISHLD", "dc civac, x0", "nop"],
+           range(4)),
+    single("acquire-release",
+           ["ldar x1, [x0]", "ldarb w1, [x0]", "stlr x1, [x0]", "stlrh w1, [x0]",
+            "ldapr w1, [x0]", "ldapur x1, [x0, #8]", "stlur w1, [x0]", "ldlar x1, [x0]",
+            "stllr x1, [x0]", "ldaxr x1, [x0]", "stlxr w2, x1, [x0]", "ldr x1, [x0]"],
+           range(9)),
+    single("indirect-branch",
+           ["br x3", "blr x8", "braa x0, x1", "blraaz x3", "braaz x5", "BLR X3",
+            "ret", "retaa", "bl 0x2000", "b 0x2000", "b.eq 0x2000", "ret x30"],
+           range(6)),
+    single("division",
+           ["udiv w0, w1, w2", "sdiv x0, x1, x2", "fdiv d0, d1, d2", "fsqrt s0, s1",
+            "mul x0, x1, x2", "fmul d0, d1, d2", "umulh x0, x1, x2", "msub x0, x1, x2, x3"],
+           range(4)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("category", "lines", "expected"), MNEMONIC_CASES,
+                         ids=[c[0] for c in MNEMONIC_CASES])  # fmt: skip
+def test_mnemonic_categories(tmp_path, category, lines, expected):
+    rows = [("f", 0x1000 + 4 * i, 10, asm) for i, asm in enumerate(lines)]
+    table = find_patterns(write_profile(tmp_path, rows))
+    assert hit_pcs(table, category) == [0x1000 + 4 * i for i in expected]
+
+
+def test_llsc_and_acquire_release_do_not_overlap(tmp_path):
+    rows = [("f", 0x1000, 5, "ldaxr w5, [x2]"), ("f", 0x1004, 5, "ldar w5, [x2]")]
+    table = find_patterns(write_profile(tmp_path, rows))
+    assert table.categories_at(0x1000) == ["atomic-llsc"]
+    assert table.categories_at(0x1004) == ["acquire-release"]
+
+
+DEPENDENT = [
+    # window a
+    ("a", 0x1000, 10, "ldr x0, [x1]"),  # x1 not loaded here: no
+    ("a", 0x1004, 10, "ldr x2, [x0, #8]"),  # yes: x0 loaded at 0x1000
+    ("a", 0x1008, 10, "add x3, x3, #8"),
+    ("a", 0x100C, 10, "ldr x4, [x3]"),  # no: x3 from add
+    ("a", 0x1010, 10, "ldr x5, [sp, #8]"),  # no: sp
+    ("a", 0x1014, 10, "ldr x6, 0x2000"),  # no: literal
+    ("a", 0x1018, 10, "ldr x7, [x2]"),  # yes: x2 loaded at 0x1004
+    ("a", 0x101C, 10, "mov x2, x9"),
+    ("a", 0x1020, 10, "ldr x8, [x2]"),  # no: x2 redefined by mov
+    ("a", 0x1024, 10, "ldr w10, [x7]"),  # yes: x7 loaded at 0x1018
+    ("a", 0x1028, 10, "ldrb w11, [x10]"),  # yes: w10 and x10 are one register
+    ("a", 0x102C, 10, "ldr x0, [x19]"),  # no
+    ("a", 0x1030, 10, "bl 0x5000"),
+    ("a", 0x1034, 10, "ldr x1, [x0]"),  # no: the call redefined x0
+    # window b: a new window forgets what a loaded
+    ("b", 0x2000, 10, "ldr x9, [x2]"),  # no
+    # window c: pointer chasing loop
+    ("c", 0x3000, 10, "mov x0, x19"),
+    ("c", 0x3004, 10, "ldr x0, [x0, #8]"),  # yes: the previous iteration loaded x0
+    ("c", 0x3008, 10, "cbnz x0, 0x3004"),
+    # window d: the same load outside a loop
+    ("d", 0x4000, 10, "ldr x0, [x0, #8]"),  # no
+    # window e: writeback
+    ("e", 0x5000, 10, "ldr x0, [x20]"),
+    ("e", 0x5004, 10, "ldr x1, [x0], #8"),  # yes
+    ("e", 0x5008, 10, "ldr x2, [x0]"),  # no: x0 last written by the writeback
+    # window f: pairs, acquire loads
+    ("f", 0x6000, 10, "ldp x3, x4, [x20]"),
+    ("f", 0x6004, 10, "ldr x5, [x4]"),  # yes
+    ("f", 0x6008, 10, "ldar x6, [x5]"),  # yes
+    ("f", 0x600C, 10, "LDR X7, [X6, #16]"),  # yes (upper case)
+]
+
+
+def test_dependent_loads(tmp_path):
+    table = find_patterns(write_profile(tmp_path, DEPENDENT))
+    assert hit_pcs(table, "dependent-load") == [
+        0x1004, 0x1018, 0x1024, 0x1028, 0x3004, 0x5004, 0x6004, 0x6008, 0x600C,
+    ]  # fmt: skip
+    details = {h.pc: h.detail for h in table.hits("dependent-load")}
+    assert details[0x1004] == "base x0 loaded at 0x1000"
+    assert details[0x1028] == "base x10 loaded at 0x1024"
+    assert details[0x3004] == "base x0 loaded at 0x3004 (previous iteration)"
+
+
+SPIN = [
+    ("a", 0x1000, 50, "ldr w1, [x0]"),
+    ("a", 0x1004, 50, "cbnz w1, 0x1000"),  # spin
+    ("b", 0x1100, 50, "yield"),
+    ("b", 0x1104, 50, "ldaxr w1, [x0]"),
+    ("b", 0x1108, 50, "cmp w1, #0"),
+    ("b", 0x110C, 50, "b.ne 0x1100"),  # spin with yield and an exclusive load
+    ("c", 0x1200, 50, "hint #2"),  # wfe as capstone prints it
+    ("c", 0x1204, 50, "ldar w2, [x3]"),
+    ("c", 0x1208, 50, "tbnz w2, #0, 0x1200"),  # spin
+    ("d", 0x1300, 50, "ldr w1, [x0]"),
+    ("d", 0x1304, 50, "cbz w1, 0x1310"),
+    ("d", 0x1308, 50, "isb"),
+    ("d", 0x130C, 50, "b 0x1300"),  # spin: unconditional back, conditional exit
+    ("e", 0x1400, 50, "ldr w2, [x1], #4"),
+    ("e", 0x1404, 50, "add w0, w0, w2"),
+    ("e", 0x1408, 50, "subs x3, x3, #1"),
+    ("e", 0x140C, 50, "b.ne 0x1400"),  # counted loop: no
+    ("f", 0x1500, 50, "ldr w2, [x1]"),
+    ("f", 0x1504, 50, "str w2, [x4]"),
+    ("f", 0x1508, 50, "cbnz w2, 0x1500"),  # stores: no
+    ("g", 0x1600, 50, "ldr x0, [x0]"),
+    ("g", 0x1604, 50, "cbnz x0, 0x1600"),  # list walk: no
+    ("h", 0x1700, 50, "ldaxr w1, [x0]"),
+    ("h", 0x1704, 50, "add w1, w1, #1"),
+    ("h", 0x1708, 50, "stlxr w2, w1, [x0]"),
+    ("h", 0x170C, 50, "cbnz w2, 0x1700"),  # LL/SC retry: no
+    *[("i", 0x1800 + 4 * k, 50, "nop") for k in range(8)],
+    ("i", 0x1820, 50, "ldr w1, [x0]"),
+    ("i", 0x1824, 50, "cbnz w1, 0x1800"),  # ten instructions: too long
+    ("j", 0x1900, 50, "ldr w1, [x0]"),
+    ("j", 0x1904, 50, "cbnz w1, 0x1a00"),  # forward: no
+    ("k", 0x1A00, 50, "cmp w1, #0"),
+    ("k", 0x1A04, 50, "b.ne 0x1a00"),  # no load: no
+    ("l", 0x1B00, 50, "ldr w2, [x1]"),
+    ("l", 0x1B04, 50, "add w0, w0, w2"),
+    ("l", 0x1B08, 50, "subs x3, x3, #1"),
+    ("l", 0x1B0C, 50, "b.ne 0x1b00"),  # arithmetic work on a fixed address: no
+]
+
+
+def test_spin_wait(tmp_path):
+    table = find_patterns(write_profile(tmp_path, SPIN))
+    assert hit_pcs(table, "spin-wait") == [0x1004, 0x110C, 0x1208, 0x130C]
+    details = {h.pc: h.detail for h in table.hits("spin-wait")}
+    assert details[0x110C] == "loop 0x1100..0x110c (4 instructions)"
+
+
+CALLS = [
+    ("plt", 0x1000, 7, "adrp x16, #0x20000"),
+    ("plt", 0x1004, 7, "ldr x17, [x16, #0xe10]"),
+    ("plt", 0x1008, 7, "add x16, x16, #0xe10"),
+    ("plt", 0x100C, 7, "br x17"),  # PLT stub (capstone)
+    ("plt", 0x1010, 3, "adrp\tx16, 11000 <__abi_tag+0x1>"),
+    ("plt", 0x1014, 3, "ldr\tx17, [x16, #3960]"),
+    ("plt", 0x1018, 3, "add\tx16, x16, #0xf78"),
+    ("plt", 0x101C, 3, "br\tx17"),  # PLT stub (objdump)
+    ("ven", 0x2000, 2, "adrp x16, 0x40000"),
+    ("ven", 0x2004, 2, "add x16, x16, #0x10"),
+    ("ven", 0x2008, 2, "br x16"),  # veneer
+    ("x", 0x3000, 2, "mov x16, x0"),
+    ("x", 0x3004, 2, "br x16"),  # indirect, not a veneer
+    ("y", 0x4000, 2, "ldr x17, [x0]"),
+    ("y", 0x4004, 2, "br x17"),  # indirect, not a PLT stub
+    ("puts@plt", 0x5000, 2, "br x17"),  # named PLT entry, body not sampled
+]
+
+
+def test_call_overhead(tmp_path):
+    table = find_patterns(write_profile(tmp_path, CALLS))
+    assert hit_pcs(table, "call-overhead") == [0x100C, 0x101C, 0x2008, 0x5000]
+    assert hit_pcs(table, "indirect-branch") == [0x100C, 0x101C, 0x2008, 0x3004, 0x4004, 0x5000]
+    details = {h.pc: h.detail for h in table.hits("call-overhead")}
+    assert details == {
+        0x100C: "PLT stub at 0x1000",
+        0x101C: "PLT stub at 0x1010",
+        0x2008: "veneer at 0x2000",
+        0x5000: "PLT symbol at 0x5000",
+    }
+    assert sorted(table.categories_at(0x100C)) == ["call-overhead", "indirect-branch"]
+
+
+def test_table_weights_order_and_round_trip(tmp_path):
+    rows = [("f", 0x1000, 10, "dmb ish"), ("f", 0x1004, 30, "dsb sy"),
+            ("f", 0x1008, 30, "isb"), ("f", 0x100C, 30, "udiv w0, w1, w2")]  # fmt: skip
+    profile = write_profile(tmp_path, rows)
+    table = find_patterns(profile)
+    barriers = table.hits("barrier")
+    # weight desc, ties by lower pc; weight = samples / total (100)
+    assert [(h.pc, h.weight) for h in barriers] == [(0x1004, 0.3), (0x1008, 0.3), (0x1000, 0.1)]
+    assert barriers[0].id == "pat:barrier:0x1004"
+    assert barriers[0].row == 1
+    counts = table.counts()
+    assert list(counts) == list(PATTERN_CATEGORIES)
+    assert counts["barrier"] == 3 and counts["division"] == 1 and counts["spin-wait"] == 0
+    assert table.categories_at(0x100C) == ["division"]
+    assert table.categories_at(0x9999) == []
+    arrays = table.to_arrays()
+    for key, value in arrays.items():
+        assert value.dtype != object, key  # saveable with np.save(allow_pickle=False)
+    again = PatternTable.from_arrays(arrays)
+    assert [h for c in PATTERN_CATEGORIES for h in again.hits(c)] == list(table)
+
+
+def test_reopen_with_other_category_order(tmp_path):
+    rows = [("f", 0x1000, 10, "dmb ish"), ("f", 0x1004, 20, "udiv w0, w1, w2")]
+    table = find_patterns(write_profile(tmp_path, rows))
+    arrays = table.to_arrays()
+    names = list(PATTERN_CATEGORIES)[::-1] + ["retired-category"]
+    code = {c: names.index(c) for c in PATTERN_CATEGORIES}
+    shuffled = dict(arrays, categories=np.array(names),
+                    category=np.array([code[PATTERN_CATEGORIES[c]] for c in arrays["category"]]))
+    assert list(PatternTable.from_arrays(shuffled)) == list(table)
+
+
+def test_no_pattern_no_hits(tmp_path):
+    table = find_patterns(write_profile(tmp_path, [("f", 0x1000, 0, "nop")]))
+    assert len(table) == 0
+    assert sum(table.counts().values()) == 0
+
+
+# --- the real bzip2 profile --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bzip2():
+    profile = read_profile(BZIP2 / "profile.csv.gz")
+    return profile, find_patterns(profile), json.loads((BZIP2 / "facts.json").read_text())
+
+
+def test_bzip2_facts_found(bzip2):
+    profile, table, facts = bzip2
+    for pc, asm, share in facts["hot_indirect_branches"]:
+        pc = int(pc, 16)
+        assert asm == "br x17"
+        assert {"indirect-branch", "call-overhead"} <= set(table.categories_at(pc))
+        hit = next(h for h in table.at(pc) if h.category == "call-overhead")
+        assert hit.weight == pytest.approx(share, rel=1e-4)
+        assert hit.detail == f"PLT stub at {hex(pc - 12)}"
+    atomic = {"atomic-llsc", "atomic-lse", "acquire-release"}
+    for pc, asm, _share in facts["hot_atomics"]:
+        found = set(table.categories_at(int(pc, 16)))
+        expected = "acquire-release" if asm.startswith("ldar") else "atomic-lse"
+        assert found & atomic == {expected}, (pc, asm)
+    for pc, _asm, share in facts["hot_barriers"]:
+        hit = table.at(int(pc, 16))
+        assert [h.category for h in hit] == ["barrier"]
+        assert hit[0].weight == pytest.approx(share, rel=1e-4)
+
+
+def test_bzip2_every_branch_register_row_is_indirect(bzip2):
+    profile, table, _ = bzip2
+    with gzip.open(BZIP2 / "profile.csv.gz", "rt") as f:
+        expected = sorted(int(r["pc"], 16) for r in csv.DictReader(f)
+                          if r["asm"].split()[0] in ("br", "blr"))  # fmt: skip
+    assert hit_pcs(table, "indirect-branch") == expected
+    # Every `br x17` in a .plt section (hidden functions named in the README) is a stub.
+    plt = {"<unknown_06>", "<unknown_12>", "<unknown_45>", "<unknown_62>"}
+    stubs = [int(profile.pc[r]) for r in range(len(profile))
+             if profile.asm(r) == "br x17"
+             and profile.function_names[profile.function[r]] in plt]  # fmt: skip
+    assert stubs and set(stubs) <= set(hit_pcs(table, "call-overhead"))
+
+
+def test_bzip2_byte_scans_agree_with_isa(bzip2):
+    """The vectorised operand reading equals pcscope.core.isa on every real row."""
+    profile, _, _ = bzip2
+    facts = _facts(profile)
+    for r in range(len(profile)):
+        text = profile.asm(r)
+        m, ops = isa.canonical(text)
+        mem = isa.memory_operand(ops)
+        written = isa.dest_registers(m, ops)
+        if mem is not None and mem.writeback:
+            written = tuple(d for d in written if d != mem.base)
+        if isa.is_call(m):
+            written = ()
+        dest = sorted(c for c in map(register_code, written) if 0 <= c <= 31)
+        target = isa.branch_target(text, int(profile.pc[r]))
+        assert facts.names[facts.canon[r]] == m, text
+        assert sorted(int(c) for c in facts.dest[r] if c >= 0) == dest, text
+        assert int(facts.base[r]) == (register_code(mem.base) if mem else -1), text
+        if mem is not None and register_code(mem.base) >= 0:
+            assert bool(facts.writeback[r]) == mem.writeback, text
+        assert int(facts.target[r]) == (-1 if target is None else target), text
+
+
+def test_reopen_checks_the_profile(tmp_path):
+    rows = [("f", 0x1000, 10, "dmb ish"), ("f", 0x1004, 20, "udiv w0, w1, w2")]
+    profile = write_profile(tmp_path, rows)
+    arrays = find_patterns(profile).to_arrays()
+    assert len(PatternTable.from_arrays(arrays, profile)) == 2
+    other = write_profile(tmp_path, [("f", 0x2000, 1, "dmb ish"), ("f", 0x2004, 1, "nop")], "o.csv")
+    with pytest.raises(ValueError):
+        PatternTable.from_arrays(arrays, other)

@@ -1,0 +1,91 @@
+"""The persistent index: reuse when unchanged, rebuild when changed, atomic on failure."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from pcscope.core.errors import InputError
+from pcscope.index import store
+from pcscope.index.store import open_workload
+
+PROFILE = """function,pc,samples,asm
+f,0x1000,10,"ldr x1, [x0]"
+f,0x1004,20,"ldr x2, [x1, #8]"
+f,0x1008,5,"cbnz x2, 0x1000"
+g,0x2000,1,ret
+"""
+
+
+@pytest.fixture()
+def profile(tmp_path):
+    path = tmp_path / "p.csv"
+    path.write_text(PROFILE)
+    return path
+
+
+def build_of(index_dir) -> str:
+    (home,) = [p for p in index_dir.iterdir()]
+    return os.readlink(home / "current")
+
+
+def test_reopen_reuses_the_build(tmp_path, profile):
+    idx = tmp_path / "idx"
+    first = open_workload(profile, index_dir=idx)
+    name = build_of(idx)
+    again = open_workload(profile, index_dir=idx)
+    assert build_of(idx) == name
+    assert np.array_equal(first.profile.pc, again.profile.pc)
+    assert isinstance(again.profile.pc, np.memmap)  # reopened as a memory map, not parsed
+
+
+def test_changed_content_rebuilds(tmp_path, profile):
+    idx = tmp_path / "idx"
+    open_workload(profile, index_dir=idx)
+    name = build_of(idx)
+    st = profile.stat()
+    profile.write_text(PROFILE.replace("0x2000,1,", "0x2000,2,"))
+    os.utime(profile, ns=(st.st_atime_ns, st.st_mtime_ns))  # same mtime, same size
+    w = open_workload(profile, index_dir=idx)
+    assert build_of(idx) != name
+    assert int(w.profile.samples[w.profile.row_of(0x2000)]) == 2
+    assert len(list((idx / os.listdir(idx)[0]).glob("build-*"))) == 1  # the old one is gone
+
+
+def test_format_version_change_rebuilds(tmp_path, profile, monkeypatch):
+    idx = tmp_path / "idx"
+    open_workload(profile, index_dir=idx)
+    name = build_of(idx)
+    monkeypatch.setattr(store, "FORMAT_VERSION", store.FORMAT_VERSION + 1)
+    open_workload(profile, index_dir=idx)
+    assert build_of(idx) != name
+
+
+def test_reader_options_are_part_of_the_key(tmp_path, profile):
+    idx = tmp_path / "idx"
+    open_workload(profile, index_dir=idx)
+    name = build_of(idx)
+    open_workload(profile, index_dir=idx, merge_duplicates=True)
+    assert build_of(idx) != name
+
+
+def test_failed_build_leaves_the_last_good_index(tmp_path, profile):
+    idx = tmp_path / "idx"
+    open_workload(profile, index_dir=idx)
+    name = build_of(idx)
+    profile.write_text(PROFILE + "h,0x3000,-1,nop\n")
+    with pytest.raises(InputError) as err:
+        open_workload(profile, index_dir=idx)
+    assert err.value.line == 6
+    home = next(idx.iterdir())
+    assert build_of(idx) == name
+    assert sorted(p.name for p in home.iterdir()) == sorted(["current", name])  # no half-written build
+
+
+def test_missing_input_is_an_input_error(tmp_path):
+    with pytest.raises(InputError) as err:
+        open_workload(tmp_path / "nope.csv", index_dir=tmp_path / "idx")
+    assert "no such file" in err.value.what
+    assert not (tmp_path / "idx").exists()

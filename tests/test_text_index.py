@@ -1,0 +1,183 @@
+"""Tantivy instruction and guide index: fields, syntax variants, order, reopening."""
+
+import numpy as np
+import pytest
+
+from pcscope.core.errors import UsageError
+from pcscope.core.readers.guides import GuideSection
+from pcscope.core.readers.profile_csv import read_profile
+from pcscope.index.text import TextIndex, instruction_documents, normalize_query
+
+CSV = """\
+function,window,pc,samples,asm,module
+main,w1,0x1000,100,"LDR X4, [X0]",app
+main,w1,0x1004,50,"ldr x17, [x16, #0xe10]",app
+main,w1,0x1008,50,"add x16, x16, #0xe10",app
+main,w1,0x100c,7,b.cs 0x1000,app
+main,w1,0x1010,7,"movz w0, #0x7",app
+<unknown_03>,w2,0x2000,300,"ldaxr w5, [x2]",app
+<unknown_03>,w2,0x2004,300,"ldr w1, [w16]",app
+<unknown_03>,w2,0x2008,5,"cbnz w6, 0x2000",app
+puts,w3,0x3000,40,br x17,libc.so.6
+,w4,0x4000,0,dmb ish,
+"""
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("text")
+    (folder / "p.csv").write_text(CSV)
+    profile = read_profile(folder / "p.csv")
+    sections = [
+        GuideSection("guide:uarch/branch-prediction", "uarch", "Branch prediction",
+                     ("Branch prediction",), 1, "The predictor learns taken branches.", 3),
+        GuideSection("guide:uarch/branch-prediction/indirect-branches", "uarch",
+                     "Indirect branches", ("Branch prediction", "Indirect branches"), 2,
+                     "BR and BLR targets come from the indirect predictor; "
+                     "polymorphic call sites mispredict.", 9),
+        GuideSection("guide:uarch/caches", "uarch", "Caches", ("Caches",), 1,
+                     "L1D is 64 KiB; a miss to L2 costs 11 cycles.", 20),
+    ]  # fmt: skip
+    return profile, TextIndex.build(folder / "idx", profile, sections)
+
+
+def pcs(profile, rows):
+    return [int(profile.pc[r]) for r in rows]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("ldr", [0x2004, 0x1000, 0x1004]),  # samples desc
+        ("ldr x4", [0x1000]),  # upper-case text, terms AND-ed
+        ("LDR X17", [0x1004]),
+        ("x16", [0x1004, 0x1008]),  # a word: w16 is another word
+        ("[x16", [0x2004, 0x1004]),  # memory base x16 (w16 too), not `add x16, x16`
+        ("[w16,", [0x2004, 0x1004]),
+        ("base:x16", [0x2004, 0x1004]),
+        ('"ldr x17"', [0x1004]),  # phrase
+        ('"x17 ldr"', []),
+        ("0xe10", [0x1004, 0x1008]),
+        ("mnemonic:ldaxr", [0x2000]),
+        ("mnemonic:LDAXR", [0x2000]),
+        ("mnemonic:b.cs", [0x100C]),  # written b.cs, canonical b.hs
+        ("mnemonic:b.hs", [0x100C]),
+        ("b.hs", [0x100C]),
+        ("b.cs", [0x100C]),
+        ("mnemonic:mov", [0x1010]),  # movz is mov
+        ("function:<unknown_03>", [0x2000, 0x2004, 0x2008]),
+        ("function:MAIN ldr", [0x1000, 0x1004]),
+        ("fn:puts", [0x3000]),
+        ("window:win:0x3000", [0x3000]),
+        ("win:0x4000", [0x4000]),
+        ("module:libc.so.6", [0x3000]),
+        ("samples:>50", [0x2000, 0x2004, 0x1000]),
+        ("samples:[40 TO 50]", [0x1004, 0x1008, 0x3000]),
+        ("x16 -ldr", [0x1008]),
+        ("mnemonic:br OR mnemonic:dmb", [0x3000, 0x4000]),
+        ("operands:x17", [0x1004, 0x3000]),
+        ("#0xe10]", [0x1004, 0x1008]),
+    ],
+)
+def test_queries(index, query, expected):
+    profile, text = index
+    rows, total = text.search(query, 10)
+    assert pcs(profile, rows) == expected
+    assert total == len(expected)
+
+
+def test_limit_keeps_the_heaviest_and_counts_all(index):
+    profile, text = index
+    rows, total = text.search("ldr", 2)
+    assert pcs(profile, rows) == [0x2004, 0x1000] and total == 3
+    # ties (50, 50) keep PC order across the cut
+    rows, total = text.search("ldr OR add", 3)
+    assert pcs(profile, rows) == [0x2004, 0x1000, 0x1004] and total == 4
+
+
+def test_matching_rows_ascending(index):
+    profile, text = index
+    assert pcs(profile, text.matching_rows("ldr")) == [0x1000, 0x1004, 0x2004]
+    assert len(text.matching_rows("nothinglikethis")) == 0
+
+
+@pytest.mark.parametrize("query", ["", "   ", "ldr AND", "pc:0x1000", "nosuchfield:x OR ("])
+def test_bad_queries(index, query):
+    with pytest.raises(UsageError):
+        index[1].search(query, 5)
+
+
+def test_guides(index):
+    _, text = index
+    hits = text.search_guides("indirect branch mispredict", 5)
+    assert hits[0].id == "guide:uarch/branch-prediction/indirect-branches"
+    assert hits[0].line == 9 and hits[0].heading == "Indirect branches"
+    assert {h.id for h in hits} == {"guide:uarch/branch-prediction",
+                                    "guide:uarch/branch-prediction/indirect-branches"}  # fmt: skip
+    assert len(text.search_guides("branch", 1)) == 1
+    assert text.search_guides("cache miss", 5)[0].id == "guide:uarch/caches"
+    assert text.search_guides("   ", 5) == []
+    assert isinstance(text.search_guides("[unbalanced (", 5), list)  # lenient: never raises
+
+
+def test_reopen(index, tmp_path):
+    profile, text = index
+    again = TextIndex.open(text.directory)
+    assert again.rows == len(profile) == 10
+    assert pcs(profile, again.search("ldr", 10)[0]) == [0x2004, 0x1000, 0x1004]
+    assert again.build_stats.instructions == 10 and again.build_stats.guides == 3
+    with pytest.raises(FileNotFoundError):
+        TextIndex.open(tmp_path / "missing")
+
+
+def test_documents_are_json_of_each_row(index):
+    import json
+
+    profile, _ = index
+    docs = [json.loads(d) for d in instruction_documents(profile).to_list()]
+    assert docs[0] == {"asm": "LDR X4, [X0]", "row": 0, "rank": 2, "samples": 100,
+                       "mnemonic": "ldr", "base": "x0", "function": "main",
+                       "window": "win:0x1000", "module": "app"}  # fmt: skip
+    assert docs[9] == {"asm": "dmb ish", "row": 9, "rank": 9, "samples": 0,
+                       "mnemonic": "dmb", "window": "win:0x4000"}  # fmt: skip
+    ranks = [d["rank"] for d in docs]
+    assert sorted(ranks) == list(range(10))
+    # rank order = samples desc, then pc asc
+    by_rank = [profile.pc[d["row"]] for d in sorted(docs, key=lambda d: d["rank"])]
+    expected = sorted(range(10), key=lambda r: (-int(profile.samples[r]), int(profile.pc[r])))
+    assert by_rank == [profile.pc[r] for r in expected]
+
+
+def test_empty_guides_and_no_hits(tmp_path):
+    (tmp_path / "p.csv").write_text("pc,samples,asm\n0x10,1,nop\n")
+    profile = read_profile(tmp_path / "p.csv")
+    text = TextIndex.build(tmp_path / "idx", profile)
+    assert text.search_guides("anything", 3) == []
+    rows, total = text.search("ldr", 5)
+    assert total == 0 and isinstance(rows, np.ndarray) and len(rows) == 0
+
+
+@pytest.mark.parametrize(
+    ("query", "normalized"),
+    [
+        ("ldr x17", "ldr x17"),
+        ("[x16", "base:x16"),
+        ("[W3,", "base:x3"),
+        ("base:w3", "base:x3"),
+        ("function:<unknown_03>", 'function:"<unknown_03>"'),
+        ("window:win:0x10", 'window:"win:0x10"'),
+        ("win:0x10", 'window:"win:0x10"'),
+        ("fn:foo", "function:foo"),
+        ("mnemonic:B.CC", "mnemonic:b.lo"),
+        ("mnemonic:movz", "mnemonic:mov"),
+        ("-b.ne", "-mnemonic:b.ne"),
+        ("operands:x1", "asm:x1"),
+        ("samples:[1 TO 5]", "samples:[1 TO 5]"),
+        ("samples:>10", "samples:>10"),
+        ('"ldr x17"', '"ldr x17"'),
+        ("#8]!", "#8\\]\\!"),
+        ("a OR b", "a OR b"),
+    ],
+)
+def test_normalize_query(query, normalized):
+    assert normalize_query(query) == normalized
