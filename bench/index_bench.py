@@ -64,3 +64,27 @@ def lookups(workload, count: int = 20000) -> dict:
         "windows": len(profile.windows),
     }
 
+
+
+def main(argv: list[str]) -> int:
+    """python -m bench.index_bench PROFILE [INDEX_DIR]"""
+    import json
+    import sys
+
+    from pcscope.index.store import open_workload
+
+    profile = Path(argv[0])
+    index_dir = Path(argv[1]) if len(argv) > 1 else Path("bench/out/index")
+    out = {"profile": str(profile), "floors": floors(profile), "index": ingest(profile, index_dir)}
+    out["lookups"] = lookups(open_workload(profile, index_dir=index_dir))
+    ratio = out["index"]["ingest_s"] / out["floors"]["polars_read_csv_s"]
+    out["index"]["ingest_vs_polars_floor"] = round(ratio, 2)
+    json.dump(out, sys.stdout, indent=2)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(main(sys.argv[1:]))

@@ -89,3 +89,25 @@ def test_missing_input_is_an_input_error(tmp_path):
         open_workload(tmp_path / "nope.csv", index_dir=tmp_path / "idx")
     assert "no such file" in err.value.what
     assert not (tmp_path / "idx").exists()
+
+
+def test_alp_part_reopens_equal(tmp_path, profile):
+    alp = tmp_path / "alp.jsonl"
+    alp.write_text(
+        '{"loop": "L1", "pc": "0x1004", "iterations": 100, "stages": {"dispatch": 3, "issue": 9},'
+        ' "mem": {"kind": "load", "accesses": 100, "l1d_miss": 40, "avg_latency": 30.0}}\n'
+        '{"loop": "L2", "pc": "0x1004", "iterations": 300, "stages": {"dispatch": 3, "issue": 5},'
+        ' "mem": {"kind": "load", "accesses": 300, "l1d_miss": 0, "avg_latency": 4.0}}\n'
+        '{"pc": "0x9999", "iterations": 1}\n'
+    )
+    first = open_workload(profile, alp=alp, index_dir=tmp_path / "idx")
+    again = open_workload(profile, alp=alp, index_dir=tmp_path / "idx")
+    for w in (first, again):
+        rec = w.alp.get(0x1004)
+        assert rec.iterations == 400 and rec.stages["issue"] == pytest.approx(6.0)
+        assert rec.mem.l1d_miss_rate == pytest.approx(0.1)
+        assert rec.mem.avg_latency == pytest.approx((100 * 30 + 300 * 4) / 400)
+        assert [r.loop for r in w.alp.per_loop[0x1004]] == ["L1", "L2"]
+        assert w.alp.get(0x9999).matched is False
+        assert w.alp.file_stats.unmatched == 1
+    assert first.alp.get(0x1004).to_json() == again.alp.get(0x1004).to_json()

@@ -229,6 +229,12 @@ class LoopRecords(Mapping[int, list[AlpLoopRecord]]):
     def __len__(self) -> int:
         return len(self._pcs)
 
+    def state(self) -> dict:
+        """The columns as they are, for the index store (``LoopRecords(**state)`` reopens)."""
+        return {"pcs": self._pcs, "order": self._order, "starts": self._starts,
+                "loop_labels": self._loop_labels, "loops": self._loops, "lines": self._lines,
+                "texts": self._texts}
+
 
 @dataclass(frozen=True)
 class AlpFileStats:

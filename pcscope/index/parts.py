@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING
 import msgspec
 import numpy as np
 
-from pcscope.core.alp import AlpFileStats, AlpLoopRecord, AlpRecord, AlpTable
+from pcscope.core.alp import AlpTable
 from pcscope.core.importers.mca import read_mca
 from pcscope.core.patterns import PatternTable, find_patterns
 from pcscope.core.profile import Profile
 from pcscope.core.readers.alp import read_alp
 from pcscope.core.readers.guides import GuideSection, read_guide
 from pcscope.core.workload import Workload
+from pcscope.index.alp_store import load_alp, save_alp
 
 if TYPE_CHECKING:
     from pcscope.index.store import Inputs
@@ -43,7 +44,7 @@ def save_parts(build: Path, profile: Profile, inputs: Inputs, say: Progress) -> 
     if inputs.alp:
         say(f"aggregating ALP {inputs.alp.name}")
         table = read_alp(inputs.alp, profile_pcs=profile.pc, skip_bad_lines=inputs.skip_bad_lines)
-        (build / "alp.msgpack").write_bytes(_encode_alp(table))
+        save_alp(table, build / "alp")
 
 
 def load_parts(folder: Path, profile: Profile, inputs: Inputs) -> Workload:
@@ -54,12 +55,8 @@ def load_parts(folder: Path, profile: Profile, inputs: Inputs) -> Workload:
     sections = msgspec.msgpack.decode(
         (folder / "guides.msgpack").read_bytes(), type=list[GuideSection]
     )
-    alp_file = folder / "alp.msgpack"
-
-    def load_alp() -> AlpTable | None:
-        if not alp_file.exists():
-            return None
-        return _decode_alp(alp_file.read_bytes())
+    def load_alp_part() -> AlpTable | None:
+        return load_alp(folder / "alp") if (folder / "alp").exists() else None
 
     def load_mca() -> dict[int, dict]:
         path = folder / "mca.msgpack"
@@ -77,32 +74,12 @@ def load_parts(folder: Path, profile: Profile, inputs: Inputs) -> Workload:
         patterns=PatternTable.from_arrays(pattern_arrays, profile),
         guides=sections,
         folder=folder,
-        alp_loader=load_alp,
+        alp_loader=load_alp_part,
         text_loader=open_text,
         mca_loader=load_mca,
         alp_path=inputs.alp,
         guide_paths=inputs.guides,
     )
-
-
-class _StoredAlp(msgspec.Struct, array_like=True):
-    path: str
-    records: list[AlpRecord]
-    per_loop: list[tuple[int, list[AlpLoopRecord]]]
-    file_stats: AlpFileStats
-
-
-def _encode_alp(table: AlpTable) -> bytes:
-    per_loop = [(pc, table.per_loop[pc]) for pc in table.per_loop]
-    return msgspec.msgpack.encode(
-        _StoredAlp(table.path, list(table.records.values()), per_loop, table.file_stats)
-    )
-
-
-def _decode_alp(data: bytes) -> AlpTable:
-    stored = msgspec.msgpack.decode(data, type=_StoredAlp)
-    records = {rec.pc: rec for rec in stored.records}
-    return AlpTable(stored.path, records, dict(stored.per_loop), stored.file_stats)
 
 
 def open_text_index(target: Path, profile: Profile, sections: list[GuideSection], cls):

@@ -1,0 +1,67 @@
+"""`make bench`: every benchmark, each in its own process, on inputs made once with a fixed
+seed (bench/out/big: 1,000,000 rows and a ~17M-token ALP from the samples generator).
+
+    python -m bench [index search alp engine tui gem5] [--gem5-size 2G]
+
+Targets and floors are printed by each section; the machine's load is printed first,
+since two shared cores make every wall time noisy.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+OUT = Path("bench/out")
+BIG = OUT / "big"
+
+
+def ensure_inputs() -> None:
+    if (BIG / "profile.csv.gz").exists() and (BIG / "alp.jsonl.gz").exists():
+        return
+    print("== generating the 1M-row benchmark inputs (samples generator, seed 1)", flush=True)
+    subprocess.run([sys.executable, "-m", "pcscope.samples.generate", "--kind", "C",
+                    "--scale", "1000000", "-o", str(BIG)], check=True)
+
+
+def sections(gem5_size: str) -> dict[str, list[str]]:
+    profile, alp = str(BIG / "profile.csv.gz"), str(BIG / "alp.jsonl.gz")
+    return {
+        "index": ["bench.index_bench", profile, str(OUT / "index")],
+        "search": ["bench.search_bench", profile, str(OUT / "text")],
+        "alp": ["bench.alp_bench", alp],
+        "engine": ["bench.engine_bench"],
+        "tui": ["bench.tui_bench", str(BIG)],
+        "gem5": ["bench.gem5_bench", gem5_size],
+    }
+
+
+def main(argv: list[str]) -> int:
+    gem5_size = "2G"
+    if "--gem5-size" in argv:
+        i = argv.index("--gem5-size")
+        gem5_size = argv[i + 1]
+        argv = argv[:i] + argv[i + 2:]
+    OUT.mkdir(parents=True, exist_ok=True)
+    ensure_inputs()
+    table = sections(gem5_size)
+    chosen = argv or list(table)
+    print(f"load average {os.getloadavg()}, {os.cpu_count()} cores", flush=True)
+    failed = []
+    for name in chosen:
+        print(f"\n== {name}", flush=True)
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", *table[name]])
+        print(f"({name}: {time.perf_counter() - start:.1f} s, exit {done.returncode})", flush=True)
+        if done.returncode:
+            failed.append(name)
+    if failed:
+        print(f"\nfailed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
