@@ -12,11 +12,9 @@ import msgspec
 import numpy as np
 
 from pcscope.core.alp import AlpTable
-from pcscope.core.importers.mca import read_mca
 from pcscope.core.patterns import PatternTable, find_patterns
 from pcscope.core.profile import Profile
-from pcscope.core.readers.alp import read_alp
-from pcscope.core.readers.guides import GuideSection, read_guide
+from pcscope.core.readers.guides import GuideSection
 from pcscope.core.workload import Workload
 from pcscope.index.alp_store import load_alp, save_alp
 
@@ -27,6 +25,11 @@ Progress = Callable[[str], None]
 
 
 def save_parts(build: Path, profile: Profile, inputs: Inputs, say: Progress) -> None:
+    # Readers are imported here: a reopen needs none of them, and they cost start-up time.
+    from pcscope.core.importers.mca import read_mca
+    from pcscope.core.readers.alp import read_alp
+    from pcscope.core.readers.guides import read_guide
+
     say("finding patterns")
     patterns = find_patterns(profile)
     folder = build / "patterns"
