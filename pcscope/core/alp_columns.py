@@ -93,8 +93,10 @@ class AlpRecords(Mapping[int, AlpRecord]):
         branches = _blocks(c.branch_kind[rows].tolist(), BRANCH_KINDS, c.branch[rows],
                            BranchStats)
         mems = _blocks(c.mem_kind[rows].tolist(), MEM_KINDS, c.mem[rows], MemStats, latency)
-        starts = c.loop_starts.tolist()
-        loops = [c.loop_names[starts[row]:starts[row + 1]] for row in row_list]
+        # Only these rows' bounds: converting the whole column made one lookup cost ~0.4 ms.
+        lo = c.loop_starts[rows].tolist()
+        hi = c.loop_starts[rows + 1].tolist()
+        loops = [c.loop_names[a:b] for a, b in zip(lo, hi, strict=True)]
         return list(map(AlpRecord, c.pcs[rows].tolist(), [c.asm[row] for row in row_list],
                         c.iterations[rows].tolist(), loops, stages, branches, mems,
                         c.matched[rows].tolist()))

@@ -1,0 +1,209 @@
+"""The offline analyst: the default backend, deterministic and without network.
+
+It reads its slice through the same tools a model would use — ``window`` for each window,
+``alp`` for the PCs that have records, ``guide`` for the sections its rules cite,
+``finding`` and ``asm_around`` when answering a deeper wave's question — applies the
+rules catalog (detectors.py, rules.py) and cites only IDs it was given or a tool returned.
+Everything it writes is labelled rule-based.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pcscope.core.backends.base import CallRequest, CallResponse, Emit, ToolRunner, Usage
+from pcscope.core.backends.detectors import Detection, Insn, WindowView, detect
+from pcscope.core.backends.operands import parse
+from pcscope.core.backends.rules import CATALOG, Rule
+from pcscope.core.engine.schema import CallOutput, Finding
+from pcscope.core.engine.support import is_indirect, is_load
+from pcscope.core.ids import alp_id, hex_pc, parse_pc, pat_id, pc_id
+
+NAME = "offline"
+LABEL = "[rule-based]"
+MAX_FINDINGS = 16
+MAX_PCS = 12  # PCs per finding: the evidence PC first, then its closest companions
+ALP_BATCH = 16
+
+
+class _Reader:
+    """Tool use with bookkeeping: every ID the call may cite."""
+
+    def __init__(self, request: CallRequest, use_tool: ToolRunner) -> None:
+        self.citable: set[str] = set(request.evidence_ids)
+        self._use = use_tool
+        self._guides: dict[str, tuple[str, ...]] = {}
+
+    async def use(self, name: str, args: dict[str, Any]):
+        result = await self._use(name, args)
+        self.citable.update(result.ids)
+        return result
+
+    async def guides(self, rule: Rule) -> tuple[str, ...]:
+        """The rule's guide sections this call can cite (fetched once per call): the
+        catalog's sections by ID, else the best match of the rule's query."""
+        if rule.name not in self._guides:
+            found: list[str] = []
+            for section in rule.guides[:2]:
+                if section not in self.citable:
+                    await self.use("guide", {"id": section})
+                if section in self.citable:
+                    found.append(section)
+            if not found:
+                result = await self.use("guide", {"query": rule.query, "k": 1})
+                found = [i for i in result.ids if i.startswith("guide:")]
+            self._guides[rule.name] = tuple(found)
+        return self._guides[rule.name]
+
+
+class OfflineAnalyst:
+    name = NAME
+
+    async def run(self, request: CallRequest, use_tool: ToolRunner, emit: Emit) -> CallResponse:
+        reader = _Reader(request, use_tool)
+        if request.seed.get("question"):
+            findings = await self._follow_up(request.seed, reader)
+            summary = f"{LABEL} follow-up on {request.seed.get('finding')}"
+        else:
+            findings, read = await self._analyse(request.seed, reader, emit)
+            summary = (f"{LABEL} offline analyst: read {read} windows, "
+                       f"{len(findings)} rule(s) fired")
+        output = CallOutput(findings=findings[:MAX_FINDINGS], summary=summary)
+        return CallResponse(output, output.model_dump_json(), Usage())
+
+    # -- wave 1: a slice -----------------------------------------------------------------
+    async def _analyse(self, seed: dict, reader: _Reader,
+                       emit: Emit) -> tuple[list[Finding], int]:
+        focus = set(seed.get("focus") or ())
+        notes = seed.get("notes") or []
+        made: list[tuple[tuple, Finding]] = []
+        read = 0
+        for window_id in seed.get("windows", []):
+            view = await self._read_window(window_id, reader)
+            if view is None:
+                continue
+            read += 1
+            for det in detect(view):
+                rule = CATALOG[det.rule]
+                if focus and rule.category not in focus:
+                    continue
+                emit("status", f"{rule.name} at {hex_pc(det.pc)}")
+                finding = await self._finding(det, rule, view, reader, notes)
+                made.append(((not det.measured, -det.strength, det.pc), finding))
+        made.sort(key=lambda item: item[0])
+        return [f for _, f in made], read
+
+    async def _read_window(self, window_id: str, reader: _Reader) -> WindowView | None:
+        result = await reader.use("window", {"id": window_id})
+        if result.error or not result.data:
+            return None
+        rows = result.data["instructions"]
+        records: dict[int, dict] = {}
+        with_alp = [hex_pc(row["pc"]) for row in rows if row["alp"]]
+        for start in range(0, len(with_alp), ALP_BATCH):
+            answer = await reader.use("alp", {"pc": with_alp[start:start + ALP_BATCH]})
+            for record in (answer.data or {}).get("records", []):
+                records[parse_pc(record["pc"])] = record
+        data = result.data
+        function = data.get("function_name") or data.get("function") or "(no function)"
+        if data.get("module"):
+            function += f" ({data['module']})"
+        return WindowView(window_id, function, data["weight"],
+                          [Insn.of(row, records.get(row["pc"])) for row in rows])
+
+    async def _finding(self, det: Detection, rule: Rule, view: WindowView, reader: _Reader,
+                       notes: list[dict]) -> Finding:
+        insns = {i.pc: i for i in view.insns}
+        anchor = insns[det.pc]
+        pcs = det.pcs[:MAX_PCS]
+        evidence = [pc_id(pc) for pc in pcs if pc_id(pc) in reader.citable]
+        evidence += [alp_id(pc) for pc in pcs
+                     if insns[pc].alp is not None and alp_id(pc) in reader.citable]
+        evidence += [pat_id(c, pc) for pc in pcs for c in insns[pc].patterns
+                     if c == rule.category and pat_id(c, pc) in reader.citable]
+        if view.id in reader.citable:
+            evidence.append(view.id)
+        evidence += list(await reader.guides(rule))
+        noted = [n for n in notes if n["id"] in reader.citable and (
+            (n.get("pc") and parse_pc(n["pc"]) in pcs) or n.get("window") == view.id)]
+        evidence += [n["id"] for n in noted]
+        where = f"`{anchor.asm}` at {hex_pc(det.pc)} in {view.function}, window {view.id} " \
+                f"({view.weight:.2%} of the total)"
+        if det.measured:
+            claim = f"{LABEL} {where}: {det.figures} ({alp_id(det.pc)})."
+            basis, confidence = "measured", 0.6 + 0.35 * det.strength
+        else:
+            claim = (f"{LABEL} {where}: {det.figures}. No ALP record covers it, so this is a "
+                     f"hypothesis from the profile alone; to confirm, measure {rule.confirm}.")
+            basis, confidence = "profile-only", 0.2 + 0.1 * det.strength
+        for note in noted:
+            claim += f" Engineer's note {note['id']}: {note['text']}"
+        # Ask one wave deeper only what the window could not show: the producer of the value.
+        questions = [rule.question.format(pc=hex_pc(det.pc))] if rule.question and \
+            det.measured and len(det.pcs) == 1 else []
+        title = rule.title if det.measured else rule.guess
+        return Finding(
+            title=title.format(asm=anchor.asm, fn=view.function)[:200],
+            category=rule.category,
+            target=rule.target,
+            claim=claim[:2000],
+            recommendation=f"{LABEL} {rule.recommendation}"[:2000],
+            pcs=[hex_pc(pc) for pc in pcs],
+            evidence=list(dict.fromkeys(evidence))[:64],
+            confidence=round(confidence, 3),
+            basis=basis,
+            questions=questions,
+        )
+
+    # -- deeper waves: one open question -------------------------------------------------
+    async def _follow_up(self, seed: dict, reader: _Reader) -> list[Finding]:
+        """Answers "which load feeds this address / branch target?" by reading back from
+        the PC; returns the parent finding sharpened with the producer, or nothing."""
+        parent_id = seed["finding"]
+        parent = await reader.use("finding", {"id": parent_id})
+        if parent.error or not parent.data:
+            return []
+        pc = parse_pc(seed["pcs"][0])
+        view = await reader.use("asm_around", {"pc": hex_pc(pc), "before": 16, "after": 0})
+        if view.error or not view.data:
+            return []
+        rows = view.data["instructions"]
+        producer = _producer(rows, pc)
+        if producer is None:
+            return []
+        data = parent.data
+        source = next(r for r in rows if r["pc"] == producer)
+        answer = (f" Follow-up ({parent_id}): the value comes from `{source['asm']}` at "
+                  f"{hex_pc(producer)}; start that load earlier (hoist it, or prefetch its "
+                  f"address with `prfm pldl1keep`) so the dependent instruction does not wait.")
+        pcs = list(dict.fromkeys([*data["pcs"], hex_pc(producer)]))
+        evidence = [e for e in [*data["evidence"], parent_id, pc_id(producer)]
+                    if e in reader.citable]
+        return [Finding(
+            title=data["title"], category=data["category"], target=data["target"],
+            claim=(data["claim"] + answer)[:2000], recommendation=data["recommendation"],
+            pcs=pcs[:32], evidence=list(dict.fromkeys(evidence))[:64],
+            confidence=data["confidence"], basis=data["basis"], questions=[],
+        )]
+
+
+def _producer(rows: list[dict], pc: int) -> int | None:
+    """The nearest earlier load writing an address (or branch-target) register of ``pc``."""
+    index = next((i for i, r in enumerate(rows) if r["pc"] == pc), None)
+    if index is None:
+        return None
+    ops = parse(rows[index]["asm"])
+    wanted = set(ops.src if is_indirect(ops.mnemonic) else ops.address) - {"sp"}
+    for row in reversed(rows[:index]):
+        row_ops = parse(row["asm"])
+        hit = wanted & set(row_ops.dest)
+        if not hit:
+            continue
+        if is_load(row_ops.mnemonic):
+            return row["pc"]
+        wanted = (wanted - hit) | (set(row_ops.src) - {"sp"})
+    return None
+
+
+def create(arg: str = "", _options: object = None) -> OfflineAnalyst:
+    return OfflineAnalyst()

@@ -1,0 +1,219 @@
+"""The offline analyst's rules catalog: what each rule reports, what to try, which guide
+sections back it, and the thresholds that make a measured figure material.
+
+Thresholds follow the bundled guides' own ranges (pcscope/samples/guides): a mispredict
+rate above ~5% is material and above ~15% severe, so rules fire from 10%; an L1-hitting
+load takes ~4 cycles, so an average latency of 15+ cycles with 10%+ L1D misses is a
+miss; divides take ~7-20 cycles, so 15+ cycles is the slow end; ordering waits of "tens of
+cycles" start at 10. Guide section IDs are those of the bundled guides' category map
+(guides/README.md); when a user's guides lack them the analyst searches by ``query``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MISPREDICT = 0.10  # branch mispredict rate worth an idea
+MISS_RATE = 0.10  # L1D miss rate of a missing load
+MISS_LATENCY = 15.0  # cycles: a load this slow on average is not hitting L1
+TLB_RATE = 0.05  # DTLB misses per access dominating a load
+FORWARD_RATE = 0.10  # at or below: the load (almost) never forwards
+FORWARD_LATENCY = 10.0  # cycles of a load that waits for stores to drain
+RETRY_RATE = 0.05  # LL/SC retry branch taken rate
+ATOMIC_LATENCY = 40.0  # cycles of an atomic whose line comes from another core
+ATOMIC_MISS = 0.25
+ORDER_WAIT = 10.0  # issue wait (cycles) held by a barrier
+DIVIDE_LATENCY = 15.0  # execute latency (cycles) of a slow divide
+SPIN_POLLS = 2.0  # poll-loop loads per outer iteration
+FP_CHAIN_WAIT = 3.0  # issue wait (cycles) of a chained FP accumulation
+HOT_PC = 0.002  # share of the total a PC (or its loop) needs for a profile-only idea
+HOT_WINDOW = 0.01  # share of the total its window needs
+HOT_STUB = 0.01  # share of the total a PLT stub or veneer needs
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    category: str
+    target: str  # software | compiler | hardware
+    title: str  # of a measured idea; "{asm}" and "{fn}" are filled in
+    guess: str  # of a profile-only idea (nothing measured yet)
+    recommendation: str
+    guides: tuple[str, ...]  # section IDs, uArch guide first
+    query: str  # guide search when the sections are absent
+    confirm: str = ""  # the measurement that would confirm a profile-only idea
+    question: str = ""  # asked one wave deeper ("{pc}" filled in)
+
+
+CATALOG: dict[str, Rule] = {r.name: r for r in (
+    Rule(
+        "indirect-mispredict", "indirect-branch", "software",
+        "Mispredicting indirect branch {asm} in {fn}",
+        "Hot indirect branch {asm} in {fn}",
+        "Give the site fewer targets per history: devirtualize (final classes, LTO with "
+        "whole-program visibility) or add a guarded direct call for the dominant target "
+        "(PGO indirect-call promotion); for opcode dispatch use threaded dispatch (computed "
+        "goto) so each handler ends in its own br; batch objects by type so a loop sees one "
+        "target at a time.",
+        ("guide:uarch/branch-prediction/indirect-branches", "guide:swopt/branches/devirtualization",
+         "guide:swopt/branches/interpreter-dispatch"),
+        "indirect branch mispredict devirtualization dispatch",
+        confirm="the ALP (or SPE) mispredict rate of this br/blr; above ~5% it is material",
+        question="Which load supplies the branch target of {pc}?",
+    ),
+    Rule(
+        "conditional-mispredict", "branch-mispredict", "software",
+        "Data-dependent branch {asm} mispredicts in {fn}",
+        "Hot conditional branch {asm} in {fn}",
+        "Make the decision branchless when both sides are cheap (csel/cset/csinc or a mask, "
+        "e.g. `x = c ? a : b`; Clang `__builtin_unpredictable`), or sort/partition the data "
+        "so the outcome becomes regular; let PGO lay out the branch if it is biased per input.",
+        ("guide:uarch/branch-prediction/conditional-branches", "guide:swopt/branches/branchless-code"),
+        "conditional branch mispredict branchless csel",
+    ),
+    Rule(
+        "pointer-chase", "dependent-load", "software",
+        "Pointer chase {asm} misses the cache in {fn}",
+        "Dependent load {asm} in {fn}",
+        "Break the serial chain: store nodes in arrays and link by index (or use B-trees / "
+        "open addressing), allocate nodes in traversal order, prefetch the next node as soon as "
+        "its address is known (`prfm pldl1keep, [xN]`), or walk several independent chains "
+        "per loop so their misses overlap.",
+        ("guide:uarch/load-and-store-unit/dependent-loads", "guide:swopt/memory-access/pointer-chasing",
+         "guide:swopt/memory-access/software-prefetch"),
+        "dependent loads pointer chasing prefetch",
+        confirm="the ALP (or SPE) L1D/L2 miss rate and average latency of this load; above ~10% "
+        "misses and ~15 cycles the chain serialises misses",
+        question="Which load produces the address used by {pc}?",
+    ),
+    Rule(
+        "stream-miss", "cache-miss", "software",
+        "Load {asm} misses the cache without a dependency chain in {fn}",
+        "Hot load {asm} in {fn}",
+        "The addresses are computable ahead of time: prefetch a few hundred bytes ahead "
+        "(`prfm pldl2keep, [xN, #256]`, distance = miss latency / cycles per iteration), "
+        "make the access pattern sequential enough for the hardware prefetcher, and shrink "
+        "the data touched per element (structure of arrays, narrower types).",
+        ("guide:uarch/memory-hierarchy/cache-misses", "guide:swopt/memory-access/software-prefetch",
+         "guide:swopt/memory-access/data-layout-for-locality"),
+        "cache misses software prefetch data layout",
+    ),
+    Rule(
+        "tlb-walk", "tlb-miss", "software",
+        "Load {asm} is dominated by DTLB misses in {fn}",
+        "Hot load {asm} in {fn}",
+        "Increase TLB reach: back the region with huge pages (THP `madvise(MADV_HUGEPAGE)` or "
+        "hugetlbfs, 2 MiB-aligned allocations) and touch fewer pages per operation (pack hot "
+        "data, avoid page-sized strides).",
+        ("guide:uarch/memory-hierarchy/tlb-hierarchy", "guide:swopt/memory-access/huge-pages"),
+        "tlb miss huge pages",
+    ),
+    Rule(
+        "forwarding-fail", "store-forwarding", "software",
+        "Load {asm} fails store-to-load forwarding in {fn}",
+        "Load after store {asm} in {fn}",
+        "Load with the width and address of the store that wrote the data (or keep the value "
+        "in a register: build it with `bfi`/`orr` instead of through memory); avoid a narrow "
+        "store followed by a wider overlapping load.",
+        ("guide:uarch/load-and-store-unit/store-to-load-forwarding",
+         "guide:swopt/memory-access/store-forwarding-fixes"),
+        "store to load forwarding",
+    ),
+    Rule(
+        "llsc-retry", "atomic-llsc", "compiler",
+        "Exclusive-pair retry loop {asm} in {fn}",
+        "Hot exclusive pair {asm} in {fn}",
+        "Replace the ldxr/stxr loop with a single LSE atomic (`ldadd`, `swp`, `cas`; "
+        "`__atomic_fetch_add`) by building with `-march=armv8.1-a` (or a suitable `-mcpu`), "
+        "or `-moutline-atomics` for binaries that must run on older cores; reduce sharing of "
+        "the line (per-thread counters, 64-byte padding).",
+        ("guide:uarch/atomics/exclusive-monitor", "guide:swopt/synchronization/atomic-instruction-choice",
+         "guide:swopt/compiler-flags/lse-atomics-flags"),
+        "exclusive monitor ldxr stxr lse atomics",
+        confirm="the ALP retry-branch taken rate and latency of the exclusive pair",
+    ),
+    Rule(
+        "atomic-contention", "atomic-contention", "software",
+        "Contended atomic {asm} in {fn}",
+        "Hot atomic {asm} in {fn}",
+        "The line bounces between cores: shard the counter per thread or per core and combine "
+        "on read, pad and align the shared variable to its own 64-byte line (`alignas(64)`), "
+        "use the weakest correct ordering (no `al` suffix for statistics), batch updates.",
+        ("guide:uarch/atomics/atomic-contention", "guide:swopt/synchronization/contention-reduction"),
+        "atomic contention false sharing",
+        confirm="the ALP latency and L1D misses of this atomic; hundreds of cycles mean the "
+        "line comes from another core",
+    ),
+    Rule(
+        "barrier-wait", "barrier", "software",
+        "Barrier {asm} holds the pipeline in {fn}",
+        "Hot barrier {asm} in {fn}",
+        "Use the weakest ordering that is correct: `stlr` to publish and `ldar`/`ldapr` to "
+        "consume instead of a full `dmb ish`, `dmb ishst`/`dmb ishld` where only stores or "
+        "loads need ordering, and one fence per batch instead of one per element.",
+        ("guide:uarch/memory-ordering/data-barriers", "guide:swopt/synchronization/barrier-reduction",
+         "guide:swopt/synchronization/acquire-and-release"),
+        "data barrier dmb issue wait acquire release",
+        confirm="the ALP issue wait of the barrier and of the loads behind it",
+    ),
+    Rule(
+        "slow-divide", "division", "software",
+        "Division {asm} on the critical path in {fn}",
+        "Hot division {asm} in {fn}",
+        "Avoid the divide: make the divisor a compile-time constant (multiply-high and shift), "
+        "use a power-of-two size with a mask, or precompute a reciprocal for a loop-invariant "
+        "divisor (libdivide/fastmod); for FP, hoist `1.0 / d` and multiply.",
+        ("guide:uarch/execution-units/integer-division", "guide:swopt/arithmetic/division-by-constants",
+         "guide:swopt/arithmetic/division-hoisting"),
+        "integer division reciprocal hoisting",
+        confirm="the ALP execute latency of the divide and the issue wait of its consumers",
+    ),
+    Rule(
+        "spin-poll", "spin-wait", "software",
+        "Polling loop spins at {asm} in {fn}",
+        "Tight polling loop at {asm} in {fn}",
+        "Back off instead of polling tightly: `isb` for short waits, an `ldaxr` + `wfe` wait "
+        "for longer ones (`yield` does little on cores without SMT), exponential back-off, and "
+        "block in the OS (futex) after a bounded spin; shorten the lock hold time.",
+        ("guide:uarch/atomics/spin-wait-loops", "guide:swopt/synchronization/spin-wait-back-off"),
+        "spin wait loop yield wfe isb back-off",
+        confirm="polls per acquisition (ALP executions of the poll load per loop iteration)",
+    ),
+    Rule(
+        "fp-chain", "fp-dependency", "compiler",
+        "Floating-point accumulation chain at {asm} in {fn}",
+        "Floating-point accumulation chain at {asm} in {fn}",
+        "Split the reduction into several independent accumulators combined after the loop, "
+        "or allow reassociation narrowly (`-fassociative-math -fno-signed-zeros "
+        "-fno-trapping-math`, `#pragma omp simd reduction(+:s)`) so the compiler does it.",
+        ("guide:uarch/execution-units/fp-dependency-chains", "guide:swopt/arithmetic/fp-accumulation-chains"),
+        "fp dependency chain accumulators reassociation",
+        confirm="the ALP issue wait of the chained instructions (about the FP latency each)",
+    ),
+    Rule(
+        "plt-calls", "call-overhead", "compiler",
+        "Hot calls through PLT stub {asm} in {fn}",
+        "Hot calls through PLT stub {asm} in {fn}",
+        "Make the calls direct: `-fno-plt` for calls into other shared objects, "
+        "`-fvisibility=hidden` with `-fno-semantic-interposition` (or "
+        "`-Wl,-Bsymbolic-functions`) for calls inside a library, LTO or static linking of the "
+        "hot dependency.",
+        ("guide:uarch/calls-and-returns/plt-stubs", "guide:swopt/calls/plt-avoidance"),
+        "plt stubs avoidance fno-plt",
+        confirm="calls per second through the stub and its indirect mispredict rate (ALP/SPE)",
+    ),
+    Rule(
+        "byte-compare-loop", "vectorization", "software",
+        "Byte-at-a-time load/compare loop at {asm} in {fn}",
+        "Byte-at-a-time load/compare loop at {asm} in {fn}",
+        "Process 8 or 16 bytes per step: load with `ldr x`/`ldr q`, compare words "
+        "(`eor` + `rev` + `clz` to find the first difference) or SIMD (`cmeq` + `umaxv`/`shrn`), "
+        "and fall back to bytes only at the end; check that the compiler can vectorize it "
+        "(`-O3 -mcpu=native`, `restrict`).",
+        ("guide:uarch/execution-units/simd-and-fp-pipes", "guide:swopt/vectorization/auto-vectorization",
+         "guide:swopt/vectorization/neon-and-sve"),
+        "vectorization simd byte loop neon",
+        confirm="cycles per byte and the mispredict rate of the loop's compare branch (ALP or "
+        "SPE); wide compares pay off when the loop runs many bytes per call",
+    ),
+)}

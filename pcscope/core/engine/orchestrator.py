@@ -1,0 +1,492 @@
+"""The orchestrator: plans slices, runs bounded calls in waves under budgets, validates
+every output, merges findings into ideas, deepens open questions, records everything and
+publishes events.
+
+Waves run one after another; inside a wave up to ``concurrency`` calls run at once (in
+plan order, i.e. by weight). A budget that runs out stops the run cleanly: calls not yet
+started are skipped, running ones finish (or, for ``max-seconds``, are cancelled), and
+everything completed is kept. ``cancel()`` (safe from any thread) does the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pcscope.core.alp import AlpRecord
+from pcscope.core.backends.base import Backend, CallRequest, CallResponse, Usage
+from pcscope.core.engine import calls as status
+from pcscope.core.engine.budget import Budget, Limits
+from pcscope.core.engine.calls import CallPlan, CallRecord, ToolUse, call_id
+from pcscope.core.engine.events import (
+    BudgetReached,
+    CallFinished,
+    CallQueued,
+    CallStarted,
+    CallText,
+    EventBus,
+    FindingRejected,
+    IdeasMerged,
+    IdeasUpdated,
+    RunDone,
+    ToolUsed,
+    WaveStarted,
+)
+from pcscope.core.engine.gatekeeper import Question, merge, questions
+from pcscope.core.engine.hints import Hint, HintText, parse_hints
+from pcscope.core.engine.ideas import Accepted, Idea, finding_id, windows_of
+from pcscope.core.engine.presets import Settings
+from pcscope.core.engine.prompt import SYSTEM, tokens
+from pcscope.core.engine.record import SessionStore
+from pcscope.core.engine.slices import plan_slices
+from pcscope.core.engine.tools import SharedMemory, ToolBox, search_guides, tool_specs
+from pcscope.core.engine.validation import Verdict, validate
+from pcscope.core.evidence import Evidence, EvidenceStore
+from pcscope.core.ids import hex_pc, pc_id
+from pcscope.core.profile import HotSelection
+from pcscope.core.report import build_report
+from pcscope.core.workload import Workload
+
+Reviewer = Callable[[list[Accepted], EvidenceStore, int, int], Awaitable[Any]]
+"""``(accepted, store, wave, question limit) -> review`` with ``ideas`` (ranked),
+``questions`` (for the next wave) and ``rejected`` ({finding ID: reason}); the default is the
+rule gatekeeper (gatekeeper.merge and gatekeeper.questions)."""
+
+OUTPUT_ALLOWANCE = 1000  # tokens reserved for a call's answer before it runs
+COMPLETE = "complete"
+CANCELLED = "cancelled"
+SKIPPED = "skipped"  # queued but never started (a budget ran out or the run was cancelled)
+
+
+@dataclass
+class RunResult:
+    run: int
+    model: str
+    settings: Settings
+    selection: HotSelection
+    stop_reason: str
+    ideas: list[Idea]
+    records: list[CallRecord]
+    accepted: list[Accepted]
+    hints: list[Hint]
+    seconds: float
+    resumed: bool = False
+
+    @property
+    def calls(self) -> list[CallRecord]:
+        """The calls that started (skipped ones are only in the record)."""
+        return [r for r in self.records if r.status != SKIPPED]
+
+    @property
+    def rejected(self) -> list[dict[str, str]]:
+        return [{"reason": r["reason"], "call": rec.id}
+                for rec in self.records for r in rec.rejections]
+
+
+@dataclass
+class _Outcome:
+    response: CallResponse
+    fetched: list[str] = field(default_factory=list)
+    tools: list[ToolUse] = field(default_factory=list)
+
+
+class Orchestrator:
+    def __init__(self, workload: Workload, backend: Backend, settings: Settings,
+                 session: SessionStore, *, bus: EventBus | None = None,
+                 hints: Sequence[HintText] = (), resume: bool = False,
+                 reviewer: Reviewer | None = None) -> None:
+        self.workload = workload
+        self.backend = backend
+        self.settings = settings
+        self.session = session
+        self.bus = bus or EventBus()
+        self.store = EvidenceStore(workload)
+        self.shared = SharedMemory(self.store)
+        self._hint_texts = tuple(hints)
+        self._resume = resume
+        self._reviewer = reviewer
+        self._ideas: list[Idea] = []
+        self._reviewed = False
+        self._tools = tool_specs()
+        self._records: dict[str, CallRecord] = {}
+        self._accepted: list[Accepted] = []
+        self._reuse: dict[str, CallRecord] = {}
+        self._inflight: dict[str, asyncio.Task] = {}
+        self._seq: dict[str, int] = {}
+        self._stop = False
+        self._cancelled = False
+        self._announced = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.run_id = 0
+        self.result: RunResult | None = None
+
+    # -- control -------------------------------------------------------------------------
+    def cancel(self) -> None:
+        """Stop the run, keeping every completed call; safe to call from any thread."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            self._cancelled = self._stop = True
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._cancel_now()
+        else:
+            loop.call_soon_threadsafe(self._cancel_now)
+
+    def _cancel_now(self) -> None:
+        self._cancelled = self._stop = True
+        for task in list(self._inflight.values()):
+            task.cancel()
+
+    def _time_up(self) -> None:
+        if not self.budget.exhausted:
+            self.budget.time_up()
+            self._announce_budget()
+        self._stop = True
+        for task in list(self._inflight.values()):
+            task.cancel()
+
+    # -- the run -------------------------------------------------------------------------
+    async def run(self) -> RunResult:
+        self._loop = asyncio.get_running_loop()
+        started = time.monotonic()
+        settings = self.settings
+        hints = parse_hints(self._hint_texts, self.store)
+        selection = self.workload.hot(top=settings.top, coverage=settings.coverage)
+        resumed = self._open_run(hints)
+        self.budget = Budget(Limits(settings.max_calls, settings.max_tokens, settings.max_seconds))
+        # Model backends reserve tokens per turn against the run's budget and pace their
+        # requests (AIMD on 429/529); rule backends have nothing to bind.
+        bind = getattr(self.backend, "bind", None)
+        if bind is not None:
+            bind(run_budget=self.budget, concurrency=settings.concurrency)
+        self.shared.on_set = lambda name, call, ids: self.session.save_set(
+            self.run_id, name, call, ids)
+        timer = (self._loop.call_later(settings.max_seconds, self._time_up)
+                 if settings.max_seconds else None)
+        self._semaphore = asyncio.Semaphore(settings.concurrency)
+        try:
+            plans = self._slice_plans(selection, hints)
+            for wave in range(1, settings.depth + 1):
+                if not plans or self._stop:
+                    break
+                self.bus.publish(WaveStarted(run=self.run_id, wave=wave, calls=len(plans)))
+                before = len(self._accepted)
+                await self._run_wave(plans)
+                last = wave == settings.depth or self._stop
+                asked = await self._review(wave, self._accepted[before:],
+                                           0 if last else settings.max_questions)
+                self.bus.publish(IdeasUpdated(run=self.run_id,
+                                              ideas=tuple(i.to_json() for i in self._ideas)))
+                if last:
+                    break
+                plans = [self._question_plan(q, wave + 1, n) for n, q in enumerate(asked, 1)]
+        except asyncio.CancelledError:
+            self._cancelled = True
+            self._finish(selection, hints, started, resumed)
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+        return self._finish(selection, hints, started, resumed)
+
+    def _open_run(self, hints: list[Hint]) -> bool:
+        key = self._run_key()
+        previous = self.session.resumable(key) if self._resume else None
+        if previous is None:
+            self.run_id = self.session.start_run(key, self.workload.profile.path,
+                                                 self.backend.name, self.settings.to_json())
+            self.session.save_notes(self.run_id, [h.to_json() for h in hints])
+            return False
+        self.run_id = previous.id
+        self.session.reopen_run(self.run_id)
+        self._reuse = {r.id: r for r in self.session.calls(self.run_id)
+                       if r.status in (status.OK, status.REJECTED)}
+        for name, (call, ids) in self.session.sets(self.run_id).items():
+            self.shared.add_set(name, call, ids)
+        return True
+
+    def _run_key(self) -> str:
+        w = self.workload
+        data = {
+            "model": self.backend.name,
+            "settings": self.settings.to_json(),
+            "profile": str(w.profile.path),
+            "alp": str(w.alp_path) if w.alp_path else None,
+            "guides": sorted(section.id for section in w.guides),
+            "hints": [h.text for h in self._hint_texts],
+        }
+        text = json.dumps(data, sort_keys=True)
+        return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+    def _finish(self, selection: HotSelection, hints: list[Hint], started: float,
+                resumed: bool) -> RunResult:
+        if self._cancelled:
+            reason = CANCELLED
+        else:
+            reason = self.budget.exhausted or COMPLETE
+        for record in self._records.values():
+            if record.status in ("queued", "running", status.CANCELLED):
+                record.status = SKIPPED if record.status == "queued" else status.CANCELLED
+                self._save(record)
+        # A reviewer's last word stands; the rule gatekeeper sees every finding accepted.
+        reviewed = self._reviewer is not None and self._reviewed
+        ideas = self._ideas if reviewed else merge(self._accepted, self.workload.profile)
+        for idea in ideas:
+            if len(idea.merged_from) > 1:
+                self.bus.publish(IdeasMerged(run=self.run_id, idea=idea.id,
+                                             merged_from=idea.merged_from))
+        self.result = RunResult(
+            run=self.run_id, model=self.backend.name, settings=self.settings,
+            selection=selection, stop_reason=reason, ideas=ideas,
+            records=list(self._records.values()), accepted=list(self._accepted), hints=hints,
+            seconds=time.monotonic() - started, resumed=resumed,
+        )
+        self.session.save_ideas(self.run_id, [i.to_json() for i in ideas])
+        run_status = {COMPLETE: "done", CANCELLED: "cancelled"}.get(reason, "stopped")
+        self.session.finish_run(self.run_id, run_status, reason,
+                                build_report(self.result, self.workload))
+        self.bus.publish(RunDone(run=self.run_id, stop_reason=reason, ideas=len(ideas),
+                                 calls=len(self.result.calls)))
+        self.bus.close()
+        return self.result
+
+    # -- the gatekeeper ------------------------------------------------------------------
+    async def _review(self, wave: int, fresh: list[Accepted], limit: int) -> list[Question]:
+        """Merge and rank everything accepted so far; pick the questions for the next wave.
+        A reviewer (e.g. a model) may also reject findings, recorded with its reason."""
+        if self._reviewer is None:
+            self._ideas = merge(self._accepted, self.workload.profile)
+            self._reviewed = True
+            return questions(self._ideas, fresh, limit)
+        review = await self._reviewer(list(self._accepted), self.store, wave, limit)
+        for fid, reason in review.rejected.items():
+            self._withdraw(fid, f"review: {reason}")
+        self._ideas, self._reviewed = list(review.ideas), True
+        return list(review.questions)
+
+    def _withdraw(self, fid: str, reason: str) -> None:
+        found = next((a for a in self._accepted if a.id == fid), None)
+        if found is None:
+            return
+        self._accepted.remove(found)
+        record = self._records[found.call]
+        record.accepted.remove(fid)
+        record.rejections.append({"reason": reason, "title": found.finding.title})
+        self._save(record)
+        self.bus.publish(FindingRejected(run=self.run_id, call=found.call, reason=reason,
+                                         title=found.finding.title))
+
+    # -- planning ------------------------------------------------------------------------
+    def _slice_plans(self, selection: HotSelection, hints: list[Hint]) -> list[CallPlan]:
+        s = self.settings
+        self.shared.alp.preload(selection.pcs(self.workload.profile).tolist())
+        slices = plan_slices(
+            self.workload, selection, windows_per_slice=s.windows_per_slice,
+            token_cap=s.slice_tokens, guide_k=s.guide_k, hints=hints,
+            alp_line=self._alp_line,
+            guide_search=lambda query, k: search_guides(self.shared, query, k),
+        )
+        run_wide = tuple(h.id for h in hints if h.pc is None and h.window is None)
+        plans = []
+        for sl in slices:
+            given = sl.given() + tuple(i for i in run_wide if i not in sl.given())
+            plans.append(CallPlan(id=call_id(1, sl.number), wave=1, parent=None,
+                                  title=sl.title, brief=sl.brief(), given=given,
+                                  seed=sl.seed(s.focus), weight=sl.weight))
+        return plans
+
+    def _alp_line(self, pc: int) -> tuple[str, AlpRecord] | None:
+        rendered = self.shared.alp.get(pc)
+        return None if rendered is None else (rendered[2], self.shared.alp.record(pc))
+
+    def _question_plan(self, question: Question, wave: int, n: int) -> CallPlan:
+        accepted = question.finding
+        f = accepted.finding
+        lines = ["<evidence>",
+                 f"open question from {accepted.id} ({f.category}, \"{f.title}\"): "
+                 f"{question.text}",
+                 f"{accepted.id}: {f.claim}"]
+        given = [accepted.id]
+        for evidence_id in [*f.evidence, *(pc_id(pc) for pc in accepted.pcs)]:
+            if evidence_id in given:
+                continue
+            given.append(evidence_id)
+            rendered = self.store.resolve(evidence_id)
+            text = " ".join(rendered.text.split())
+            lines.append(f"{evidence_id}: {text[:400]}")
+        lines.append("</evidence>")
+        seed = {
+            "question": question.text,
+            "finding": accepted.id,
+            "category": f.category,
+            "pcs": [hex_pc(pc) for pc in accepted.pcs],
+            "evidence": list(f.evidence),
+            "focus": list(self.settings.focus),
+        }
+        return CallPlan(id=call_id(wave, n), wave=wave, parent=accepted.call,
+                        title=f"question on {accepted.id}: {question.text[:80]}",
+                        brief="\n".join(lines), given=tuple(given), seed=seed)
+
+    # -- calls ---------------------------------------------------------------------------
+    async def _run_wave(self, plans: list[CallPlan]) -> None:
+        queued = []
+        for plan in plans:
+            record = CallRecord.planned(plan, self.run_id, self.backend.name)
+            self._records[plan.id] = record
+            queued.append((record, self._seq.setdefault(record.id, len(self._seq))))
+        self.session.save_calls(queued)
+        for plan in plans:
+            self.bus.publish(CallQueued(run=self.run_id, call=plan.id, wave=plan.wave,
+                                        parent=plan.parent, title=plan.title, given=plan.given))
+        await asyncio.gather(*(self._call(plan) for plan in plans))
+
+    async def _call(self, plan: CallPlan) -> None:
+        record = self._records[plan.id]
+        async with self._semaphore:
+            if self._stop:
+                record.status = SKIPPED
+                self._save(record)
+                return
+            reused = self._reuse.get(plan.id)
+            if reused is not None and reused.key != plan.key:
+                reused = None
+            estimate = (reused.input_tokens + reused.output_tokens if reused
+                        else tokens(SYSTEM) + tokens(plan.brief) + OUTPUT_ALLOWANCE)
+            reservation = self.budget.reserve(estimate)
+            if reservation is None:
+                self._announce_budget()
+                self._stop = True
+                record.status = SKIPPED
+                self._save(record)
+                return
+            record.status = "running"
+            record.started = time.time()
+            self.bus.publish(CallStarted(run=self.run_id, call=plan.id))
+            clock = time.perf_counter()
+            outcome = await self._execute(plan, record, reused)
+            record.seconds = reused.seconds if reused else time.perf_counter() - clock
+            record.finished = time.time()
+            used = self._conclude(plan, record, outcome)
+            self.budget.settle(reservation, used)
+            if self.budget.exhausted:
+                self._announce_budget()
+                self._stop = True
+            self._save(record)
+            self.bus.publish(CallFinished(
+                run=self.run_id, call=plan.id, status=record.status,
+                accepted=tuple(record.accepted), rejected=len(record.rejections),
+                input_tokens=record.input_tokens, output_tokens=record.output_tokens,
+                seconds=round(record.seconds, 3), error=record.error))
+
+    async def _execute(self, plan: CallPlan, record: CallRecord,
+                       reused: CallRecord | None) -> _Outcome | None:
+        """Run the backend (or replay a recorded call); None when the call was cancelled."""
+        if reused is not None:
+            usage = Usage(reused.input_tokens, reused.output_tokens, reused.cached_tokens)
+            return _Outcome(CallResponse(None, reused.raw, usage, reused.error),
+                            list(reused.fetched), list(reused.tools))
+        toolbox = ToolBox(self.store, self.shared, plan.id, plan.given,
+                          on_use=lambda use: self._tool_used(plan.id, use))
+        request = CallRequest(call_id=plan.id, wave=plan.wave, system=SYSTEM, brief=plan.brief,
+                              evidence_ids=plan.given, tools=self._tools, seed=plan.seed)
+        task = asyncio.ensure_future(self.backend.run(request, toolbox.use,
+                                                      lambda kind, payload: self._emit(
+                                                          plan.id, kind, payload)))
+        self._inflight[plan.id] = task
+        try:
+            response = await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                record.status = status.CANCELLED
+                raise
+            record.status = status.CANCELLED
+            record.error = "cancelled"
+            record.fetched, record.tools = toolbox.fetched, toolbox.log
+            return None
+        except Exception as exc:  # a backend failure ends this call only
+            response = CallResponse(None, "", Usage(), f"{type(exc).__name__}: {exc}")
+        finally:
+            self._inflight.pop(plan.id, None)
+        return _Outcome(response, toolbox.fetched, toolbox.log)
+
+    def _conclude(self, plan: CallPlan, record: CallRecord, outcome: _Outcome | None) -> int:
+        """Validate, register accepted findings, fill the record; returns tokens used."""
+        if outcome is None:
+            return 0
+        response = outcome.response
+        record.fetched, record.tools = outcome.fetched, outcome.tools
+        record.raw = response.raw or (response.output.model_dump_json()
+                                      if response.output is not None else "")
+        usage = response.usage
+        if not (usage.input_tokens or usage.output_tokens):
+            tool_text = "".join(t.text for t in outcome.tools)
+            usage = Usage(tokens(SYSTEM) + tokens(plan.brief) + tokens(tool_text),
+                          tokens(record.raw))
+        record.input_tokens = usage.input_tokens + usage.cache_write_tokens
+        record.output_tokens = usage.output_tokens
+        record.cached_tokens = usage.cache_read_tokens
+        if response.error is not None:
+            record.status, record.error = status.FAILED, response.error
+        else:
+            allowed = set(plan.given) | set(outcome.fetched)
+            verdict = validate(response.output, record.raw, allowed, self.store)
+            self._accept(plan, record, verdict)
+        return record.input_tokens + record.output_tokens + record.cached_tokens
+
+    def _accept(self, plan: CallPlan, record: CallRecord, verdict: Verdict) -> None:
+        record.status = status.REJECTED if verdict.malformed else status.OK
+        record.rejections = [{"reason": r.reason, "title": r.title} for r in verdict.rejections]
+        stored: dict[str, dict] = {}
+        for n, finding, pcs in verdict.accepted:
+            fid = finding_id(plan.id, n)
+            accepted = Accepted(fid, plan.id, plan.wave, self.backend.name, finding, pcs,
+                                windows_of(self.workload.profile, pcs))
+            self.shared.add_finding(
+                Evidence(fid, "finding", finding.title,
+                         f"[{finding.category}] {finding.claim} Recommendation: "
+                         f"{finding.recommendation}", pcs),
+                finding)
+            self._accepted.append(accepted)
+            record.accepted.append(fid)
+            stored[fid] = accepted.to_json()
+        if stored:
+            self.session.save_findings(self.run_id, plan.id, stored)
+        for rejection in verdict.rejections:
+            self.bus.publish(FindingRejected(run=self.run_id, call=plan.id,
+                                             reason=rejection.reason, title=rejection.title))
+
+    # -- helpers -------------------------------------------------------------------------
+    def _save(self, record: CallRecord) -> None:
+        self.session.save_call(record, self._seq.setdefault(record.id, len(self._seq)))
+
+    def _tool_used(self, call: str, use: ToolUse) -> None:
+        self.bus.publish(ToolUsed(run=self.run_id, call=call, tool=use.tool, input=use.input,
+                                  ids=tuple(use.ids), error=use.error))
+
+    def _emit(self, call: str, kind: str, payload: Any) -> None:
+        if kind in ("text", "status"):
+            self.bus.publish(CallText(run=self.run_id, call=call, text=str(payload),
+                                      channel=kind))
+        elif kind == "tool_use":  # a tool's input as it streams in: {"name", "partial"}
+            self.bus.publish(CallText(run=self.run_id, call=call, channel="tool_use",
+                                      text=f"{payload.get('name', '?')}: "
+                                           f"{payload.get('partial', '')}"))
+
+    def _announce_budget(self) -> None:
+        name = self.budget.exhausted
+        if name and not self._announced:
+            self._announced = True
+            self.bus.publish(BudgetReached(run=self.run_id, budget=name,
+                                           limit=self.budget.limit_of(name),
+                                           used=self.budget.used_of(name)))
+

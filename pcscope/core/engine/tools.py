@@ -1,0 +1,454 @@
+"""The tools a bounded call may use: typed requests, bounded answers, every use logged.
+
+Every ID a tool returns joins the call's allowed evidence. Requests are parsed by pydantic
+models (unknown fields rejected, sizes bounded); nothing a model sends is executed, and
+text-index queries run under a time limit. The same tools serve the offline analyst, which
+reads ``ToolResult.data``, and model backends, which read ``ToolResult.text``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from pcscope.core.backends.base import ToolResult, ToolSpec
+from pcscope.core.engine.calls import ToolUse
+from pcscope.core.engine.prompt import compact
+from pcscope.core.engine.schema import Finding
+from pcscope.core.errors import EvidenceError, PcscopeError
+from pcscope.core.evidence import Evidence, EvidenceStore
+from pcscope.core.ids import alp_id, kind_of, parse_pc, pat_id, pc_id, pc_of
+
+if TYPE_CHECKING:
+    from pcscope.core.alp import AlpRecord
+    from pcscope.index.query import QueryEngine, SearchResult
+
+MAX_TEXT = 12000  # characters of one tool answer
+MAX_WINDOW_ROWS = 96
+MAX_GUIDE_TEXT = 2500
+QUERY_SECONDS = 5.0
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AsmAroundArgs(_Args):
+    """Instructions around a PC (address order) with samples, share and pattern hits."""
+
+    pc: str = Field(max_length=24, description="0x-hex PC")
+    before: int = Field(8, ge=0, le=32)
+    after: int = Field(8, ge=0, le=32)
+
+
+class WindowArgs(_Args):
+    """A whole instruction window (its hottest rows when long), with pattern hits and
+    which PCs have ALP records."""
+
+    id: str = Field(max_length=40, description="win:0x… ID")
+
+
+class SearchArgs(_Args):
+    """Full-text search over instructions (Tantivy syntax), sorted by samples."""
+
+    query: str = Field(min_length=1, max_length=200)
+    limit: int = Field(20, ge=1, le=50)
+
+
+class RegexArgs(_Args):
+    """Regular expression (Rust syntax, case-insensitive) over the asm text or the
+    mnemonic, sorted by samples."""
+
+    pattern: str = Field(min_length=1, max_length=200)
+    field: Literal["asm", "mnemonic"] = "asm"
+    limit: int = Field(20, ge=1, le=50)
+
+
+class GroupArgs(_Args):
+    """Counts, samples and share grouped by mnemonic, function, window, pattern category or
+    module, optionally over the instructions a search query matches."""
+
+    by: Literal["mnemonic", "function", "window", "category", "module"]
+    where: str | None = Field(None, max_length=200)
+    limit: int = Field(20, ge=1, le=50)
+
+
+class AlpArgs(_Args):
+    """Aggregated ALP (simulator) records of exact PCs, figures rounded to 3 digits."""
+
+    pc: str | list[str] = Field(description="one 0x-hex PC or a list of up to 16")
+
+    @model_validator(mode="after")
+    def _bounded(self) -> AlpArgs:
+        if isinstance(self.pc, list) and not 1 <= len(self.pc) <= 16:
+            raise ValueError("pc: give 1 to 16 PCs")
+        return self
+
+
+class GuideArgs(_Args):
+    """A guide section by ID, or the best sections for a query (BM25)."""
+
+    id: str | None = Field(None, max_length=200)
+    query: str | None = Field(None, max_length=200)
+    k: int = Field(3, ge=1, le=5)
+
+    @model_validator(mode="after")
+    def _one(self) -> GuideArgs:
+        if (self.id is None) == (self.query is None):
+            raise ValueError("give exactly one of id and query")
+        return self
+
+
+class FindingArgs(_Args):
+    """Another call's accepted finding (finding:…) or a named set of IDs (set:…)."""
+
+    id: str = Field(max_length=80)
+
+
+class RememberArgs(_Args):
+    """Store IDs you may cite under a name (set:<name>) that later calls can fetch."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,39}$")
+    ids: list[str] = Field(min_length=1, max_length=64)
+
+
+ARGS: dict[str, type[_Args]] = {
+    "asm_around": AsmAroundArgs,
+    "window": WindowArgs,
+    "search": SearchArgs,
+    "regex": RegexArgs,
+    "group": GroupArgs,
+    "alp": AlpArgs,
+    "guide": GuideArgs,
+    "finding": FindingArgs,
+    "remember": RememberArgs,
+}
+
+
+def tool_specs() -> tuple[ToolSpec, ...]:
+    """The tool set as a model sees it (fixed for a run, so prompt caches hold)."""
+    return tuple(ToolSpec(name, (model.__doc__ or name).strip(), model.model_json_schema())
+                 for name, model in ARGS.items())
+
+
+class ToolError(PcscopeError):
+    """A request the tool cannot answer; the call sees the message, the run goes on."""
+
+
+class AlpRenderings:
+    """Each PC's ALP record rendered once per run (rounded figures): the data a tool returns,
+    and the compact line a brief or a tool answer shows."""
+
+    _BRIEF_DROP = ("id", "pc", "asm", "matched", "loops")
+
+    def __init__(self, store: EvidenceStore) -> None:
+        self._table = store.workload.alp
+        self._records: dict[int, AlpRecord] = {}
+        self._cache: dict[int, tuple[dict[str, Any], str, str]] = {}
+
+    def preload(self, pcs: Iterable[int]) -> None:
+        """Build the records of ``pcs`` ahead. The table builds records far faster in one
+        pass than one at a time, so a large share of it is read in one pass."""
+        if self._table is None:
+            return
+        wanted = {int(pc) for pc in pcs if int(pc) not in self._records}
+        if len(wanted) * 8 < len(self._table.records):
+            return  # a small share: built one by one on use
+        for record in self._table.records.values():
+            if record.pc in wanted:
+                self._records[record.pc] = record
+
+    def has(self, pc: int) -> bool:
+        return pc in self._records or (self._table is not None and pc in self._table.records)
+
+    def record(self, pc: int) -> AlpRecord | None:
+        """The aggregated record (built once: the table builds records on access)."""
+        if not self.has(pc):
+            return None
+        if pc not in self._records:
+            self._records[pc] = self._table.records[pc]
+        return self._records[pc]
+
+    def get(self, pc: int) -> tuple[dict[str, Any], str, str] | None:
+        """(record as JSON data, full line, brief line) or None without a record."""
+        record = self.record(pc)
+        if record is None:
+            return None
+        if pc not in self._cache:
+            data = record.to_json(rounded=True)
+            brief = {k: v for k, v in data.items() if k not in self._BRIEF_DROP}
+            self._cache[pc] = (data, f"{record.id} {compact(data)}",
+                               f"{record.id} {compact(brief)}")
+        return self._cache[pc]
+
+
+@dataclass
+class SharedMemory:
+    """What the calls of one run share: accepted findings, named sets of IDs, renderings."""
+
+    store: EvidenceStore
+    findings: dict[str, Finding] = field(default_factory=dict)
+    sets: dict[str, tuple[str, ...]] = field(default_factory=dict)  # set:<name> -> ids
+    on_set: Callable[[str, str, list[str]], None] | None = None  # (name, call, ids) persist
+    alp: AlpRenderings = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.alp = AlpRenderings(self.store)
+        self._queries: QueryEngine | None = None
+
+    @property
+    def queries(self) -> QueryEngine:
+        """Search, regex, grouping and guide retrieval over the workload's index."""
+        if self._queries is None:
+            from pcscope.index.query import QueryEngine
+
+            self._queries = QueryEngine.of(self.store.workload)
+        return self._queries
+
+    def add_finding(self, evidence: Evidence, finding: Finding) -> None:
+        self.store.register(evidence)
+        self.findings[evidence.id] = finding
+
+    def add_set(self, name: str, call: str, ids: list[str]) -> str:
+        set_id = f"set:{name}"
+        pcs = tuple(dict.fromkeys(pc for pc in (_pc_or_none(i) for i in ids) if pc is not None))
+        self.store.register(Evidence(set_id, "set", name, f"{len(ids)} IDs stored by {call}",
+                                     pcs))
+        self.sets[set_id] = tuple(ids)
+        return set_id
+
+
+def _pc_or_none(evidence_id: str) -> int | None:
+    try:
+        return pc_of(evidence_id)
+    except ValueError:
+        return None
+
+
+class ToolBox:
+    """The tools of one call: answers requests and grows the call's allowed evidence."""
+
+    def __init__(self, store: EvidenceStore, shared: SharedMemory, call: str,
+                 given: tuple[str, ...],
+                 on_use: Callable[[ToolUse], None] | None = None) -> None:
+        self.store = store
+        self.shared = shared
+        self.call = call
+        self.allowed: set[str] = set(given)
+        self.fetched: list[str] = []
+        self.log: list[ToolUse] = []
+        self._on_use = on_use
+
+    async def use(self, name: str, args: dict[str, Any]) -> ToolResult:
+        started = time.perf_counter()
+        try:
+            model = ARGS.get(name)
+            if model is None:
+                raise ToolError(f"unknown tool {name!r} (tools: {', '.join(ARGS)})")
+            request = model.model_validate(args)
+            if name in ("search", "regex", "group"):
+                result = await asyncio.wait_for(
+                    asyncio.to_thread(getattr(self, f"_{name}"), request), QUERY_SECONDS)
+            else:
+                result = getattr(self, f"_{name}")(request)
+        except ValidationError as exc:
+            result = _error(f"bad {name} request: {exc.errors()[0]['msg']}")
+        except TimeoutError:
+            result = _error(f"{name} took longer than {QUERY_SECONDS:.0f} s; narrow the query")
+        except (PcscopeError, ValueError) as exc:
+            result = _error(str(exc))
+        result = _bounded(result)
+        for evidence_id in result.ids:
+            if evidence_id not in self.allowed:
+                self.allowed.add(evidence_id)
+                self.fetched.append(evidence_id)
+        use = ToolUse(name, dict(args), list(result.ids), result.error, result.text,
+                      round(time.perf_counter() - started, 6))
+        self.log.append(use)
+        if self._on_use is not None:
+            self._on_use(use)
+        return result
+
+    # -- the tools -----------------------------------------------------------------------
+    def _asm_around(self, req: AsmAroundArgs) -> ToolResult:
+        pc = parse_pc(req.pc)
+        try:
+            view = self.store.asm_around(pc, req.before, req.after)
+        except EvidenceError as exc:
+            raise ToolError(str(exc)) from None
+        ids = [view.window]
+        fn = self.store.function_of(pc)
+        if fn is not None:
+            ids.append(fn.id)
+        lines = [f"{view.window} {fn.id if fn else '(no function)'}"]
+        rows = []
+        for ins in view.instructions:
+            pats = [pat_id(c, ins.pc) for c in ins.patterns]
+            ids += [pc_id(ins.pc), *pats]
+            mark = ">" if ins.pc == pc else " "
+            tag = f"  {' '.join(pats)}" if pats else ""
+            lines.append(f"{mark} {pc_id(ins.pc)}  {ins.asm}  share {ins.share:.3%}{tag}")
+            rows.append(self._row_data(ins.row))
+        return ToolResult("\n".join(lines), {"window": view.window, "instructions": rows},
+                          tuple(dict.fromkeys(ids)))
+
+    def _window(self, req: WindowArgs) -> ToolResult:
+        win = self.store.window_by_id(req.id) if req.id.startswith("win:") else None
+        if win is None:
+            raise ToolError(f"no window {req.id}")
+        profile = self.store.profile
+        rows = profile.window_rows(win.index)
+        if len(rows) > MAX_WINDOW_ROWS:
+            hottest = sorted(rows.tolist(), key=lambda r: (-int(profile.value[r]), r))
+            rows = sorted(hottest[:MAX_WINDOW_ROWS])
+        fn = self.store.function_of(win.first_pc)
+        ids = [win.id] + ([fn.id] if fn else [])
+        lines = [f"window {win.id} {fn.id if fn else '(no function)'}: weight {win.weight:.3%}, "
+                 f"{win.n} instructions, showing {len(rows)} (A = has an ALP record)"]
+        data = []
+        for r in rows:
+            row = self._row_data(int(r))
+            pats = [pat_id(c, row["pc"]) for c in row["patterns"]]
+            ids += [pc_id(row["pc"]), *pats]
+            tag = f"  {' '.join(pats)}" if pats else ""
+            flag = "A" if row["alp"] else " "
+            lines.append(f"{flag} {pc_id(row['pc'])}  {row['asm']}  share {row['share']:.3%}{tag}")
+            data.append(row)
+        module = profile.modules[win.module] if win.module >= 0 else None
+        return ToolResult("\n".join(lines),
+                          {"window": win.id, "function": fn.id if fn else None,
+                           "function_name": fn.name if fn else None, "module": module,
+                           "weight": win.weight, "n": win.n, "instructions": data},
+                          tuple(dict.fromkeys(ids)))
+
+    def _row_data(self, row: int) -> dict[str, Any]:
+        profile = self.store.profile
+        pc = int(profile.pc[row])
+        return {
+            "pc": pc,
+            "asm": profile.asm(row),
+            "mnemonic": profile.mnemonics[int(profile.mnemonic[row])],
+            "samples": int(profile.samples[row]),
+            "share": profile.share(row),
+            "patterns": list(self.store.workload.patterns.categories_at(pc)),
+            "alp": self.shared.alp.has(pc),
+        }
+
+    def _search(self, req: SearchArgs) -> ToolResult:
+        result = self.shared.queries.search(req.query, limit=req.limit)
+        return self._hits(f"search {req.query!r}", result)
+
+    def _regex(self, req: RegexArgs) -> ToolResult:
+        result = self.shared.queries.regex(req.pattern, field=req.field, limit=req.limit)
+        return self._hits(f"regex {req.pattern!r} on {req.field}", result)
+
+    def _hits(self, what: str, result: SearchResult) -> ToolResult:
+        more = " (truncated)" if result.truncated else ""
+        lines = [f"{what}: {result.total} matches{more}, showing {len(result.hits)} by samples"]
+        ids: list[str] = []
+        for h in result.hits:
+            ids += [h.id, h.window]
+            lines.append(f"{h.id}  {h.asm}  share {h.share:.3%}  {h.window}  "
+                         f"{h.function or ''}".rstrip())
+        return ToolResult("\n".join(lines), result.model_dump(), tuple(dict.fromkeys(ids)))
+
+    def _group(self, req: GroupArgs) -> ToolResult:
+        result = self.shared.queries.group(req.by, where=req.where, limit=req.limit)
+        lines = [f"group by {req.by}{' where ' + repr(req.where) if req.where else ''}: "
+                 f"{result.total} groups over {result.instructions} instructions"
+                 f"{' (truncated)' if result.truncated else ''}"]
+        for g in result.groups:
+            lines.append(f"{g.id or g.key}  count {g.count}  samples {g.samples}  "
+                         f"share {g.share:.3%}")
+        ids = tuple(g.id for g in result.groups if g.id)
+        return ToolResult("\n".join(lines), result.model_dump(), ids)
+
+    def _alp(self, req: AlpArgs) -> ToolResult:
+        texts = req.pc if isinstance(req.pc, list) else [req.pc]
+        records, lines, ids = [], [], []
+        for text in texts:
+            pc = parse_pc(text)
+            rendered = self.shared.alp.get(pc)
+            if rendered is None:
+                lines.append(f"{alp_id(pc)}: no ALP record")
+                continue
+            data, line, _brief = rendered
+            records.append(data)
+            ids.append(alp_id(pc))
+            lines.append(line)
+        if not records:
+            raise ToolError("; ".join(lines) if lines else "no PCs given")
+        return ToolResult("\n".join(lines), {"records": records}, tuple(ids))
+
+    def _guide(self, req: GuideArgs) -> ToolResult:
+        if req.id is not None:
+            if not req.id.startswith("guide:") or not self.store.exists(req.id):
+                raise ToolError(f"no guide section {req.id}")
+            section = self.store.resolve(req.id)
+            text = section.text if len(section.text) <= MAX_GUIDE_TEXT else \
+                section.text[: MAX_GUIDE_TEXT - 1] + "…"
+            return ToolResult(f"{req.id} \"{section.title}\"\n{text}",
+                              {"sections": [{"id": req.id, "heading": section.title,
+                                             "text": text}]}, (req.id,))
+        hits = search_guides(self.shared, req.query or "", req.k)
+        if not hits:
+            raise ToolError(f"no guide section matches {req.query!r}")
+        lines = [f"{gid} \"{heading}\": {' '.join(text.split())[:300]}"
+                 for gid, heading, text in hits]
+        return ToolResult("\n".join(lines),
+                          {"sections": [{"id": g, "heading": h, "text": t} for g, h, t in hits]},
+                          tuple(g for g, _h, _t in hits))
+
+    def _finding(self, req: FindingArgs) -> ToolResult:
+        if req.id in self.shared.findings:
+            finding = self.shared.findings[req.id]
+            text = (f"{req.id} [{finding.category}, {finding.basis}, confidence "
+                    f"{finding.confidence:.2f}] \"{finding.title}\"\nclaim: {finding.claim}\n"
+                    f"recommendation: {finding.recommendation}\npcs: {' '.join(finding.pcs)}\n"
+                    f"evidence: {' '.join(finding.evidence)}")
+            return ToolResult(text, {"id": req.id, **finding.model_dump()},
+                              (req.id, *finding.evidence))
+        if req.id in self.shared.sets:
+            members = self.shared.sets[req.id]
+            return ToolResult(f"{req.id}: {' '.join(members)}",
+                              {"id": req.id, "ids": list(members)}, (req.id, *members))
+        raise ToolError(f"no finding or set {req.id} (yet)")
+
+    def _remember(self, req: RememberArgs) -> ToolResult:
+        foreign = [i for i in req.ids if i not in self.allowed]
+        if foreign:
+            raise ToolError(f"only IDs this call may cite can be remembered: {foreign[0]}")
+        if f"set:{req.name}" in self.shared.sets:
+            raise ToolError(f"set:{req.name} exists; choose another name")
+        for evidence_id in req.ids:
+            kind_of(evidence_id)
+        set_id = self.shared.add_set(req.name, self.call, list(req.ids))
+        if self.shared.on_set is not None:
+            self.shared.on_set(req.name, self.call, list(req.ids))
+        return ToolResult(f"stored {len(req.ids)} IDs as {set_id}", {"id": set_id}, (set_id,))
+
+
+def search_guides(shared: SharedMemory, query: str, k: int) -> list[tuple[str, str, str]]:
+    """(id, heading, text excerpt) of the best guide sections for ``query`` (BM25)."""
+    if not shared.store.workload.guides:
+        return []
+    return [(h.id, h.heading, h.text) for h in shared.queries.search_guides(query, k=k).hits]
+
+
+def _error(message: str) -> ToolResult:
+    return ToolResult(f"error: {message}", None, (), message)
+
+
+def _bounded(result: ToolResult) -> ToolResult:
+    if len(result.text) <= MAX_TEXT:
+        return result
+    cut = result.text[:MAX_TEXT].rsplit("\n", 1)[0]
+    shown = {i for i in result.ids if i in cut}
+    return ToolResult(cut + "\n… (answer truncated)", result.data,
+                      tuple(i for i in result.ids if i in shown), result.error)
+

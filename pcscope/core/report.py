@@ -1,0 +1,177 @@
+"""Analysis reports: the JSON of formats.md §4 and a Markdown report an engineer can forward.
+
+The JSON holds exactly the spec's keys plus ``run`` (the resolved settings, stop reason and
+hints, so any run can be repeated). The Markdown ranks the ideas; each shows its claim and
+recommendation and an evidence table: PC, asm, share of samples, ALP figures, and the
+guide sections it cites, quoted briefly.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from pcscope import __version__
+from pcscope.core.alp import AlpRecord
+from pcscope.core.evidence import EvidenceStore
+from pcscope.core.ids import hex_pc, kind_of
+from pcscope.core.summary import profile_summary
+from pcscope.core.workload import Workload
+
+if TYPE_CHECKING:
+    from pcscope.core.engine.orchestrator import RunResult
+
+RULE_BASED = "offline"
+QUOTE_CHARS = 220
+
+
+def analyst_label(model: str) -> str:
+    if model == RULE_BASED:
+        return "offline (rule-based: ideas come from a fixed rules catalog, not a model)"
+    return model
+
+
+def build_report(result: RunResult, workload: Workload) -> dict:
+    calls = result.calls
+    return {
+        "pcscope": __version__,
+        "profile": profile_summary(workload.profile, result.selection),
+        "model": result.model,
+        "ideas": [idea.to_json() for idea in result.ideas],
+        "rejected": result.rejected,
+        "calls": [c.summary() for c in calls],
+        "cost": {
+            "calls": len(calls),
+            "input_tokens": sum(c.input_tokens for c in calls),
+            "output_tokens": sum(c.output_tokens for c in calls),
+            "seconds": round(result.seconds, 3),
+        },
+        "run": {
+            "id": result.run,
+            "analyst": "rule-based" if result.model == RULE_BASED else "model",
+            "stop_reason": result.stop_reason,
+            "resumed": result.resumed,
+            "skipped_calls": len(result.records) - len(calls),
+            "cached_tokens": sum(c.cached_tokens for c in calls),
+            "settings": result.settings.to_json(),
+            "inputs": {
+                "alp": str(workload.alp_path) if workload.alp_path else None,
+                "guides": [str(p) for p in workload.guide_paths],
+            },
+            "hints": [h.to_json() for h in result.hints],
+        },
+    }
+
+
+def markdown_report(report: dict, workload: Workload) -> str:
+    store = EvidenceStore(workload)
+    p = report["profile"]
+    run = report["run"]
+    cost = report["cost"]
+    offline = report["model"] == RULE_BASED
+    out = [
+        f"# pcscope analysis: {p['path']}",
+        "",
+        f"- Analyst: {analyst_label(report['model'])}",
+        f"- Profile: {p['instructions']:,} instructions, {p['windows']:,} windows, "
+        f"{p['functions']:,} functions; total {p['total']:,} {p.get('basis', '')}".rstrip(),
+        f"- Selection: {p['selected_windows']:,} hot windows covering {p['coverage']:.1%}",
+        f"- Run {run['id']}: preset `{run['settings']['preset']}`, depth "
+        f"{run['settings']['depth']}, stopped: {run['stop_reason']}; {cost['calls']} calls, "
+        f"{cost['input_tokens']:,} input / {cost['output_tokens']:,} output tokens"
+        f"{' (estimated: what a model would read and write)' if offline else ''}, "
+        f"{cost['seconds']:.1f} s",
+    ]
+    if run["hints"]:
+        out.append("- Engineers' notes: " + "; ".join(
+            f"{h['id']} ({h['scope']}): {h['text']}" for h in run["hints"]))
+    out += ["", f"## Ideas ({len(report['ideas'])}, ranked by weight × confidence)", ""]
+    if not report["ideas"]:
+        out += ["No idea passed validation.", ""]
+    for rank, idea in enumerate(report["ideas"], 1):
+        out += _idea_md(rank, idea, store, report["model"])
+    if report["rejected"]:
+        out += ["## Rejected outputs", "", "| call | reason |", "| --- | --- |"]
+        out += [f"| {r['call']} | {_cell(r['reason'])} |" for r in report["rejected"]]
+        out.append("")
+    out += ["## Calls", "", "| call | wave | parent | status | input | output | cached | s |",
+            "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |"]
+    out += [f"| {c['id']} | {c['wave']} | {c['parent'] or ''} | {c['status']} | "
+            f"{c['input_tokens']:,} | {c['output_tokens']:,} | {c['cached_tokens']:,} | "
+            f"{c['seconds']:.2f} |" for c in report["calls"]]
+    return "\n".join(out) + "\n"
+
+
+def _idea_md(rank: int, idea: dict, store: EvidenceStore, model: str) -> list[str]:
+    label = " (rule-based)" if model == RULE_BASED else ""
+    out = [
+        f"### {rank}. {idea['title']}{label}",
+        "",
+        f"`{idea['category']}` · target {idea['target']} · basis {idea['basis']} · confidence "
+        f"{idea['confidence']:.2f} · windows {idea['weight']:.2%} of the total, its PCs "
+        f"{idea['pc_weight']:.2%}",
+        "",
+        f"**Claim.** {idea['claim']}",
+        "",
+        f"**Recommendation.** {idea['recommendation']}",
+        "",
+        "| PC | asm | share | ALP |",
+        "| --- | --- | ---: | --- |",
+    ]
+    profile = store.profile
+    for text in idea["pcs"]:
+        pc = int(text, 16)
+        row = store.row(pc)
+        record = store.alp(pc)
+        figures = alp_figures(record, idea["category"]) if record is not None else "—"
+        out.append(f"| `{hex_pc(pc)}` | `{_cell(profile.asm(row))}` | {profile.share(row):.3%} | "
+                   f"{figures} |")
+    guides = [e for e in idea["evidence"] if kind_of(e) == "guide"]
+    if guides:
+        out.append("")
+        for gid in guides:
+            section = store.resolve(gid)
+            out.append(f"> `{gid}` — *{section.title}*: {quote(section.text)}")
+    others = [e for e in idea["evidence"] if kind_of(e) not in ("guide",)]
+    out += ["", f"Evidence: {', '.join(f'`{e}`' for e in others)}"]
+    if len(idea["merged_from"]) > 1:
+        out.append(f"Merged from: {', '.join(idea['merged_from'])}")
+    out.append("")
+    return out
+
+
+def alp_figures(record: AlpRecord, category: str = "") -> str:
+    """The derived ALP figures of one PC in a few words (3 significant digits); zero miss
+    rates are left out, the forwarded share only shown where forwarding is the question."""
+    parts = []
+    b, m = record.branch, record.mem
+    if b is not None and b.mispredict_rate is not None:
+        parts.append(f"{b.kind} mispredict {b.mispredict_rate:.1%} of {b.executed:,}")
+    if m is not None:
+        for name, label in (("l1d_miss_rate", "L1D miss"), ("l2_miss_rate", "L2 miss"),
+                            ("tlb_miss_rate", "TLB miss")):
+            value = getattr(m, name)
+            if value:
+                parts.append(f"{label} {value:.1%}")
+        if category == "store-forwarding" and m.store_forward_rate is not None:
+            parts.append(f"forwarded {m.store_forward_rate:.1%}")
+        if m.avg_latency is not None:
+            parts.append(f"latency {m.avg_latency:.3g}")
+    for name, label in (("issue_wait", "issue wait"), ("execute_latency", "execute"),
+                        ("retire_wait", "retire wait")):
+        value = getattr(record, name)
+        if value is not None:
+            parts.append(f"{label} {value:.3g}")
+    return _cell("; ".join(parts)) or "—"
+
+
+def quote(text: str) -> str:
+    """The start of a guide section, without Markdown emphasis, cut at a word."""
+    flat = re.sub(r"\*\*([^*]+)\*\*", r"\1", " ".join(text.split()))
+    if len(flat) <= QUOTE_CHARS:
+        return flat
+    return flat[:QUOTE_CHARS].rsplit(" ", 1)[0] + " …"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")

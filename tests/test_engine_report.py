@@ -1,0 +1,133 @@
+"""Reports and the CLI: JSON exactly as formats.md §4, Markdown an engineer can forward,
+`pcscope analyze` / `calls` / `call` end to end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from engine_helpers import BZIP2, write_mini
+
+from pcscope.cli.main import main
+from pcscope.core.evidence import EvidenceStore
+from pcscope.index.store import open_workload
+
+TOP = {"pcscope", "profile", "model", "ideas", "rejected", "calls", "cost", "run"}
+PROFILE = {"path", "instructions", "windows", "functions", "total", "selected_windows",
+           "coverage"}
+IDEA = {"id", "title", "category", "target", "claim", "recommendation", "pcs", "evidence",
+        "weight", "pc_weight", "confidence", "basis", "merged_from"}
+CALL = {"id", "wave", "parent", "model", "status", "input_tokens", "output_tokens",
+        "cached_tokens", "seconds"}
+COST = {"calls", "input_tokens", "output_tokens", "seconds"}
+
+
+def check_report(report: dict, workload) -> None:
+    assert set(report) == TOP
+    assert PROFILE <= set(report["profile"])
+    assert set(report["cost"]) == COST
+    assert report["cost"]["calls"] == len(report["calls"])
+    assert all(set(c) == CALL for c in report["calls"])
+    assert all(set(r) == {"reason", "call"} for r in report["rejected"])
+    store = EvidenceStore(workload)
+    for idea in report["ideas"]:
+        assert set(idea) == IDEA
+        assert idea["pcs"], idea["id"]
+        for evidence_id in idea["evidence"]:
+            assert store.exists(evidence_id), evidence_id
+        for pc in idea["pcs"]:
+            assert store.row(int(pc, 16)) is not None
+    scores = [i["weight"] * i["confidence"] for i in report["ideas"]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def analyze(tmp_path, *extra: str) -> tuple[int, dict, str]:
+    out_json, out_md = tmp_path / "report.json", tmp_path / "report.md"
+    code = main(["analyze", *extra, "--index-dir", str(tmp_path / "idx"), "--json",
+                 str(out_json), "--markdown", str(out_md), "--quiet"])
+    return code, json.loads(out_json.read_text()), out_md.read_text()
+
+
+def test_analyze_the_mini_profile_end_to_end(tmp_path, capsys):
+    profile, alp = write_mini(tmp_path / "in")
+    code, report, markdown = analyze(tmp_path, str(profile), "--alp", str(alp),
+                                     "--coverage", "1", "--hint", "0x2004 virtual call in a "
+                                     "visitor loop")
+    assert code == 0
+    workload = open_workload(profile, alp=alp, guides=_bundled_guides(),
+                             index_dir=tmp_path / "idx")
+    check_report(report, workload)
+    assert report["model"] == "offline"
+    assert report["run"]["settings"]["preset"] == "standard"
+    assert report["run"]["settings"]["coverage"] == 1.0
+    assert report["run"]["hints"][0]["id"] == "note:1"
+    blr = next(i for i in report["ideas"] if i["category"] == "indirect-branch")
+    assert "note:1" in blr["claim"]  # the hint reached the call that concerns 0x2004
+    # Markdown: ranked ideas, claim, recommendation, evidence table with ALP, guide quote
+    assert "## Ideas" in markdown and f"### 1. {report['ideas'][0]['title']}" in markdown
+    assert "| `0x2004` | `blr x3` |" in markdown and "indirect_call mispredict 23.0%" in markdown
+    assert "> `guide:uarch/branch-prediction/indirect-branches`" in markdown
+
+    assert main(["calls", str(profile), "--index-dir", str(tmp_path / "idx")]) == 0
+    listing = capsys.readouterr().out
+    assert "w1.c1" in listing and "run 1:" in listing
+    assert main(["call", "w1.c1", "--index-dir", str(tmp_path / "idx"), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["id"] == "w1.c1" and shown["given"] and shown["tools"]
+    assert main(["call", "w9.c9", str(profile), "--index-dir", str(tmp_path / "idx")]) == 2
+    assert "no recorded call w9.c9" in capsys.readouterr().err
+
+
+def test_presets_and_flags_resolve_into_the_report(tmp_path):
+    profile, alp = write_mini(tmp_path / "in")
+    code, report, _md = analyze(tmp_path, str(profile), "--alp", str(alp), "--preset", "quick",
+                                "--depth", "3", "--max-calls", "2")
+    settings = report["run"]["settings"]
+    assert code == 0 and settings["preset"] == "quick"
+    assert settings["depth"] == 3 and settings["max_calls"] == 2  # flags win
+    assert settings["coverage"] == 0.5  # from the preset
+
+
+def test_bad_options_are_one_line_errors(tmp_path, capsys):
+    profile, _alp = write_mini(tmp_path / "in")
+    base = [str(profile), "--index-dir", str(tmp_path / "idx"), "--quiet"]
+    assert main(["analyze", *base, "--preset", "nope"]) == 2
+    assert "no preset named 'nope'" in capsys.readouterr().err
+    assert main(["analyze", *base, "--model", "gpt:x"]) == 2
+    assert "unknown model 'gpt:x'" in capsys.readouterr().err
+    assert main(["analyze", *base, "--focus", "teleportation"]) == 2
+    assert "unknown focus categories: teleportation" in capsys.readouterr().err
+    assert main(["analyze", *base, "--hint", "0x9999 nothing here"]) == 2
+    assert "pc 0x9999 is not in the profile" in capsys.readouterr().err
+
+
+def test_analyze_the_bundled_planted_sample(tmp_path):
+    from pcscope.samples import bundled
+
+    sample = bundled("planted")  # the small bundled set; bench/engine_bench.py times C
+    code, report, markdown = analyze(tmp_path, str(sample.profile), "--alp", str(sample.alp))
+    assert code == 0 and report["run"]["stop_reason"] == "complete"
+    workload = open_workload(sample.profile, alp=sample.alp, guides=_bundled_guides(),
+                             index_dir=tmp_path / "idx")
+    check_report(report, workload)
+    assert markdown.count("\n### ") == len(report["ideas"])
+    truth = json.loads(sample.truth.read_text())
+    found = {(i["category"], pc) for i in report["ideas"] for pc in i["pcs"]}
+    assert all((t["category"], t["pc"]) in found for t in truth["planted"])
+
+
+@pytest.mark.skipif(not BZIP2.exists(), reason="the real bzip2 profile is not here")
+def test_analyze_the_real_bzip2_profile(tmp_path):
+    code, report, markdown = analyze(tmp_path, str(BZIP2))
+    assert code == 0 and report["ideas"]
+    workload = open_workload(BZIP2, guides=_bundled_guides(), index_dir=tmp_path / "idx")
+    check_report(report, workload)
+    assert {i["basis"] for i in report["ideas"]} == {"profile-only"}
+    assert "No ALP record covers it" in markdown
+
+
+def _bundled_guides() -> list[str]:
+    from pcscope.cli.cmd_analyze import bundled_guides
+
+    return bundled_guides()
+
