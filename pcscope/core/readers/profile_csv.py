@@ -18,7 +18,7 @@ import polars as pl
 from pcscope.core.columns import StringColumn
 from pcscope.core.errors import InputError
 from pcscope.core.profile import Profile
-from pcscope.core.textio import decode_utf8, read_bytes
+from pcscope.core.textio import decode_utf8, open_text_lines, read_bytes
 
 REQUIRED = ("pc", "samples", "asm")
 KNOWN = ("pc", "samples", "asm", "function", "window", "module", "cycles")
@@ -44,16 +44,13 @@ def read_profile(
     path = str(path)
     say = progress or (lambda _msg: None)
     say("reading")
-    data = read_bytes(path)
-    end = data.find(b"\n")
-    header_line = decode_utf8(path, data[: end if end >= 0 else len(data)]).rstrip("\r")
+    header_line = next((text for _, text in open_text_lines(path)), "")
     if not header_line.strip():
         raise InputError(path, 1, "missing header row (want at least pc, samples, asm)")
     sep = delimiter_for(path, header_line)
     names = _header(path, header_line, sep)
     say("parsing")
-    frame = _parse(path, data, sep, names)
-    del data
+    frame = _parse(path, sep, names)
     return _build(path, frame, names, merge_duplicates, say)
 
 
@@ -73,18 +70,20 @@ def _header(path: str, header_line: str, sep: str) -> list[str]:
     return names
 
 
-def _parse(path: str, data: bytes, sep: str, names: list[str]) -> pl.DataFrame:
+def _parse(path: str, sep: str, names: list[str]) -> pl.DataFrame:
+    """Polars reads the file itself (its gunzip is faster than Python's); only when it fails
+    is the file read again in Python, to name the line and what is wrong."""
     try:
         frame = pl.read_csv(
-            io.BytesIO(data),
+            path,
             separator=sep,
             has_header=True,
             new_columns=names,
             infer_schema=False,
             quote_char='"',
         )
-    except pl.exceptions.PolarsError as exc:
-        _locate_csv_error(path, data, sep, len(names))
+    except (pl.exceptions.PolarsError, OSError) as exc:  # OSError: a damaged gzip stream
+        _locate_csv_error(path, read_bytes(path), sep, len(names))
         raise InputError(path, None, f"cannot parse as CSV: {str(exc).splitlines()[0]}") from None
     return frame.with_row_index("_row")
 
