@@ -1,0 +1,263 @@
+"""Runs the engine's orchestrator for the explorer and feeds its events to the panes.
+
+The run lives in a worker thread with its own asyncio loop (and its own session-store
+connection), so a busy backend can never stall the UI. Its events land in a deque from
+that thread; a UI timer drains the deque every ``BATCH_SECONDS`` and applies the whole
+batch at once — one tree sync, one findings update, one status line — however many
+events a burst held. The TUI decides nothing about the analysis: it picks the scope
+(the whole hot selection, the highlighted window, or the window of the current PC) and
+shows what the engine reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from textual.timer import Timer
+from textual.worker import Worker, WorkerState
+
+from pcscope.core.engine import events as ev
+from pcscope.core.ids import hex_pc
+from pcscope.core.profile import HotSelection
+from pcscope.tui import render
+from pcscope.tui.run_model import RunView, from_records
+from pcscope.tui.screens.prompt import PromptScreen
+from pcscope.tui.work import in_thread
+
+if TYPE_CHECKING:
+    from pcscope.tui.screens.main import MainScreen
+
+BATCH_SECONDS = 0.05
+
+
+@dataclass(frozen=True)
+class Scope:
+    title: str
+    selection: HotSelection | None  # None: the preset's own hot selection
+
+
+class ScopedWorkload:
+    """The workload with its hot selection replaced by the engineer's pick (the
+    orchestrator analyzes ``workload.hot(...)``); everything else is the workload's."""
+
+    def __init__(self, workload, selection: HotSelection) -> None:
+        self._workload = workload
+        self._selection = selection
+
+    def __getattr__(self, name: str):
+        return getattr(self._workload, name)
+
+    def hot(self, top: int | None = None, coverage: float = 0.90) -> HotSelection:
+        return self._selection
+
+
+class AnalysisController:
+    def __init__(self, screen: MainScreen) -> None:
+        self.screen = screen
+        self.run = RunView()
+        self.run_id: int | None = None
+        self._events: deque[ev.Event] = deque()
+        self._orchestrator = None
+        self._worker: Worker | None = None
+        self._timer: Timer | None = None
+        self._started = 0.0
+        self.max_lag = 0.0  # the longest gap between batches (bench reads it)
+
+    @property
+    def running(self) -> bool:
+        return self._worker is not None and self._worker.state in (
+            WorkerState.PENDING, WorkerState.RUNNING)
+
+    # -- starting ------------------------------------------------------------------------
+    def start_hot(self) -> None:
+        self._start(Scope("all hot windows", None))
+
+    def start_windows(self, windows: list[int], title: str | None = None) -> None:
+        profile = self.screen.workload.profile
+        weight = sum(profile.windows[w].weight for w in windows)
+        title = title or ", ".join(profile.windows[w].id for w in windows)
+        self._start(Scope(title, HotSelection(list(windows), weight, len(windows), weight)))
+
+    def start_pc(self, pc: int) -> None:
+        """A PC is analyzed with its window (the smallest slice the engine plans)."""
+        profile = self.screen.workload.profile
+        window = int(profile.window[profile.row_of(pc)])
+        self.start_windows([window], f"{hex_pc(pc)} in {profile.windows[window].id}")
+
+    def _start(self, scope: Scope) -> None:
+        if self.running:
+            self.screen.notify("an analysis is running — x cancels it", severity="warning")
+            return
+        self.run = RunView(model=self.screen.request.model)
+        self._events.clear()
+        self._orchestrator = None
+        self._started = time.monotonic()
+        self.screen.calls.start(self.run, f"analysis of {scope.title} · {self.run.model}")
+        self.screen.set_run_status(f" starting analysis of {scope.title}…")
+        self._worker = in_thread(self.screen, lambda: self._run(scope), name="analysis",
+                                 group="analysis")
+        self._timer = self.screen.set_interval(BATCH_SECONDS, self._drain)
+        self._last_drain = time.monotonic()
+
+    def _run(self, scope: Scope):
+        """The worker thread: build the engine objects here (SQLite connections are
+        per-thread) and run the orchestrator on this thread's own event loop."""
+        from pcscope.core.engine.orchestrator import Orchestrator
+        from pcscope.core.engine.record import SessionStore
+
+        request = self.screen.request
+        workload = self.screen.workload
+        if scope.selection is not None:
+            workload = ScopedWorkload(workload, scope.selection)
+        bus = ev.EventBus()
+        bus.listen(self._events.append)  # deque.append is thread-safe
+        with SessionStore(self.screen.session.path) as store:
+            orchestrator = Orchestrator(workload, make_backend(request.model),
+                                        self.screen.settings, store, bus=bus)
+            self._orchestrator = orchestrator
+            return asyncio.run(orchestrator.run())
+
+    def cancel(self) -> None:
+        if self._orchestrator is not None and self.running:
+            self._orchestrator.cancel()
+            self.screen.set_run_status(" cancelling… (finished calls are kept)")
+
+    def close(self) -> None:
+        """The screen is going: stop the run and the batch timer (no more redraws)."""
+        if self._orchestrator is not None:
+            self._orchestrator.cancel()
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+
+    # -- the batches ---------------------------------------------------------------------
+    def _drain(self) -> None:
+        now = time.monotonic()
+        self.max_lag = max(self.max_lag, now - self._last_drain - BATCH_SECONDS)
+        self._last_drain = now
+        batch = [self._events.popleft() for _ in range(len(self._events))]
+        if batch:
+            self.apply(batch)
+        if not self.running and not self._events:
+            self._finish()
+
+    def apply(self, batch: list[ev.Event]) -> None:
+        """Fold a batch of events into the run view and redraw each pane once."""
+        changed: set[str] = set()
+        ideas = None
+        for event in batch:
+            self.run.apply(event)
+            if getattr(event, "call", None):
+                changed.add(event.call)
+            if isinstance(event, ev.IdeasUpdated):
+                ideas = list(event.ideas)
+        self.run_id = self.run.run
+        self.screen.calls.sync(changed)
+        if ideas is not None:
+            self.screen.set_ideas(ideas)
+        self._status()
+
+    def _finish(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        worker = self._worker
+        if worker is None:
+            return
+        if worker.state == WorkerState.SUCCESS and worker.result is not None:
+            result = worker.result
+            self.run_id = result.run
+            self.screen.set_ideas([idea.to_json() for idea in result.ideas])
+            self._load_raw(result.run)
+        self._status()
+
+    def _load_raw(self, run: int) -> None:
+        """Raw outputs are in the session record, not in the events: fetch them."""
+        future = self.screen.session.calls_of(run)
+
+        def fill(records) -> None:
+            for record in records:
+                call = self.run.calls.get(record.id)
+                if call is not None:
+                    call.raw = record.raw
+                    call.fetched = list(record.fetched)
+            self.screen.calls.sync(set(self.run.calls))
+
+        future.add_done_callback(
+            lambda f: self.screen.app.call_from_thread(fill, f.result())
+            if f.exception() is None else None)
+
+    def _status(self) -> None:
+        run = self.run
+        counts = run.counts()
+        finished = sum(n for s, n in counts.items() if s not in ("queued", "running"))
+        tokens_in, tokens_out = run.tokens()
+        seconds = time.monotonic() - self._started
+        wave = max(run.waves, default=0)
+        state = (f"stopped: {run.stop_reason}" if run.done else
+                 f"wave {wave} · {counts.get('running', 0)} running")
+        ideas = len(self.screen.findings.ideas.ideas)
+        text = (f" analysis r{run.run or '?'} · {state} · {finished}/{len(run.calls)} calls · "
+                f"{ideas} ideas · {render.count(tokens_in)}/{render.count(tokens_out)} tokens · "
+                f"{seconds:.1f} s")
+        if run.budget:
+            text += f" · {run.budget}"
+        if self.running:
+            text += " · x cancels"
+        self.screen.set_run_status(text)
+        self.screen.query_one("PaneBar").set_badge(
+            "calls", f"{finished}/{len(run.calls)}" if run.calls else "")
+
+    # -- a recorded run ------------------------------------------------------------------
+    def show_recorded(self, info, ideas: list[dict], records: list) -> None:
+        """The latest run of this profile, as the session store kept it."""
+        self.run = from_records(info.id, info.model, records)
+        self.run_id = info.id
+        self.screen.calls.start(self.run, f"run r{info.id} · {info.model} · {info.status}")
+        self.screen.calls.sync(set(self.run.calls))
+        self.screen.set_ideas(ideas)
+        self.screen.set_run_status(
+            f" recorded run r{info.id} ({info.model}, {info.stop_reason or info.status}): "
+            f"{len(ideas)} ideas, {len(records)} calls — a / A analyze again")
+
+    # -- export --------------------------------------------------------------------------
+    def export(self) -> None:
+        if self.run_id is None:
+            self.screen.notify("nothing to export yet — run an analysis first",
+                               severity="warning")
+            return
+        default = f"{self.screen.request.profile.name.split('.')[0]}-pcscope.md"
+
+        def chosen(path: str | None) -> None:
+            if path:
+                in_thread(self.screen, lambda: self._export(path), name="export",
+                          group="export")
+
+        self.screen.app.push_screen(PromptScreen("Export Markdown report to", value=default),
+                                    chosen)
+
+    def _export(self, path: str) -> str:
+        from pcscope.core.engine.record import SessionStore
+        from pcscope.core.report import markdown_report
+        from pcscope.core.textio import open_output
+
+        with SessionStore(self.screen.session.path) as store:
+            report = store.report(self.run_id)
+        if report is None:
+            raise RuntimeError(f"run r{self.run_id} has no report (it did not finish)")
+        with open_output(path) as out:
+            out.write(markdown_report(report, self.screen.workload))
+        self.screen.app.call_from_thread(self.screen.notify, f"report written to {path}")
+        return path
+
+
+def make_backend(model: str):
+    """The engine's backend for a model name (offline, scripted:…, anthropic:<id>,
+    replay:<file>)."""
+    from pcscope.core.backends.registry import backend_for
+
+    return backend_for(model)

@@ -1,0 +1,1 @@
+"""The explorer's screens: indexing progress, the main explorer, help and prompts."""

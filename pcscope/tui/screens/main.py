@@ -1,0 +1,422 @@
+"""The explorer: seven panes on one screen, wired together.
+
+Wide terminals show hot windows, assembly and ALP side by side over one of findings,
+calls, search or guide; small ones (80×24) show one pane at a time as tabs. The screen
+owns the flows between panes (open a window, follow evidence, step search hits) and the
+per-profile state; the panes own their drawing, the engine owns every analysis.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Awaitable, Callable
+
+from textual import events
+from textual.app import ComposeResult
+from textual.containers import Container, Horizontal
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Static
+from textual.worker import Worker, WorkerState
+
+from pcscope.core.errors import EvidenceError
+from pcscope.core.evidence import EvidenceStore
+from pcscope.core.ids import hex_pc, kind_of, parse_pc, pc_of
+from pcscope.tui.analysis import AnalysisController
+from pcscope.tui.config import TuiConfig
+from pcscope.tui.hot_model import HotModel, HotView, compute_badges
+from pcscope.tui.keymap import PANES, KeySpec, bindings
+from pcscope.tui.launch import OpenRequest, Prepared
+from pcscope.tui.screens.prompt import PromptScreen
+from pcscope.tui.session import Restored, ViewState
+from pcscope.tui.widgets.alp_view import AlpView
+from pcscope.tui.widgets.assembly import AssemblyView
+from pcscope.tui.widgets.calls_tree import CallsView
+from pcscope.tui.widgets.findings import EvidenceList, FindingsView, IdeasList
+from pcscope.tui.widgets.guide_view import GuideView
+from pcscope.tui.widgets.hot_windows import HotWindowsList
+from pcscope.tui.widgets.key_bar import KeyBar
+from pcscope.tui.widgets.pane import Pane
+from pcscope.tui.widgets.pane_bar import PaneBar
+from pcscope.tui.widgets.search import SearchView
+from pcscope.tui.work import in_thread
+
+TOP = ("hot", "asm", "alp")
+BOTTOM = ("findings", "calls", "search", "guide")
+TITLES = dict(PANES)
+# The widget each pane focuses when shown.
+FOCUS = {"hot": "#hot-list", "asm": "#asm-view", "alp": "#alp-view", "findings": "#ideas-list",
+         "calls": "#calls-tree", "search": "#search-input", "guide": "#guide-sections"}
+# Auto layout: below this size the panes collapse into tabs.
+WIDE_MIN = (110, 30)
+IDLE_STATUS = " no analysis yet · a analyzes the selection · A all hot windows · F1 help"
+SAVE_EVERY = 1.0  # seconds between view-state saves (only when it changed)
+
+
+class MainScreen(Screen):
+    BINDINGS = bindings("main")
+    AUTO_FOCUS = None  # the restored pane takes the focus
+
+    def __init__(self, prepared: Prepared, request: OpenRequest, config: TuiConfig) -> None:
+        super().__init__(classes="main-screen")
+        workload = prepared.workload
+        self.workload = workload
+        self.request = request
+        self.config = config
+        self.settings = prepared.settings
+        self.session = prepared.session
+        self.restored = prepared.restored
+        self.store = EvidenceStore(workload)
+        self.selection = workload.hot(top=self.settings.top, coverage=self.settings.coverage)
+        self.active = "hot"
+        self.lower = "findings"
+        self.tabs = config.layout == "tabs"
+        self.hits: list[int] = []
+        self.hit_index = -1
+        self.hot = HotWindowsList(HotModel(workload.profile, self.selection.windows),
+                                  id="hot-list")
+        self.asm = AssemblyView(workload, id="asm-view")
+        self.alp = AlpView(id="alp-view")
+        self.findings = FindingsView(self.store)
+        self.calls = CallsView()
+        self.search = SearchView(workload)
+        self.guide = GuideView(workload.guides)
+        self.analysis = AnalysisController(self)
+
+    # -- building ------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static(self._title(), id="title")
+        yield PaneBar()
+        with Horizontal(id="top"):
+            yield Pane("hot", TITLES["hot"], self.hot)
+            yield Pane("asm", TITLES["asm"], self.asm)
+            yield Pane("alp", TITLES["alp"], self.alp)
+        with Container(id="bottom"):
+            yield Pane("findings", TITLES["findings"], self.findings)
+            yield Pane("calls", TITLES["calls"], self.calls)
+            yield Pane("search", TITLES["search"], self.search)
+            yield Pane("guide", TITLES["guide"], self.guide)
+        yield Static(IDLE_STATUS, id="run-status")
+        yield KeyBar()
+
+    def _title(self) -> str:
+        p = self.workload.profile
+        return (f" pcscope · {self.request.profile.name} · {len(p):,} instructions · "
+                f"{len(p.windows):,} windows · {p.basis} · hot selection "
+                f"{len(self.selection.windows):,} windows ({self.selection.coverage:.0%}) · "
+                f"model {self.request.model}")
+
+    def on_mount(self) -> None:
+        self._restore(self.restored)
+        self._choose_layout(self.app.size.width, self.app.size.height)
+        # After the first frame: decoding the ALP holds the GIL while it runs.
+        self.call_after_refresh(self.load_evidence)
+        self.set_interval(SAVE_EVERY, self._save_view)
+
+    def load_evidence(self) -> None:
+        """The ALP table and the per-window badges load off the UI thread."""
+        workload = self.workload
+
+        def work():
+            alp = workload.alp
+            return alp, compute_badges(workload.profile, workload.patterns, alp)
+
+        in_thread(self, work, name="load ALP and badges", group="evidence")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if worker.group == "evidence" and event.state == WorkerState.SUCCESS:
+            alp, badges = worker.result
+            # The workload's long-lived lists (names, ALP texts: ~10^6 references) would
+            # make every full collection walk them — 150 ms pauses mid-keystroke. They
+            # live as long as the explorer, so the collector may ignore them for good.
+            gc.freeze()
+            self.asm.set_alp(alp)
+            self.alp.set_alp(alp)
+            self.hot.set_badges(badges)
+            category = self.restored.view.category
+            if category in badges.categories:  # a category filter waits for the badges
+                view = self.hot.model.view
+                self.hot.apply(HotView(view.sort, view.text, category))
+            self._retitle()
+
+    # -- layout --------------------------------------------------------------------------
+    def on_resize(self, event: events.Resize) -> None:
+        self._choose_layout(event.size.width, event.size.height)
+
+    def _choose_layout(self, width: int, height: int) -> None:
+        if self.config.layout == "auto":
+            self.tabs = width < WIDE_MIN[0] or height < WIDE_MIN[1]
+        self.set_class(self.tabs, "-tabs")
+        self.set_class(not self.tabs, "-wide")
+        self._apply_layout()
+
+    def _apply_layout(self) -> None:
+        for name, _title in PANES:
+            pane = self.query_one(f"#pane-{name}", Pane)
+            if self.tabs:
+                pane.display = name == self.active
+            else:
+                pane.display = name in TOP or name == self.lower
+        top = self.query_one("#top")
+        bottom = self.query_one("#bottom")
+        top.display = not self.tabs or self.active in TOP
+        bottom.display = not self.tabs or self.active in BOTTOM
+        self.query_one(PaneBar).set_active(self.active)
+
+    def _activate(self, name: str) -> None:
+        """Make ``name`` the active pane: tab bar, border highlight, lower-area choice."""
+        if name != self.active:
+            self.query_one(f"#pane-{self.active}", Pane).set_active(False)
+        self.active = name
+        self.query_one(f"#pane-{name}", Pane).set_active(True)
+        if name in BOTTOM:
+            self.lower = name
+        self.query_one(PaneBar).set_active(name)
+
+    def action_show_pane(self, name: str) -> None:
+        self._activate(name)
+        self._apply_layout()
+        if name == "search" and self.search.results.count:
+            self.search.results.focus()  # back to the hits; / goes to the query
+        else:
+            self.query_one(FOCUS[name]).focus()
+
+    def action_cycle_pane(self, step: int) -> None:
+        names = [n for n, _ in PANES]
+        self.action_show_pane(names[(names.index(self.active) + step) % len(names)])
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        pane = _pane_of(event.widget)
+        if pane is not None and pane != self.active:
+            self._activate(pane)
+
+    @property
+    def focused_pane(self) -> str:
+        return self.active
+
+    def palette_action(self, spec: KeySpec) -> Callable[[], Awaitable[None]] | None:
+        """How the command palette runs a binding: on the app, this screen, or the widget
+        of its pane (focused first). Plain cursor motions are left out."""
+        targets = {"app": self.app, "main": self, "hot": self.hot, "asm": self.asm,
+                   "findings": self.findings.ideas, "evidence": self.findings.evidence,
+                   "calls": self.calls.calls_tree, "search": self.search.input,
+                   "guide": self.guide.sections_list}
+        target = targets.get(spec.scope)
+        if target is None or spec.id in ("search.results", "calls.down", "calls.up"):
+            return None
+
+        async def run() -> None:
+            if isinstance(target, Widget):
+                pane = _pane_of(target)
+                if pane is not None:
+                    self.action_show_pane(pane)
+                target.focus()
+            await target.run_action(spec.action)
+
+        return run
+
+    # -- hot windows -> assembly -> ALP --------------------------------------------------
+    def on_hot_windows_list_window_chosen(self, event: HotWindowsList.WindowChosen) -> None:
+        self.asm.show_window(event.window)
+        self._follow_asm()
+        self.action_show_pane("asm")
+
+    def on_hot_windows_list_view_changed(self, event: HotWindowsList.ViewChanged) -> None:
+        self._retitle()
+
+    def on_hot_windows_list_filter_requested(self, event) -> None:
+        def done(text: str | None) -> None:
+            if text is not None:
+                view = self.hot.model.view
+                self.hot.apply(HotView(view.sort, text, view.category))
+
+        self.app.push_screen(PromptScreen("Filter windows (function, module, label or PC)",
+                                          value=self.hot.model.view.text), done)
+
+    def on_assembly_view_pc_changed(self, event: AssemblyView.PcChanged) -> None:
+        self._follow_asm()
+
+    def _follow_asm(self) -> None:
+        """The ALP pane and the hot list follow the assembly's PC. Called directly after
+        a jump too, so one frame shows the whole result (the message would come a frame
+        later); the message's own call then finds nothing changed."""
+        if self.asm.pc is not None:
+            self.alp.show_pc(self.asm.pc)
+        if self.asm.window is not None:
+            self.hot.show_window(self.asm.window)
+        self._retitle()
+
+    def _retitle(self) -> None:
+        self.query_one("#pane-hot", Pane).set_status(self.hot.describe())
+        self.query_one("#pane-asm", Pane).set_status(self.asm.describe())
+        if self.alp.pc is not None:
+            self.query_one("#pane-alp", Pane).set_status(hex_pc(self.alp.pc))
+
+    def action_goto_pc(self) -> None:
+        def check(text: str) -> str | None:
+            try:
+                pc = parse_pc(text.removeprefix("pc:"))
+            except ValueError as exc:
+                return str(exc)
+            return None if self.workload.profile.row_of(pc) is not None else (
+                f"{hex_pc(pc)} is not in the profile")
+
+        def done(text: str | None) -> None:
+            if text:
+                self.show_pc(parse_pc(text.removeprefix("pc:")))
+
+        self.app.push_screen(PromptScreen("Go to PC", placeholder="0x2004", check=check), done)
+
+    def show_pc(self, pc: int, pane: str = "asm") -> bool:
+        if not self.asm.show_pc(pc):
+            self.notify(f"{hex_pc(pc)} is not in the profile", severity="warning")
+            return False
+        self._follow_asm()
+        self.action_show_pane(pane)
+        return True
+
+    # -- evidence links ------------------------------------------------------------------
+    def on_evidence_list_chosen(self, event: EvidenceList.Chosen) -> None:
+        self.jump(event.evidence_id)
+
+    def jump(self, evidence_id: str) -> None:
+        """Open what an evidence ID names: its PC, window, ALP record or guide section."""
+        try:
+            kind = kind_of(evidence_id)
+            if kind == "guide":
+                if not self.guide.show(evidence_id):
+                    raise EvidenceError(f"no guide section {evidence_id}")
+                self.action_show_pane("guide")
+                return
+            if kind == "fn":
+                fn = self.store.function_by_id(evidence_id)
+                if fn is None:
+                    raise EvidenceError(f"evidence id does not resolve: {evidence_id}")
+                self.show_pc(fn.first_pc)
+                return
+            pc = pc_of(evidence_id)
+            if pc is not None:
+                if kind == "win":
+                    self.hot.show_window(int(self.workload.profile.window[
+                        self.workload.profile.row_of(pc)]))
+                self.show_pc(pc, pane="alp" if kind == "alp" else "asm")
+                return
+            evidence = self.store.resolve(evidence_id)
+            self.notify(evidence.text, title=evidence.title, timeout=10)
+        except (EvidenceError, ValueError, TypeError) as exc:
+            self.notify(str(exc), severity="warning")
+
+    # -- search --------------------------------------------------------------------------
+    def action_search(self) -> None:
+        self.action_show_pane("search")
+        self.search.input.focus()
+
+    def on_search_view_results(self, event: SearchView.Results) -> None:
+        self.hits = [hit.pc for hit in event.hits]
+        self.hit_index = -1
+        self.asm.set_marked(set(self.hits))
+        self.query_one("#pane-search", Pane).set_status(event.summary)
+        self.query_one(PaneBar).set_badge("search", str(len(self.hits)) if self.hits else "")
+
+    def on_search_view_chosen(self, event: SearchView.Chosen) -> None:
+        if event.pc in self.hits:
+            self.hit_index = self.hits.index(event.pc)
+        self.show_pc(event.pc)
+
+    def action_step_hit(self, step: int) -> None:
+        if not self.hits:
+            self.notify("no search hits — press / to search", severity="warning")
+            return
+        self.hit_index = (self.hit_index + step) % len(self.hits)
+        self.search.results.move_to(self.hit_index)
+        if self.asm.show_pc(self.hits[self.hit_index]):
+            if self.tabs:
+                self.action_show_pane("asm")
+        self.notify(f"hit {self.hit_index + 1} of {len(self.hits)}", timeout=2)
+
+    # -- findings ------------------------------------------------------------------------
+    def on_ideas_list_verdict_changed(self, event: IdeasList.VerdictChanged) -> None:
+        self.session.save_verdict(event.idea, event.verdict)
+
+    def on_ideas_list_note_requested(self, event: IdeasList.NoteRequested) -> None:
+        current = self.findings.ideas.verdict_of(event.idea).note
+
+        def done(text: str | None) -> None:
+            if text is not None:
+                self.findings.ideas.set_note(event.idea, text)
+
+        self.app.push_screen(PromptScreen(f"Note on {event.idea}", value=current), done)
+
+    def set_ideas(self, ideas: list[dict]) -> None:
+        self.findings.ideas.set_ideas(ideas)
+        self.query_one(PaneBar).set_badge("findings", str(len(ideas)) if ideas else "")
+        self.query_one("#pane-findings", Pane).set_status(f"{len(ideas)} ideas")
+
+    # -- analysis ------------------------------------------------------------------------
+    def action_analyze(self, everything: bool) -> None:
+        if everything:
+            self.analysis.start_hot()
+        elif self.active == "hot" and self.hot.window is not None:
+            self.analysis.start_windows([self.hot.window])
+        elif self.asm.pc is not None:
+            self.analysis.start_pc(self.asm.pc)
+        else:
+            self.notify("select a window or a PC first", severity="warning")
+
+    def action_cancel(self) -> None:
+        if self.analysis.running:
+            self.analysis.cancel()
+        elif self.search.busy:
+            self.search.cancel()
+        elif self.active == "search" and self.focused is self.search.input:
+            self.search.results.focus()
+
+    def action_export(self) -> None:
+        self.analysis.export()
+
+    def set_run_status(self, text: str) -> None:
+        self.query_one("#run-status", Static).update(text)
+
+    # -- state ---------------------------------------------------------------------------
+    def view_state(self) -> ViewState:
+        view = self.hot.model.view
+        window = None
+        if self.asm.window is not None:
+            window = self.workload.profile.windows[self.asm.window].first_pc
+        return ViewState(pane=self.active, window=window, pc=self.asm.pc, sort=view.sort,
+                         filter=view.text, category=view.category, query=self.search.query_text,
+                         regex=self.search.regex)
+
+    def _save_view(self) -> None:
+        self.session.save_view(self.view_state())
+
+    def on_unmount(self) -> None:
+        self.analysis.close()
+        self._save_view()
+        self.session.close()  # waits (briefly) for the pending writes
+
+    def _restore(self, restored: Restored) -> None:
+        state = restored.view
+        self.findings.ideas.set_verdicts(restored.verdicts)
+        if restored.run is not None:
+            self.analysis.show_recorded(restored.run, restored.ideas, restored.calls)
+        if state.sort != "weight" or state.filter:
+            self.hot.apply(HotView(state.sort, state.filter, None))
+        if state.pc is not None and self.asm.show_pc(state.pc, remember=False):
+            self.hot.show_window(self.asm.window)
+        elif len(self.hot.model):
+            self.asm.show_window(self.hot.model.window_at(0))
+            self.asm.history.back_stack.clear()
+        self.search.restore(state.query, state.regex)
+        pane = state.pane if state.pane in FOCUS else "hot"
+        self._activate(pane)
+        self.call_after_refresh(self.action_show_pane, pane)
+        self._retitle()
+
+
+def _pane_of(widget: Widget) -> str | None:
+    for node in widget.ancestors_with_self:
+        if isinstance(node, Pane):
+            return node.pane
+    return None

@@ -1,0 +1,122 @@
+"""The explorer's per-profile state, kept in the engine's session store (SQLite).
+
+What comes back on reopen: the pane, the open window and PC, the hot list's sort and
+filters, the search query, every idea verdict and note, and the latest recorded run's
+ideas and calls. The store's connection lives on one private thread: the UI thread
+hands it writes and never waits on disk (SQLite in WAL mode commits each write whole,
+so a crash keeps the last good state).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pcscope.core.engine.record import SessionStore, default_path
+
+VIEW_KEY = "tui.view"
+CLOSE_WAIT = 2.0  # seconds the exit waits for pending writes
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """An engineer's triage of one idea."""
+
+    verdict: str = "proposed"  # proposed | accepted | rejected
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ViewState:
+    pane: str = "hot"
+    window: int | None = None  # first PC of the open window
+    pc: int | None = None
+    sort: str = "weight"
+    filter: str = ""
+    category: str | None = None
+    query: str = ""
+    regex: bool = False
+
+    @classmethod
+    def from_json(cls, data: Any) -> ViewState:
+        if not isinstance(data, dict):
+            return cls()
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        try:
+            return cls(**known)
+        except TypeError:
+            return cls()
+
+
+@dataclass
+class Restored:
+    view: ViewState = field(default_factory=ViewState)
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    run: Any = None  # engine RunInfo of the latest recorded run
+    ideas: list[dict] = field(default_factory=list)
+    calls: list = field(default_factory=list)  # engine CallRecords of that run
+
+
+class UiSession:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pcscope-session")
+        self._store: SessionStore | None = None
+        self._last_view: ViewState | None = None
+
+    @classmethod
+    def for_profile(cls, index_root: Path, profile: Path) -> UiSession:
+        return cls(default_path(index_root, profile))
+
+    def _db(self) -> SessionStore:
+        if self._store is None:  # created on the session thread, used only there
+            self._store = SessionStore(self.path)
+        return self._store
+
+    def _submit(self, fn, *args) -> Future:
+        return self._pool.submit(fn, *args)
+
+    # -- reading (from a worker thread: it waits) ----------------------------------------
+    def load(self) -> Restored:
+        return self._submit(self._load).result()
+
+    def _load(self) -> Restored:
+        db = self._db()
+        restored = Restored(view=ViewState.from_json(db.get_state(VIEW_KEY)))
+        restored.verdicts = {idea: Verdict(v, note) for idea, (v, note) in db.verdicts().items()}
+        runs = [r for r in db.runs() if r.status != "running"]
+        if runs:
+            restored.run = runs[-1]
+            restored.ideas = db.ideas(restored.run.id)
+            restored.calls = db.calls(restored.run.id)
+        return restored
+
+    def calls_of(self, run: int) -> Future:
+        """The recorded calls of ``run`` (raw output included), without blocking."""
+        return self._submit(lambda: self._db().calls(run))
+
+    def ideas_of(self, run: int) -> Future:
+        return self._submit(lambda: self._db().ideas(run))
+
+    # -- writing (from the UI thread: never waits) ---------------------------------------
+    def save_view(self, view: ViewState) -> None:
+        if view != self._last_view:
+            self._last_view = view
+            self._submit(lambda: self._db().set_state(VIEW_KEY, asdict(view)))
+
+    def save_verdict(self, idea: str, verdict: Verdict) -> None:
+        self._submit(lambda: self._db().set_verdict(idea, verdict.verdict, verdict.note))
+
+    def close(self) -> None:
+        def finish() -> None:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+        done = self._submit(finish)
+        try:
+            done.result(timeout=CLOSE_WAIT)
+        finally:
+            self._pool.shutdown(wait=False)

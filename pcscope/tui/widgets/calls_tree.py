@@ -1,0 +1,173 @@
+"""The calls pane: the run's waves as a live tree, and the selected call in full.
+
+Each call shows its status (queued, running, ok, rejected, failed, cancelled), tokens and
+seconds; the detail lists exactly which IDs it was given and fetched, its tool use, the
+streamed text while it runs, its raw output and why findings were rejected.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
+from textual.widgets import Static, Tree
+from textual.widgets.tree import TreeNode
+
+from pcscope.tui import render
+from pcscope.tui.keymap import bindings
+from pcscope.tui.run_model import CallView, RunView
+
+STATUS_MARK = {"queued": "·", "running": "▶", "ok": "✓", "rejected": "✗", "failed": "!",
+               "cancelled": "∅"}
+STATUS_STYLE = {"ok": "$success", "rejected": "$error", "failed": "$error",
+                "running": "bold $accent", "cancelled": "$warning"}
+# The tree draws rich Text, which knows no theme variables: its colours are looked up in
+# the current theme when a label is made, and every label is remade on a theme switch.
+TREE_COLOURS = {"ok": "success", "rejected": "error", "failed": "error", "running": "accent",
+                "cancelled": "warning", "muted": "pcscope-muted"}
+MAX_IDS = 200  # IDs listed per group in the detail (the rest are counted)
+
+
+class CallsTree(Tree[str]):
+    BINDINGS = bindings("calls")
+
+    def __init__(self) -> None:
+        super().__init__("No analysis yet — press a (selection) or A (all hot windows)",
+                         id="calls-tree")
+        self.show_root = True
+        self.guide_depth = 2
+        self._waves: dict[int, TreeNode[str]] = {}
+        self._calls: dict[str, TreeNode[str]] = {}
+        self._run: RunView | None = None
+
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, self._recolour)
+
+    def _recolour(self, _theme) -> None:
+        if self._run is not None:
+            for call_id, leaf in self._calls.items():
+                leaf.set_label(call_label(self._run.calls[call_id], self._colours()))
+
+    def _colours(self) -> dict[str, str]:
+        variables = self.app.theme_variables
+        return {k: variables.get(v, "") for k, v in TREE_COLOURS.items()}
+
+    def clear_run(self, title: str) -> None:
+        self.clear()
+        self.root.set_label(title)
+        self._waves.clear()
+        self._calls.clear()
+
+    def sync(self, run: RunView) -> None:
+        """Add the calls that are new and relabel the rest (called once per event batch)."""
+        self._run = run
+        colours = self._colours()
+        for wave, ids in sorted(run.waves.items()):
+            node = self._waves.get(wave)
+            if node is None:
+                node = self._waves[wave] = self.root.add(f"wave {wave}", data=f"wave:{wave}",
+                                                         expand=True)
+            for call_id in ids:
+                call = run.calls[call_id]
+                label = call_label(call, colours)
+                leaf = self._calls.get(call_id)
+                if leaf is None:
+                    self._calls[call_id] = node.add_leaf(label, data=call_id)
+                else:
+                    leaf.set_label(label)
+            done = sum(run.calls[c].status not in ("queued", "running") for c in ids)
+            node.set_label(f"wave {wave}  {done}/{len(ids)} calls")
+        self.root.expand()
+
+
+def call_label(call: CallView, colours: dict[str, str]) -> Text:
+    mark = STATUS_MARK.get(call.status, "?")
+    tokens = f"{render.count(call.input_tokens)}/{render.count(call.output_tokens)} tok"
+    tail = f"  {tokens} {call.seconds:.1f}s" if call.status not in ("queued", "running") else ""
+    found = f"  +{len(call.accepted)}" if call.accepted else ""
+    dropped = f" -{call.rejected}" if call.rejected else ""
+    return Text.assemble(
+        (f"{mark} {call.status:<9}", colours.get(call.status) or ""),
+        f" {call.id}  {call.title}", (f"{found}{dropped}{tail}", colours.get("muted") or ""),
+    )
+
+
+def call_detail(call: CallView) -> Content:
+    parts: list[Content] = [
+        Content.assemble((call.id, "bold $primary"), f"  {call.title}"),
+        Content.assemble(("status ", "$pcscope-muted"),
+                         (call.status, STATUS_STYLE.get(call.status, "")),
+                         ("  parent ", "$pcscope-muted"), call.parent or "-",
+                         ("  tokens ", "$pcscope-muted"),
+                         f"{call.input_tokens:,} in / {call.output_tokens:,} out",
+                         ("  seconds ", "$pcscope-muted"), f"{call.seconds:.2f}"),
+    ]
+    if call.error:
+        parts.append(Content.assemble(("error ", "bold $error"), call.error))
+    parts += _ids("given", call.given)
+    parts += _ids("fetched", call.fetched)
+    if call.tools:
+        parts.append(Content.assemble(("tool use", "bold $primary")))
+        parts += [Content(f"  {line}") for line in call.tools]
+    if call.accepted:
+        parts += _ids("accepted findings", call.accepted)
+    if call.rejections:
+        parts.append(Content.assemble(("rejected", "bold $error")))
+        parts += [Content(f"  {line}") for line in call.rejections]
+    if call.text:
+        parts.append(Content.assemble(("streamed", "bold $primary")))
+        parts.append(Content(call.text))
+    if call.raw:
+        parts.append(Content.assemble(("raw output", "bold $primary")))
+        parts.append(Content(call.raw))
+    return Content("\n").join(parts)
+
+
+def _ids(label: str, ids) -> list[Content]:
+    ids = list(ids)
+    if not ids:
+        return [Content.assemble((f"{label}: none", "$pcscope-muted"))]
+    shown = " ".join(ids[:MAX_IDS])
+    more = f" … {len(ids) - MAX_IDS} more" if len(ids) > MAX_IDS else ""
+    return [Content.assemble((f"{label} ({len(ids)})", "bold $primary")),
+            Content.assemble((f"  {shown}{more}", "$pcscope-link"))]
+
+
+class CallsView(Horizontal):
+    """The tree on the left, the highlighted call on the right."""
+
+    def __init__(self) -> None:
+        super().__init__(id="calls-view")
+        self.calls_tree = CallsTree()
+        self.detail = Static(Content("Select a call to see what it was given and returned."),
+                             id="call-detail")
+        self.run_view: RunView | None = None
+        self.selected: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield self.calls_tree
+        with VerticalScroll(id="call-detail-scroll"):
+            yield self.detail
+
+    def start(self, run: RunView, title: str) -> None:
+        self.run_view = run
+        self.selected = None
+        self.calls_tree.clear_run(title)
+
+    def sync(self, changed: set[str]) -> None:
+        if self.run_view is None:
+            return
+        self.calls_tree.sync(self.run_view)
+        if self.selected in changed:
+            self._draw()
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
+        event.stop()
+        data = event.node.data
+        self.selected = data if self.run_view and data in self.run_view.calls else None
+        self._draw()
+
+    def _draw(self) -> None:
+        if self.run_view is not None and self.selected in self.run_view.calls:
+            self.detail.update(call_detail(self.run_view.calls[self.selected]))

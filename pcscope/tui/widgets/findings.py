@@ -1,0 +1,213 @@
+"""The findings pane: the run's ideas (best first), one idea in full, its evidence as links.
+
+Ideas are the report's idea objects (formats.md §4). The engineer's triage — accepted,
+rejected or undecided, plus a note — lives beside them (kept in the session store by the
+screen); Enter on an evidence ID asks the screen to jump to it.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import Static
+
+from pcscope.core.errors import EvidenceError
+from pcscope.tui import render
+from pcscope.tui.keymap import bindings
+from pcscope.tui.session import Verdict
+from pcscope.tui.widgets.virtual_list import Row, VirtualList
+
+VERDICT_MARK = {"accepted": "✓", "rejected": "✗", "proposed": "·"}
+
+
+class IdeasList(VirtualList):
+    BINDINGS = bindings("findings")
+    COMPONENT_CLASSES = VirtualList.COMPONENT_CLASSES | {
+        "idea--accepted", "idea--rejected", "idea--proposed", "idea--weight", "idea--category",
+    }
+
+    class VerdictChanged(Message):
+        def __init__(self, idea: str, verdict: Verdict) -> None:
+            super().__init__()
+            self.idea = idea
+            self.verdict = verdict
+
+    class NoteRequested(Message):
+        def __init__(self, idea: str) -> None:
+            super().__init__()
+            self.idea = idea
+
+    class Opened(Message):
+        """Enter: the detail's evidence list takes the focus."""
+
+    def __init__(self) -> None:
+        super().__init__(id="ideas-list")
+        self.ideas: list[dict] = []
+        self.verdicts: dict[str, Verdict] = {}
+
+    @property
+    def idea(self) -> dict | None:
+        return self.ideas[self.cursor] if self.ideas else None
+
+    def set_ideas(self, ideas: list[dict]) -> None:
+        current = self.idea["id"] if self.idea else None
+        self.ideas = list(ideas)
+        ids = [i["id"] for i in self.ideas]
+        self.reset(len(self.ideas), ids.index(current) if current in ids else 0)
+
+    def set_verdicts(self, verdicts: dict[str, Verdict]) -> None:
+        self.verdicts = dict(verdicts)
+        self.invalidate()
+
+    def verdict_of(self, idea_id: str) -> Verdict:
+        return self.verdicts.get(idea_id, Verdict())
+
+    def action_open_idea(self) -> None:
+        if self.idea is not None:
+            self.post_message(self.Opened())
+
+    def action_select(self) -> None:
+        self.action_open_idea()
+
+    def action_verdict(self, verdict: str) -> None:
+        idea = self.idea
+        if idea is None:
+            return
+        changed = Verdict(verdict, self.verdict_of(idea["id"]).note)
+        self.verdicts[idea["id"]] = changed
+        self.invalidate()
+        self.post_message(self.VerdictChanged(idea["id"], changed))
+
+    def action_note(self) -> None:
+        if self.idea is not None:
+            self.post_message(self.NoteRequested(self.idea["id"]))
+
+    def set_note(self, idea_id: str, note: str) -> None:
+        changed = Verdict(self.verdict_of(idea_id).verdict, note)
+        self.verdicts[idea_id] = changed
+        self.invalidate()
+        self.post_message(self.VerdictChanged(idea_id, changed))
+
+    def row_text(self, index: int, width: int) -> Row:
+        idea = self.ideas[index]
+        verdict = self.verdict_of(idea["id"]).verdict
+        text = Row()
+        text.append(f" {VERDICT_MARK.get(verdict, '?')} ", self.cell_style(f"idea--{verdict}"))
+        text.append(f"{render.share(idea.get('weight', 0.0))} ", self.cell_style("idea--weight"))
+        text.append(f"c{idea.get('confidence', 0.0):.2f} ", self.cell_style("idea--weight"))
+        text.append(f"{idea.get('category', ''):<17} ", self.cell_style("idea--category"))
+        text.append(idea.get("title", ""))
+        return text
+
+
+class EvidenceList(VirtualList):
+    """The chosen idea's evidence IDs with what each resolves to; Enter jumps."""
+
+    BINDINGS = bindings("evidence")
+    COMPONENT_CLASSES = VirtualList.COMPONENT_CLASSES | {"evidence--id", "evidence--missing"}
+
+    class Chosen(Message):
+        def __init__(self, evidence_id: str) -> None:
+            super().__init__()
+            self.evidence_id = evidence_id
+
+    class Back(Message):
+        pass
+
+    def __init__(self, store) -> None:
+        super().__init__(id="evidence-list")
+        self.store = store
+        self.ids: list[str] = []
+
+    def set_ids(self, ids: list[str]) -> None:
+        self.ids = list(ids)
+        self.reset(len(self.ids))
+
+    def action_follow(self) -> None:
+        if self.ids:
+            self.post_message(self.Chosen(self.ids[self.cursor]))
+
+    def action_select(self) -> None:
+        self.action_follow()
+
+    def action_back(self) -> None:
+        self.post_message(self.Back())
+
+    def row_text(self, index: int, width: int) -> Row:
+        evidence_id = self.ids[index]
+        text = Row()
+        try:
+            title = self.store.resolve(evidence_id).title
+            style = "evidence--id"
+        except EvidenceError:
+            title, style = "(does not resolve in this index)", "evidence--missing"
+        text.append(f" {evidence_id}", self.cell_style(style))
+        text.append(f"  {title}")
+        return text
+
+
+def idea_detail(idea: dict, verdict: Verdict) -> Content:
+    muted = "$pcscope-muted"
+    parts = [
+        Content.assemble((idea.get("title", ""), "bold $primary")),
+        Content.assemble(
+            (idea.get("id", ""), muted), "  ", (idea.get("category", ""), "$pcscope-badge"),
+            (" target ", muted), idea.get("target", ""), (" basis ", muted),
+            idea.get("basis", ""), (" confidence ", muted), f"{idea.get('confidence', 0):.2f}",
+            (" weight ", muted), render.share(idea.get("weight", 0.0)),
+            (" verdict ", muted), verdict.verdict),
+        Content.assemble(("Claim ", "bold"), idea.get("claim", "")),
+        Content.assemble(("Recommendation ", "bold"), idea.get("recommendation", "")),
+        Content.assemble(("PCs ", "bold"), (" ".join(idea.get("pcs", [])), "$pcscope-link")),
+    ]
+    if idea.get("merged_from"):
+        parts.append(Content.assemble(("merged from ", muted), " ".join(idea["merged_from"])))
+    if verdict.note:
+        parts.append(Content.assemble(("Note ", "bold $accent"), verdict.note))
+    return Content("\n").join(parts)
+
+
+class FindingsView(Vertical):
+    """Ideas list, then the highlighted idea and its evidence links."""
+
+    def __init__(self, store) -> None:
+        super().__init__(id="findings-view")
+        self.ideas = IdeasList()
+        self.detail = Static(Content("No ideas yet — press a or A to analyze."),
+                             id="idea-detail")
+        self.evidence = EvidenceList(store)
+
+    def compose(self) -> ComposeResult:
+        yield self.ideas
+        with Vertical(id="idea-panel"):
+            with VerticalScroll(id="idea-detail-scroll"):
+                yield self.detail
+            yield self.evidence
+
+    def on_virtual_list_highlighted(self, event: VirtualList.Highlighted) -> None:
+        if event.source is self.ideas:
+            event.stop()
+            self._draw()
+
+    def on_ideas_list_verdict_changed(self, event: IdeasList.VerdictChanged) -> None:
+        self._draw()  # the screen also hears it (bubbling) and stores it
+
+    def on_ideas_list_opened(self, event: IdeasList.Opened) -> None:
+        event.stop()
+        self.evidence.focus()
+
+    def on_evidence_list_back(self, event: EvidenceList.Back) -> None:
+        event.stop()
+        self.ideas.focus()
+
+    def _draw(self) -> None:
+        idea = self.ideas.idea
+        if idea is None:
+            self.detail.update(Content("No ideas yet — press a or A to analyze."))
+            self.evidence.set_ids([])
+            return
+        self.detail.update(idea_detail(idea, self.ideas.verdict_of(idea["id"])))
+        if self.evidence.ids != idea.get("evidence", []):
+            self.evidence.set_ids(idea.get("evidence", []))

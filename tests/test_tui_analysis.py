@@ -1,0 +1,189 @@
+"""Live analysis in the explorer: the engine's calls and ideas appear, verdicts and notes
+are kept across reopening, runs can be cancelled, evidence links jump, reports export."""
+
+from __future__ import annotations
+
+import pytest
+from tui_support import build_index, fresh_session, ready, screen_text, until
+
+from pcscope.core.engine import events as ev
+from pcscope.core.engine.record import SessionStore
+from pcscope.core.ids import parse_pc
+from pcscope.tui.analysis import AnalysisController
+from pcscope.tui.run_model import RunView
+from pcscope.tui.screens.prompt import PromptScreen
+
+WIDE = (160, 48)
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    return build_index(tmp_path_factory.mktemp("analysis"))
+
+
+@pytest.fixture
+def indexed(shared, tmp_path):
+    return fresh_session(shared, tmp_path)
+
+
+async def analyze_all(pilot, screen) -> None:
+    await pilot.press("A")
+    await until(pilot, lambda: screen.analysis.run.done and not screen.analysis.running,
+                "the analysis to finish")
+    await pilot.pause(0.2)
+
+
+async def test_offline_analysis_shows_calls_and_findings(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await analyze_all(pilot, screen)
+        run = screen.analysis.run
+        assert run.stop_reason == "complete"
+        assert run.calls and all(c.status == "ok" for c in run.calls.values())
+        # The tree holds one node per call under its wave.
+        tree = screen.calls.calls_tree
+        leaves = [n for wave in tree.root.children for n in wave.children]
+        assert sorted(n.data for n in leaves) == sorted(run.calls)
+        ideas = screen.findings.ideas.ideas
+        assert ideas, "the offline analyst found nothing in the planted hot spots"
+        profile = screen.workload.profile
+        for idea in ideas:
+            assert all(profile.row_of(parse_pc(pc)) is not None for pc in idea["pcs"])
+        # What the engine recorded is what the panes show.
+        with SessionStore(indexed.session) as store:
+            info = store.runs()[-1]
+            assert [i["id"] for i in store.ideas(info.id)] == [i["id"] for i in ideas]
+            assert {c.id for c in store.calls(info.id)} >= set(run.calls)
+        assert f"{len(ideas)} ideas" in screen_text(app)
+        # Selecting a call shows what it was given.
+        await pilot.press("5")
+        for _ in range(4):  # root, wave, first call
+            if screen.calls.selected is None:
+                await pilot.press("down")
+        call = run.calls[screen.calls.selected]
+        text = screen_text(app)
+        assert f"given ({len(call.given)})" in text and call.given[0] in text
+
+
+async def test_accepted_idea_and_note_are_restored_on_reopen(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await analyze_all(pilot, screen)
+        await pilot.press("4")
+        first = screen.findings.ideas.idea["id"]
+        await pilot.press("y", "i")
+        assert isinstance(app.screen, PromptScreen)
+        await pilot.press(*"check the BTB", "enter")
+        await pilot.pause()
+    reopened = indexed.app()
+    async with reopened.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        ideas = screen.findings.ideas
+        assert ideas.ideas and ideas.ideas[0]["id"] == first  # the recorded run is back
+        verdict = ideas.verdict_of(first)
+        assert (verdict.verdict, verdict.note) == ("accepted", "check the BTB")
+        assert screen.analysis.run.calls  # and its calls
+
+
+async def test_rejecting_and_undeciding_an_idea(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await analyze_all(pilot, screen)
+        await pilot.press("4", "r")
+        idea = screen.findings.ideas.idea["id"]
+        assert screen.findings.ideas.verdict_of(idea).verdict == "rejected"
+        await pilot.press("u")
+        assert screen.findings.ideas.verdict_of(idea).verdict == "proposed"
+
+
+async def test_evidence_link_jumps_to_its_pc(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await analyze_all(pilot, screen)
+        await pilot.press("4", "enter")
+        evidence = screen.findings.evidence
+        assert evidence.has_focus
+        target = next(i for i in evidence.ids if i.startswith(("pc:", "alp:")))
+        evidence.move_to(evidence.ids.index(target))
+        await pilot.press("enter")
+        assert screen.asm.pc == parse_pc(target.partition(":")[2])
+
+
+async def test_analyze_one_window_scopes_the_run(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("j", "a")  # the highlighted window only: runtime_dispatch
+        await until(pilot, lambda: screen.analysis.run.done and not screen.analysis.running,
+                    "the analysis to finish")
+        given = {i for c in screen.analysis.run.calls.values() for i in c.given}
+        windows = {i for i in given if i.startswith("win:")}
+        assert windows == {"win:0x2000"}
+
+
+async def test_cancel_keeps_what_finished(indexed) -> None:
+    app = indexed.app(model="scripted:ok@0.4")
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("A")
+        await until(pilot, lambda: screen.analysis.run.calls, "calls to be queued")
+        await pilot.press("x")
+        await until(pilot, lambda: screen.analysis.run.done and not screen.analysis.running,
+                    "the run to stop")
+        assert screen.analysis.run.stop_reason == "cancelled"
+        assert "stopped: cancelled" in screen_text(app)
+
+
+async def test_export_writes_the_markdown_report(indexed, tmp_path) -> None:
+    app = indexed.app()
+    target = tmp_path / "report.md"
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await analyze_all(pilot, screen)
+        await pilot.press("e")
+        assert isinstance(app.screen, PromptScreen)
+        field = app.screen.query_one("#prompt-input")
+        field.value = str(target)
+        await pilot.press("enter")
+        await until(pilot, target.exists, "the report file")
+        title = screen.findings.ideas.ideas[0]["title"]
+    assert title in target.read_text(encoding="utf-8")
+
+
+def test_bursts_of_events_are_applied_once_per_batch() -> None:
+    """200 events in one batch: one tree sync, one findings update, one status line."""
+
+    class Screen:
+        calls_synced = ideas_set = statuses = 0
+
+        class calls:  # noqa: N801 - stands in for the calls pane
+            @staticmethod
+            def sync(changed) -> None:
+                Screen.calls_synced += 1
+
+        class findings:  # noqa: N801
+            class ideas:  # noqa: N801
+                ideas: list = []
+
+        @staticmethod
+        def set_ideas(ideas) -> None:
+            Screen.ideas_set += 1
+
+    controller = AnalysisController.__new__(AnalysisController)
+    controller.screen = Screen
+    controller.run = RunView()
+    controller._status = lambda: setattr(Screen, "statuses", Screen.statuses + 1)
+    batch: list[ev.Event] = []
+    for n in range(100):
+        call = f"r1.w1.c{n}"
+        batch.append(ev.CallQueued(run=1, call=call, wave=1, parent=None, title="t",
+                                   given=("pc:0x1000",)))
+        batch.append(ev.CallText(run=1, call=call, text="…"))
+    batch.append(ev.IdeasUpdated(run=1, ideas=({"id": "idea:x"},)))
+    controller.apply(batch)
+    assert (Screen.calls_synced, Screen.ideas_set, Screen.statuses) == (1, 1, 1)
+    assert len(controller.run.calls) == 100

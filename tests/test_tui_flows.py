@@ -1,0 +1,264 @@
+"""Pilot tests of the explorer's panes and flows, on the small fixed inputs of tui_data."""
+
+from __future__ import annotations
+
+import pytest
+from tui_support import build_index, fresh_session, ready, screen_text, until
+
+from pcscope.tui.config import TuiConfig, read_config
+from pcscope.tui.keymap import SPECS
+from pcscope.tui.screens.help import HelpScreen
+from pcscope.tui.screens.prompt import PromptScreen
+
+WIDE = (160, 48)
+SMALL = (80, 24)
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    return build_index(tmp_path_factory.mktemp("flows"))
+
+
+@pytest.fixture
+def indexed(shared, tmp_path):
+    return fresh_session(shared, tmp_path)
+
+
+async def test_drill_from_hot_window_to_pc(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        assert screen.hot.has_focus and screen.hot.cursor == 0
+        await pilot.press("j", "enter")  # the second hottest window: runtime_dispatch
+        assert screen.active == "asm" and screen.asm.has_focus
+        assert screen.asm.pc == 0x2004  # its hottest PC (7000 samples)
+        text = screen_text(app)
+        assert "alp:0x2004" in text and "mispredicted 1k (25.0%)" in text
+        assert "issue wait 2.75" in text  # (5*1000 + 6*3000) / 4000 - 3
+        await pilot.press("k")
+        assert screen.asm.pc == 0x2000 and screen.alp.pc == 0x2000
+        assert "L1D miss" in screen_text(app) and "(20.0%)" in screen_text(app)
+
+
+async def test_follow_a_call_and_come_back(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("colon")
+        assert isinstance(app.screen, PromptScreen)
+        await pilot.press(*"0x100c", "enter")
+        assert screen.asm.pc == 0x100C and screen.asm.has_focus
+        await pilot.press("enter")  # BL 0x2000 -> runtime_dispatch
+        assert screen.asm.pc == 0x2000
+        assert screen.workload.profile.windows[screen.asm.window].id == "win:0x2000"
+        await pilot.press("backspace")
+        assert screen.asm.pc == 0x100C
+        await pilot.press("right")
+        assert screen.asm.pc == 0x2000
+        await pilot.press("left", "k")  # back to 0x100c, then up to B.NE 0x1000
+        assert screen.asm.pc == 0x1008
+        await pilot.press("enter")  # a conditional branch inside the window
+        assert screen.asm.pc == 0x1000
+        await pilot.press("backspace")
+        assert screen.asm.pc == 0x1008
+
+
+async def test_target_outside_the_profile_stays_put(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        assert screen.show_pc(0x4004)  # B 0x9000, never sampled
+        await pilot.press("enter")
+        assert screen.asm.pc == 0x4004
+        assert any("0x9000" in str(n.message) for n in app._notifications)
+
+
+async def test_hottest_and_cycling_hot_pcs(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        screen.show_pc(0x1010)
+        await pilot.press("H")
+        assert screen.asm.pc == 0x1008  # 9000 samples
+        await pilot.press("tab")
+        assert screen.asm.pc == 0x1000  # 4000
+        await pilot.press("tab")
+        assert screen.asm.pc == 0x1004  # 3000
+        await pilot.press("shift+tab", "shift+tab")
+        assert screen.asm.pc == 0x1008
+        await pilot.press("shift+tab")  # wraps to the coldest: B 0x1000 (1000)
+        assert screen.asm.pc == 0x1010
+
+
+async def test_goto_pc_refuses_an_unknown_pc(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        before = screen.asm.pc
+        await pilot.press("colon", *"0x9999", "enter")
+        assert isinstance(app.screen, PromptScreen)
+        assert "0x9999 is not in the profile" in screen_text(app)
+        await pilot.press("escape")
+        assert app.screen is screen and screen.asm.pc == before
+
+
+async def test_filter_sort_and_clear_hot_windows(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        total = len(screen.hot.model)
+        await pilot.press("f", *"dispatch", "enter")
+        assert len(screen.hot.model) == 1
+        assert screen.hot.window == screen.workload.profile.window[
+            screen.workload.profile.row_of(0x2000)]
+        assert "1 of" in screen.query_one("#pane-hot").border_subtitle
+        await pilot.press("C")
+        assert len(screen.hot.model) == total
+        await pilot.press("s")
+        assert screen.hot.model.view.sort == "pc"
+
+
+async def test_category_filter_uses_pattern_badges(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        badges = screen.hot.model.badges
+        assert badges is not None and "atomic-llsc" in badges.categories
+        while screen.hot.model.view.category != "atomic-llsc":
+            await pilot.press("c")
+        profile = screen.workload.profile
+        shown = {profile.windows[screen.hot.model.window_at(i)].id
+                 for i in range(len(screen.hot.model))}
+        assert shown == {"win:0x3000"}  # the LDAXR/STLXR window only
+
+
+async def test_theme_switch_is_live_and_kept(indexed, tmp_path) -> None:
+    config_file = tmp_path / "config.toml"
+    app = indexed.app(TuiConfig(path=config_file))
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        dark = screen.hot.cell_style("hot--bar").color
+        await pilot.press("t")
+        assert app.theme == "pcscope-light"
+        await pilot.pause()
+        assert screen.hot.cell_style("hot--bar").color != dark
+        await app.workers.wait_for_complete()
+    assert read_config(config_file).theme == "pcscope-light"
+
+
+async def test_small_terminal_collapses_panes_into_tabs(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=SMALL) as pilot:
+        screen = await ready(pilot)
+        assert screen.has_class("-tabs")
+        shown = [p.pane for p in screen.query(".pane") if p.display]
+        assert shown == ["hot"]
+        await pilot.press("2")
+        assert [p.pane for p in screen.query(".pane") if p.display] == ["asm"]
+        assert screen.asm.has_focus
+        await pilot.press("right_square_bracket")
+        assert [p.pane for p in screen.query(".pane") if p.display] == ["alp"]
+        text = screen_text(app)
+        assert " 3 ALP " in text.splitlines()[1]
+        await pilot.resize_terminal(*WIDE)
+        await pilot.pause()
+        assert screen.has_class("-wide")
+        shown = [p.pane for p in screen.query(".pane") if p.display]
+        assert shown == ["hot", "asm", "alp", "findings"]
+
+
+async def test_help_starts_with_the_focused_pane(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        await ready(pilot)
+        await pilot.press("2", "f1")
+        assert isinstance(app.screen, HelpScreen)
+        text = screen_text(app)
+        assert text.index("Follow branch") < text.index("Go to PC")
+        assert "asm.follow" in text
+        await pilot.press("escape", "4", "question_mark")
+        text = screen_text(app)
+        assert "Accept" in text and text.index("Accept") < text.index("Go to PC")
+
+
+async def test_palette_offers_every_action(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        titles = {c.title for c in app.get_system_commands(screen)}
+        motions = {"search.results", "calls.down", "calls.up"}
+        for spec in SPECS:
+            if not spec.id.startswith("list.") and spec.id not in motions:
+                assert spec.description in titles, spec.id
+
+
+async def test_remapped_key_from_config(indexed) -> None:
+    app = indexed.app(TuiConfig(path=None, keys={"asm.hottest": "z"}))
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        screen.show_pc(0x1010)
+        await pilot.press("H")
+        assert screen.asm.pc == 0x1010  # H no longer bound
+        await pilot.press("z")
+        assert screen.asm.pc == 0x1008
+
+
+async def test_view_is_restored_on_reopen(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        screen.show_pc(0x3008)
+        await pilot.press("3")
+    again = indexed.app()
+    async with again.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        assert screen.asm.pc == 0x3008
+        assert screen.active == "alp"
+        await until(pilot, lambda: screen.alp.has_focus, "the ALP pane to take the focus")
+
+
+async def test_search_and_step_through_hits(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("slash")
+        assert screen.search.input.has_focus
+        await pilot.press(*"mnemonic:b", "enter")
+        await until(pilot, lambda: screen.hits, "search hits")
+        assert screen.hits == [0x1010, 0x4004]  # B 0x1000 (1000 samples), B 0x9000 (300)
+        assert screen.search.results.has_focus
+        assert "2 hits" in screen.query_one("#pane-search").border_subtitle
+        await pilot.press("n")
+        assert screen.asm.pc == 0x1010
+        await pilot.press("n")
+        assert screen.asm.pc == 0x4004
+        await pilot.press("N")
+        assert screen.asm.pc == 0x1010
+        await pilot.press("6", "j", "enter")  # the second result, from the list
+        assert screen.asm.pc == 0x4004 and screen.asm.has_focus
+
+
+async def test_regex_search_toggle(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("slash", "f3", *"^ldr", "enter")
+        await until(pilot, lambda: screen.hits, "regex hits")
+        assert screen.search.regex
+        assert screen.hits == [0x2000, 0x1000]  # LDR X3 (5000), LDR X4 (4000); not LDAXR
+
+
+async def test_typed_ahead_enter_does_not_close_the_explorer(indexed) -> None:
+    """Two Enters in one terminal read both reach the prompt: only one may dismiss it."""
+    from textual.widgets import Input
+
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("colon", *"0x100c")
+        prompt = app.screen
+        field = prompt.query_one(Input)
+        prompt.post_message(Input.Submitted(field, "0x100c"))
+        prompt.post_message(Input.Submitted(field, "0x100c"))
+        await pilot.pause()
+        assert app.screen is screen and screen.asm.pc == 0x100C

@@ -1,0 +1,76 @@
+"""Shared setup of the explorer's Pilot tests: inputs indexed once per module (under the
+test's tmp dir, never ~/.cache), an app with a fixed config, and waiting helpers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from tui_data import Inputs, write_inputs
+
+from pcscope.index.store import open_workload
+from pcscope.tui.app import PcscopeApp
+from pcscope.tui.config import TuiConfig
+from pcscope.tui.launch import OpenRequest
+from pcscope.tui.screens.main import MainScreen
+
+WAIT = 20.0  # seconds a test waits for the explorer before failing
+
+
+@dataclass(frozen=True)
+class Indexed:
+    inputs: Inputs
+    index_dir: Path
+    session: Path  # per test: state never leaks from one test into the next
+
+    def request(self, **changes) -> OpenRequest:
+        base = dict(profile=self.inputs.profile, alp=self.inputs.alp,
+                    guides=(self.inputs.guide,), index_dir=self.index_dir, model="offline",
+                    session=self.session)
+        base.update(changes)
+        return OpenRequest(**base)
+
+    def app(self, config: TuiConfig | None = None, **changes) -> PcscopeApp:
+        return PcscopeApp(self.request(**changes), config or TuiConfig(path=None))
+
+
+def build_index(folder: Path) -> Indexed:
+    inputs = write_inputs(folder / "inputs")
+    index_dir = folder / "idx"
+    open_workload(inputs.profile, alp=inputs.alp, guides=[inputs.guide], index_dir=index_dir)
+    return Indexed(inputs, index_dir, folder / "session.sqlite")
+
+
+def fresh_session(indexed: Indexed, folder: Path) -> Indexed:
+    return replace(indexed, session=folder / "session.sqlite")
+
+
+async def ready(pilot, *, settle: bool = True) -> MainScreen:
+    """Wait until the main screen is up and its background loading has finished."""
+    app = pilot.app
+    deadline = time.monotonic() + WAIT
+    while not isinstance(app.screen, MainScreen):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"explorer did not open (screen {app.screen!r})")
+        await pilot.pause(0.02)
+    if settle:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+    return app.screen
+
+
+async def until(pilot, condition, what: str, timeout: float = WAIT) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+        await pilot.pause()
+
+
+def screen_text(app) -> str:
+    """What the terminal shows, as plain text (one line per row)."""
+    strips = app.screen._compositor.render_strips()
+    return "\n".join("".join(segment.text for segment in strip) for strip in strips)
