@@ -9,7 +9,13 @@ import signal
 import sys
 from pathlib import Path
 
-from pcscope.cli.common import add_input_args, add_selection_args, load_workload, positive_int
+from pcscope.cli.common import (
+    add_input_args,
+    add_selection_args,
+    load_workload,
+    positive_float,
+    positive_int,
+)
 from pcscope.cli.model_args import MODEL_HELP, add_model_args, close_backend, open_backend
 from pcscope.core.backends.registry import BackendOptions, check
 from pcscope.core.engine.events import BudgetReached, CallFinished, EventBus, WaveStarted
@@ -55,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="calls at once (default 8)")
     g.add_argument("--max-calls", type=positive_int, metavar="N", help="call budget")
     g.add_argument("--max-tokens", type=positive_int, metavar="N", help="token budget")
-    g.add_argument("--max-seconds", type=_seconds, metavar="S", help="wall-clock budget")
+    g.add_argument("--max-seconds", type=positive_float, metavar="S", help="wall-clock budget")
     g.add_argument("--focus", metavar="CATS", type=_categories,
                    help=f"comma-separated categories to concentrate on ({', '.join(CATEGORIES)})")
     g.add_argument("--hint", metavar="TEXT", action="append", default=[],
@@ -72,16 +78,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     add_model_args(o)
     p.set_defaults(func=run)
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text} must be positive")
-    return value
 
 
 def _categories(text: str) -> list[str]:

@@ -39,10 +39,18 @@ def add_selection_args(parser: argparse.ArgumentParser) -> None:
 
 
 def positive_int(text: str) -> int:
+    return _positive(text, int, "a whole number")
+
+
+def positive_float(text: str) -> float:
+    return _positive(text, float, "a number")
+
+
+def _positive(text: str, kind: type, what: str):
     try:
-        value = int(text)
+        value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text} must be positive")
     return value
