@@ -11,7 +11,6 @@ from pcscope.core.engine.record import SessionStore
 from pcscope.core.ids import parse_pc
 from pcscope.tui.analysis import AnalysisController
 from pcscope.tui.run_model import RunView
-from pcscope.tui.screens.prompt import PromptScreen
 
 WIDE = (160, 48)
 
@@ -64,6 +63,10 @@ async def test_offline_analysis_shows_calls_and_findings(indexed) -> None:
         call = run.calls[screen.calls.selected]
         text = screen_text(app)
         assert f"given ({len(call.given)})" in text and call.given[0] in text
+        # Its raw output comes from the session record, fetched when the call is shown.
+        await until(pilot, lambda: call.raw, "the call's raw output")
+        with SessionStore(indexed.session) as store:
+            assert call.raw == store.call(call.id).raw
 
 
 async def test_accepted_idea_and_note_are_restored_on_reopen(indexed) -> None:
@@ -74,7 +77,7 @@ async def test_accepted_idea_and_note_are_restored_on_reopen(indexed) -> None:
         await pilot.press("4")
         first = screen.findings.ideas.idea["id"]
         await pilot.press("y", "i")
-        assert isinstance(app.screen, PromptScreen)
+        assert screen.command.asking
         await pilot.press(*"check the BTB", "enter")
         await pilot.pause()
     reopened = indexed.app()
@@ -145,9 +148,8 @@ async def test_export_writes_the_markdown_report(indexed, tmp_path) -> None:
         screen = await ready(pilot)
         await analyze_all(pilot, screen)
         await pilot.press("e")
-        assert isinstance(app.screen, PromptScreen)
-        field = app.screen.query_one("#prompt-input")
-        field.value = str(target)
+        assert screen.command.asking
+        screen.command.input.value = str(target)
         await pilot.press("enter")
         await until(pilot, target.exists, "the report file")
         title = screen.findings.ideas.ideas[0]["title"]
@@ -187,3 +189,14 @@ def test_bursts_of_events_are_applied_once_per_batch() -> None:
     controller.apply(batch)
     assert (Screen.calls_synced, Screen.ideas_set, Screen.statuses) == (1, 1, 1)
     assert len(controller.run.calls) == 100
+
+
+async def test_unknown_model_fails_cleanly(indexed) -> None:
+    app = indexed.app(model="nosuch:model")
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("A")
+        await until(pilot, lambda: not screen.analysis.running, "the failed run")
+        await pilot.pause(0.2)
+        assert "analysis failed: unknown model 'nosuch:model'" in screen_text(app)
+        assert any("unknown model" in str(n.message) for n in app._notifications)

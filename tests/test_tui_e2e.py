@@ -78,13 +78,14 @@ def test_explore_a_profile_in_a_real_terminal(tmux, tmp_path) -> None:
     assert "main_loop" in screen and "40.08%" in screen  # 19000 of 47400 samples
     assert " 1 Hot " in screen
     tmux.keys("j", "Enter")  # the second hottest window
-    screen = tmux.wait_for("runtime_dispatch · win:0x2000")
-    assert "BLR X3" in screen and "mp 25.0%" in screen
+    tmux.wait_for("runtime_dispatch · win:0x2000")
+    screen = tmux.wait_for("mp 25.0%")  # the ALP badges arrive once the ALP is loaded
+    assert "BLR X3" in screen
     tmux.keys("3")  # its ALP
     screen = tmux.wait_for("alp:0x2004")
     assert "mispredicted 1k (25.0%)" in screen
     tmux.keys(":")
-    tmux.wait_for("Go to PC")
+    tmux.wait_for("go to PC:")
     tmux.type("0x100c")
     tmux.keys("Enter")  # to the BL …
     tmux.wait_for("main_loop · win:0x1000")

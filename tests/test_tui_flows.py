@@ -8,7 +8,6 @@ from tui_support import build_index, fresh_session, ready, screen_text, until
 from pcscope.tui.config import TuiConfig, read_config
 from pcscope.tui.keymap import SPECS
 from pcscope.tui.screens.help import HelpScreen
-from pcscope.tui.screens.prompt import PromptScreen
 
 WIDE = (160, 48)
 SMALL = (80, 24)
@@ -45,8 +44,9 @@ async def test_follow_a_call_and_come_back(indexed) -> None:
     async with app.run_test(size=WIDE) as pilot:
         screen = await ready(pilot)
         await pilot.press("colon")
-        assert isinstance(app.screen, PromptScreen)
+        assert screen.command.asking and screen.command.input.has_focus
         await pilot.press(*"0x100c", "enter")
+        assert not screen.command.asking
         assert screen.asm.pc == 0x100C and screen.asm.has_focus
         await pilot.press("enter")  # BL 0x2000 -> runtime_dispatch
         assert screen.asm.pc == 0x2000
@@ -96,10 +96,11 @@ async def test_goto_pc_refuses_an_unknown_pc(indexed) -> None:
         screen = await ready(pilot)
         before = screen.asm.pc
         await pilot.press("colon", *"0x9999", "enter")
-        assert isinstance(app.screen, PromptScreen)
+        assert screen.command.asking  # still asking, with the reason
         assert "0x9999 is not in the profile" in screen_text(app)
         await pilot.press("escape")
-        assert app.screen is screen and screen.asm.pc == before
+        assert not screen.command.asking and screen.asm.pc == before
+        assert screen.hot.has_focus  # the focus goes back where it was
 
 
 async def test_filter_sort_and_clear_hot_windows(indexed) -> None:
@@ -248,17 +249,17 @@ async def test_regex_search_toggle(indexed) -> None:
         assert screen.hits == [0x2000, 0x1000]  # LDR X3 (5000), LDR X4 (4000); not LDAXR
 
 
-async def test_typed_ahead_enter_does_not_close_the_explorer(indexed) -> None:
-    """Two Enters in one terminal read both reach the prompt: only one may dismiss it."""
+async def test_typed_ahead_enter_answers_the_prompt_once(indexed) -> None:
+    """Two Enters in one terminal read both reach the prompt: only one may answer it."""
     from textual.widgets import Input
 
     app = indexed.app()
+    answers = []
     async with app.run_test(size=WIDE) as pilot:
         screen = await ready(pilot)
-        await pilot.press("colon", *"0x100c")
-        prompt = app.screen
-        field = prompt.query_one(Input)
-        prompt.post_message(Input.Submitted(field, "0x100c"))
-        prompt.post_message(Input.Submitted(field, "0x100c"))
+        screen.command.ask("test", answers.append)
+        field = screen.command.input
+        field.post_message(Input.Submitted(field, "0x100c"))
+        field.post_message(Input.Submitted(field, "0x100c"))
         await pilot.pause()
-        assert app.screen is screen and screen.asm.pc == 0x100C
+        assert answers == ["0x100c"] and not screen.command.asking

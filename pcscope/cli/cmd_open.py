@@ -65,12 +65,16 @@ def check_inputs(request) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pcscope.tui.app import PcscopeApp
-    from pcscope.tui.config import load_config
+    from pcscope.tui.launch import reopen
 
     request = request_of(args)
     check_inputs(request)
-    app = PcscopeApp(request, load_config())
+    prepared = reopen(request)  # a current index opens before the UI: no indexing screen
+
+    from pcscope.tui.app import PcscopeApp
+    from pcscope.tui.config import load_config
+
+    app = PcscopeApp(request, load_config(), prepared)
     app.run()
     if app.error is not None:
         raise app.error

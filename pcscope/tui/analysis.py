@@ -25,7 +25,6 @@ from pcscope.core.ids import hex_pc
 from pcscope.core.profile import HotSelection
 from pcscope.tui import render
 from pcscope.tui.run_model import RunView, from_records
-from pcscope.tui.screens.prompt import PromptScreen
 from pcscope.tui.work import in_thread
 
 if TYPE_CHECKING:
@@ -65,7 +64,7 @@ class AnalysisController:
         self._worker: Worker | None = None
         self._timer: Timer | None = None
         self._started = 0.0
-        self.max_lag = 0.0  # the longest gap between batches (bench reads it)
+        self._cancel = False  # asked before the worker had made the orchestrator
 
     @property
     def running(self) -> bool:
@@ -95,13 +94,13 @@ class AnalysisController:
         self.run = RunView(model=self.screen.request.model)
         self._events.clear()
         self._orchestrator = None
+        self._cancel = False
         self._started = time.monotonic()
         self.screen.calls.start(self.run, f"analysis of {scope.title} · {self.run.model}")
         self.screen.set_run_status(f" starting analysis of {scope.title}…")
         self._worker = in_thread(self.screen, lambda: self._run(scope), name="analysis",
                                  group="analysis")
         self._timer = self.screen.set_interval(BATCH_SECONDS, self._drain)
-        self._last_drain = time.monotonic()
 
     def _run(self, scope: Scope):
         """The worker thread: build the engine objects here (SQLite connections are
@@ -119,12 +118,17 @@ class AnalysisController:
             orchestrator = Orchestrator(workload, make_backend(request.model),
                                         self.screen.settings, store, bus=bus)
             self._orchestrator = orchestrator
+            if self._cancel:
+                orchestrator.cancel()
             return asyncio.run(orchestrator.run())
 
     def cancel(self) -> None:
-        if self._orchestrator is not None and self.running:
+        if not self.running:
+            return
+        self._cancel = True
+        if self._orchestrator is not None:
             self._orchestrator.cancel()
-            self.screen.set_run_status(" cancelling… (finished calls are kept)")
+        self.screen.set_run_status(" cancelling… (finished calls are kept)")
 
     def close(self) -> None:
         """The screen is going: stop the run and the batch timer (no more redraws)."""
@@ -136,9 +140,6 @@ class AnalysisController:
 
     # -- the batches ---------------------------------------------------------------------
     def _drain(self) -> None:
-        now = time.monotonic()
-        self.max_lag = max(self.max_lag, now - self._last_drain - BATCH_SECONDS)
-        self._last_drain = now
         batch = [self._events.popleft() for _ in range(len(self._events))]
         if batch:
             self.apply(batch)
@@ -168,28 +169,14 @@ class AnalysisController:
         worker = self._worker
         if worker is None:
             return
+        if worker.state == WorkerState.ERROR:  # the app's handler has told the user why
+            self.screen.set_run_status(f" analysis failed: {worker.error}")
+            return
         if worker.state == WorkerState.SUCCESS and worker.result is not None:
             result = worker.result
             self.run_id = result.run
             self.screen.set_ideas([idea.to_json() for idea in result.ideas])
-            self._load_raw(result.run)
         self._status()
-
-    def _load_raw(self, run: int) -> None:
-        """Raw outputs are in the session record, not in the events: fetch them."""
-        future = self.screen.session.calls_of(run)
-
-        def fill(records) -> None:
-            for record in records:
-                call = self.run.calls.get(record.id)
-                if call is not None:
-                    call.raw = record.raw
-                    call.fetched = list(record.fetched)
-            self.screen.calls.sync(set(self.run.calls))
-
-        future.add_done_callback(
-            lambda f: self.screen.app.call_from_thread(fill, f.result())
-            if f.exception() is None else None)
 
     def _status(self) -> None:
         run = self.run
@@ -237,8 +224,7 @@ class AnalysisController:
                 in_thread(self.screen, lambda: self._export(path), name="export",
                           group="export")
 
-        self.screen.app.push_screen(PromptScreen("Export Markdown report to", value=default),
-                                    chosen)
+        self.screen.command.ask("export the Markdown report to", chosen, value=default)
 
     def _export(self, path: str) -> str:
         from pcscope.core.engine.record import SessionStore
@@ -253,6 +239,16 @@ class AnalysisController:
             out.write(markdown_report(report, self.screen.workload))
         self.screen.app.call_from_thread(self.screen.notify, f"report written to {path}")
         return path
+
+
+def preload_engine() -> None:
+    """Import the engine now, off the UI thread and before any analysis: a module's first
+    import (pydantic, polars) holds the GIL for a while, and during a run that would be
+    felt as a stall of the UI."""
+    import pcscope.core.backends.registry  # noqa: F401
+    import pcscope.core.engine.orchestrator  # noqa: F401
+    import pcscope.core.report  # noqa: F401
+    import pcscope.index.query  # noqa: F401
 
 
 def make_backend(model: str):

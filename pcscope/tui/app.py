@@ -11,7 +11,7 @@ from pcscope.core.errors import PcscopeError
 from pcscope.themes import STYLESHEET, THEMES, next_theme
 from pcscope.tui.config import TuiConfig, save_theme
 from pcscope.tui.keymap import SPECS, bindings
-from pcscope.tui.launch import OpenRequest
+from pcscope.tui.launch import OpenRequest, Prepared
 from pcscope.tui.screens.help import HelpScreen
 from pcscope.tui.screens.indexing import IndexingCancelled, IndexingScreen
 from pcscope.tui.screens.main import MainScreen
@@ -24,10 +24,12 @@ class PcscopeApp(App[int], inherit_bindings=False):
     BINDINGS = bindings("app")
     ENABLE_COMMAND_PALETTE = True
 
-    def __init__(self, request: OpenRequest, config: TuiConfig) -> None:
+    def __init__(self, request: OpenRequest, config: TuiConfig,
+                 prepared: Prepared | None = None) -> None:
         super().__init__()
         self.request = request
         self.config = config
+        self.prepared = prepared  # already reopened: no indexing screen
         self.error: PcscopeError | None = None  # why the explorer could not open
         if not config.animations:
             self.animation_level = "none"
@@ -37,7 +39,10 @@ class PcscopeApp(App[int], inherit_bindings=False):
         self.set_keymap(dict(config.keys))
 
     def on_mount(self) -> None:
-        self.push_screen(IndexingScreen(self.request))
+        if self.prepared is not None:
+            self.push_screen(MainScreen(self.prepared, self.request, self.config))
+        else:
+            self.push_screen(IndexingScreen(self.request))
 
     def on_indexing_screen_opened(self, event: IndexingScreen.Opened) -> None:
         self.switch_screen(MainScreen(event.prepared, self.request, self.config))

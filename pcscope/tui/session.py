@@ -31,8 +31,7 @@ class Verdict:
 @dataclass(frozen=True)
 class ViewState:
     pane: str = "hot"
-    window: int | None = None  # first PC of the open window
-    pc: int | None = None
+    pc: int | None = None  # the assembly's PC (its window is the one open)
     sort: str = "weight"
     filter: str = ""
     category: str | None = None
@@ -93,12 +92,9 @@ class UiSession:
             restored.calls = db.calls(restored.run.id)
         return restored
 
-    def calls_of(self, run: int) -> Future:
-        """The recorded calls of ``run`` (raw output included), without blocking."""
-        return self._submit(lambda: self._db().calls(run))
-
-    def ideas_of(self, run: int) -> Future:
-        return self._submit(lambda: self._db().ideas(run))
+    def call_of(self, call_id: str) -> Future:
+        """One recorded call (its raw output included), without blocking."""
+        return self._submit(lambda: self._db().call(call_id))
 
     # -- writing (from the UI thread: never waits) ---------------------------------------
     def save_view(self, view: ViewState) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Container, Horizontal
+from textual.reactive import Reactive
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Static
@@ -22,16 +23,16 @@ from textual.worker import Worker, WorkerState
 from pcscope.core.errors import EvidenceError
 from pcscope.core.evidence import EvidenceStore
 from pcscope.core.ids import hex_pc, kind_of, parse_pc, pc_of
-from pcscope.tui.analysis import AnalysisController
+from pcscope.tui.analysis import AnalysisController, preload_engine
 from pcscope.tui.config import TuiConfig
 from pcscope.tui.hot_model import HotModel, HotView, compute_badges
 from pcscope.tui.keymap import PANES, KeySpec, bindings
 from pcscope.tui.launch import OpenRequest, Prepared
-from pcscope.tui.screens.prompt import PromptScreen
 from pcscope.tui.session import Restored, ViewState
 from pcscope.tui.widgets.alp_view import AlpView
 from pcscope.tui.widgets.assembly import AssemblyView
 from pcscope.tui.widgets.calls_tree import CallsView
+from pcscope.tui.widgets.command_line import CommandLine
 from pcscope.tui.widgets.findings import EvidenceList, FindingsView, IdeasList
 from pcscope.tui.widgets.guide_view import GuideView
 from pcscope.tui.widgets.hot_windows import HotWindowsList
@@ -39,6 +40,7 @@ from pcscope.tui.widgets.key_bar import KeyBar
 from pcscope.tui.widgets.pane import Pane
 from pcscope.tui.widgets.pane_bar import PaneBar
 from pcscope.tui.widgets.search import SearchView
+from pcscope.tui.widgets.virtual_list import VirtualList
 from pcscope.tui.work import in_thread
 
 TOP = ("hot", "asm", "alp")
@@ -56,6 +58,10 @@ SAVE_EVERY = 1.0  # seconds between view-state saves (only when it changed)
 class MainScreen(Screen):
     BINDINGS = bindings("main")
     AUTO_FOCUS = None  # the restored pane takes the focus
+    # Textual repaints the whole screen when the focus moves (for `:focus-within` rules);
+    # here nothing is styled that way, and the widgets that gain or lose the focus redraw
+    # themselves, so a pane switch costs only what changes.
+    focused: Reactive[Widget | None] = Reactive(None, repaint=False)
 
     def __init__(self, prepared: Prepared, request: OpenRequest, config: TuiConfig) -> None:
         super().__init__(classes="main-screen")
@@ -70,7 +76,7 @@ class MainScreen(Screen):
         self.selection = workload.hot(top=self.settings.top, coverage=self.settings.coverage)
         self.active = "hot"
         self.lower = "findings"
-        self.tabs = config.layout == "tabs"
+        self.tabs = False  # one pane at a time (set by the terminal size or the config)
         self.hits: list[int] = []
         self.hit_index = -1
         self.hot = HotWindowsList(HotModel(workload.profile, self.selection.windows),
@@ -78,13 +84,17 @@ class MainScreen(Screen):
         self.asm = AssemblyView(workload, id="asm-view")
         self.alp = AlpView(id="alp-view")
         self.findings = FindingsView(self.store)
-        self.calls = CallsView()
+        self.calls = CallsView(self.session.call_of)
         self.search = SearchView(workload)
         self.guide = GuideView(workload.guides)
         self.analysis = AnalysisController(self)
+        self.command = CommandLine(IDLE_STATUS)
 
     # -- building ------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
+        # The layout class goes on before the children exist: set later, it would restyle
+        # every widget of the screen once more before the first frame.
+        self._set_mode(self.app.size.width, self.app.size.height)
         yield Static(self._title(), id="title")
         yield PaneBar()
         with Horizontal(id="top"):
@@ -96,7 +106,7 @@ class MainScreen(Screen):
             yield Pane("calls", TITLES["calls"], self.calls)
             yield Pane("search", TITLES["search"], self.search)
             yield Pane("guide", TITLES["guide"], self.guide)
-        yield Static(IDLE_STATUS, id="run-status")
+        yield self.command
         yield KeyBar()
 
     def _title(self) -> str:
@@ -108,7 +118,7 @@ class MainScreen(Screen):
 
     def on_mount(self) -> None:
         self._restore(self.restored)
-        self._choose_layout(self.app.size.width, self.app.size.height)
+        self._apply_layout()
         # After the first frame: decoding the ALP holds the GIL while it runs.
         self.call_after_refresh(self.load_evidence)
         self.set_interval(SAVE_EVERY, self._save_view)
@@ -119,7 +129,9 @@ class MainScreen(Screen):
 
         def work():
             alp = workload.alp
-            return alp, compute_badges(workload.profile, workload.patterns, alp)
+            badges = compute_badges(workload.profile, workload.patterns, alp)
+            preload_engine()
+            return alp, badges
 
         in_thread(self, work, name="load ALP and badges", group="evidence")
 
@@ -145,11 +157,18 @@ class MainScreen(Screen):
         self._choose_layout(event.size.width, event.size.height)
 
     def _choose_layout(self, width: int, height: int) -> None:
+        self._set_mode(width, height)
+        self._apply_layout()
+
+    def _set_mode(self, width: int, height: int) -> None:
+        """Tabs (one pane at a time) or wide, by the config or the terminal's size."""
         if self.config.layout == "auto":
             self.tabs = width < WIDE_MIN[0] or height < WIDE_MIN[1]
-        self.set_class(self.tabs, "-tabs")
-        self.set_class(not self.tabs, "-wide")
-        self._apply_layout()
+        else:
+            self.tabs = self.config.layout == "tabs"
+        if not self.has_class("-tabs" if self.tabs else "-wide"):
+            self.set_class(self.tabs, "-tabs")
+            self.set_class(not self.tabs, "-wide")
 
     def _apply_layout(self) -> None:
         for name, _title in PANES:
@@ -225,14 +244,18 @@ class MainScreen(Screen):
     def on_hot_windows_list_view_changed(self, event: HotWindowsList.ViewChanged) -> None:
         self._retitle()
 
+    def on_virtual_list_highlighted(self, event: VirtualList.Highlighted) -> None:
+        if event.source is self.hot:
+            self.query_one("#pane-hot", Pane).set_status(self.hot.describe())
+
     def on_hot_windows_list_filter_requested(self, event) -> None:
         def done(text: str | None) -> None:
             if text is not None:
                 view = self.hot.model.view
                 self.hot.apply(HotView(view.sort, text, view.category))
 
-        self.app.push_screen(PromptScreen("Filter windows (function, module, label or PC)",
-                                          value=self.hot.model.view.text), done)
+        self.command.ask("filter windows (function, module, label or PC)", done,
+                         value=self.hot.model.view.text)
 
     def on_assembly_view_pc_changed(self, event: AssemblyView.PcChanged) -> None:
         self._follow_asm()
@@ -266,7 +289,7 @@ class MainScreen(Screen):
             if text:
                 self.show_pc(parse_pc(text.removeprefix("pc:")))
 
-        self.app.push_screen(PromptScreen("Go to PC", placeholder="0x2004", check=check), done)
+        self.command.ask("go to PC", done, check=check)
 
     def show_pc(self, pc: int, pane: str = "asm") -> bool:
         if not self.asm.show_pc(pc):
@@ -331,7 +354,8 @@ class MainScreen(Screen):
         self.hit_index = (self.hit_index + step) % len(self.hits)
         self.search.results.move_to(self.hit_index)
         if self.asm.show_pc(self.hits[self.hit_index]):
-            if self.tabs:
+            self._follow_asm()
+            if self.tabs:  # wide: the focus stays where n was pressed
                 self.action_show_pane("asm")
         self.notify(f"hit {self.hit_index + 1} of {len(self.hits)}", timeout=2)
 
@@ -346,7 +370,7 @@ class MainScreen(Screen):
             if text is not None:
                 self.findings.ideas.set_note(event.idea, text)
 
-        self.app.push_screen(PromptScreen(f"Note on {event.idea}", value=current), done)
+        self.command.ask(f"note on {event.idea}", done, value=current)
 
     def set_ideas(self, ideas: list[dict]) -> None:
         self.findings.ideas.set_ideas(ideas)
@@ -376,15 +400,12 @@ class MainScreen(Screen):
         self.analysis.export()
 
     def set_run_status(self, text: str) -> None:
-        self.query_one("#run-status", Static).update(text)
+        self.command.status.update(text)
 
     # -- state ---------------------------------------------------------------------------
     def view_state(self) -> ViewState:
         view = self.hot.model.view
-        window = None
-        if self.asm.window is not None:
-            window = self.workload.profile.windows[self.asm.window].first_pc
-        return ViewState(pane=self.active, window=window, pc=self.asm.pc, sort=view.sort,
+        return ViewState(pane=self.active, pc=self.asm.pc, sort=view.sort,
                          filter=view.text, category=view.category, query=self.search.query_text,
                          regex=self.search.regex)
 
@@ -407,11 +428,8 @@ class MainScreen(Screen):
             self.hot.show_window(self.asm.window)
         elif len(self.hot.model):
             self.asm.show_window(self.hot.model.window_at(0))
-            self.asm.history.back_stack.clear()
         self.search.restore(state.query, state.regex)
-        pane = state.pane if state.pane in FOCUS else "hot"
-        self._activate(pane)
-        self.call_after_refresh(self.action_show_pane, pane)
+        self.action_show_pane(state.pane if state.pane in FOCUS else "hot")
         self._retitle()
 
 

@@ -7,10 +7,14 @@ streamed text while it runs, its raw output and why findings were rejected.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import Future
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
+from textual.message import Message
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
@@ -135,10 +139,12 @@ def _ids(label: str, ids) -> list[Content]:
 
 
 class CallsView(Horizontal):
-    """The tree on the left, the highlighted call on the right."""
+    """The tree on the left, the highlighted call on the right. A call's raw output is in
+    the session record, not in the events: it is fetched when the call is looked at."""
 
-    def __init__(self) -> None:
+    def __init__(self, fetch_record: Callable[[str], Future]) -> None:
         super().__init__(id="calls-view")
+        self.fetch_record = fetch_record
         self.calls_tree = CallsTree()
         self.detail = Static(Content("Select a call to see what it was given and returned."),
                              id="call-detail")
@@ -167,6 +173,26 @@ class CallsView(Horizontal):
         data = event.node.data
         self.selected = data if self.run_view and data in self.run_view.calls else None
         self._draw()
+        call = self.run_view.calls.get(self.selected) if self.run_view and self.selected else None
+        if call is not None and call.raw is None and call.status not in ("queued", "running"):
+            call.raw = ""  # asked once
+            self.fetch_record(call.id).add_done_callback(
+                lambda done: self.post_message(self.RecordLoaded(call, done)))  # any thread
+
+    class RecordLoaded(Message):
+        def __init__(self, call: CallView, done: Future) -> None:
+            super().__init__()
+            self.call = call
+            self.done = done
+
+    def on_calls_view_record_loaded(self, event: RecordLoaded) -> None:
+        event.stop()
+        record = event.done.result() if event.done.exception() is None else None
+        if record is not None:
+            event.call.raw = record.raw
+            event.call.fetched = list(record.fetched)
+            if self.selected == event.call.id:
+                self._draw()
 
     def _draw(self) -> None:
         if self.run_view is not None and self.selected in self.run_view.calls:

@@ -137,7 +137,9 @@ class HotWindowsList(VirtualList):
         return tail
 
     def describe(self) -> str:
+        """Where the cursor is (the list draws no scrollbar), how many are shown, the view."""
         total = len(self.model.profile.windows)
         shown = len(self.model)
         counted = f"{shown:,}" if shown == total else f"{shown:,} of {total:,}"
-        return f"{counted} windows · {self.model.view.describe()}"
+        place = f"{self.cursor + 1:,}/" if shown else ""
+        return f"{place}{counted} windows · {self.model.view.describe()}"
