@@ -6,25 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-CATEGORIES = (
-    "indirect-branch",
-    "branch-mispredict",
-    "atomic-llsc",
-    "atomic-contention",
-    "barrier",
-    "acquire-release",
-    "dependent-load",
-    "cache-miss",
-    "tlb-miss",
-    "store-forwarding",
-    "division",
-    "spin-wait",
-    "call-overhead",
-    "memcpy",
-    "fp-dependency",
-    "vectorization",
-    "other",
-)
+from pcscope.core.engine.categories import CATEGORIES  # noqa: F401  (re-exported)
 
 Category = Literal[
     "indirect-branch",
