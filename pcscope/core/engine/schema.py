@@ -6,27 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pcscope.core.engine.categories import CATEGORIES  # noqa: F401  (re-exported)
+from pcscope.core.engine.categories import CATEGORIES
 
-Category = Literal[
-    "indirect-branch",
-    "branch-mispredict",
-    "atomic-llsc",
-    "atomic-contention",
-    "barrier",
-    "acquire-release",
-    "dependent-load",
-    "cache-miss",
-    "tlb-miss",
-    "store-forwarding",
-    "division",
-    "spin-wait",
-    "call-overhead",
-    "memcpy",
-    "fp-dependency",
-    "vectorization",
-    "other",
-]
+Category = Literal[CATEGORIES]  # one list: the tuple in categories.py
 Target = Literal["software", "compiler", "hardware"]
 Basis = Literal["measured", "predicted", "profile-only"]
 
