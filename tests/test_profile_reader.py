@@ -269,3 +269,17 @@ def test_tolerant_numbers_beside_canonical_ones(tmp_path):
     text = "pc,samples,asm\n0x10,1,nop\n 0X14 , 2 ,nop\n24,3,nop\n"
     p = read_profile(write(tmp_path, text))
     assert [int(x) for x in p.pc] == [0x10, 0x14, 24] and list(p.samples) == [1, 2, 3]
+
+
+def test_a_labelled_window_takes_the_function_holding_most_of_it(tmp_path):
+    text = (
+        "window,function,pc,samples,asm\n"
+        "w,g,0x1000,5,nop\n"
+        "w,f,0x1004,3,nop\n"
+        "w,f,0x1008,3,nop\n"   # f holds 6 of 11
+        "v,b,0x2000,4,nop\n"
+        "v,a,0x2004,4,nop\n"   # tie: the function of the lowest row (b)
+    )
+    p = read_profile(write(tmp_path, text))
+    names = {w.id: p.function_names[w.function] for w in p.windows}
+    assert names == {"win:0x1000": "f", "win:0x2000": "b"}

@@ -204,23 +204,24 @@ def _sums(codes: np.ndarray, value: np.ndarray, groups: int) -> np.ndarray:
 
 
 def _dominant(codes: np.ndarray, group: np.ndarray, value: np.ndarray, groups: int) -> np.ndarray:
-    """Per group, the code holding most value (ties: the code of the lowest row); -1 if none."""
+    """Per group, the code holding most value (ties: the code of the lowest row); -1 if none.
+
+    Vectorised over (group, code) pairs: a per-group Python loop was quadratic when many
+    labelled windows mix functions."""
     out = np.full(groups, -1, dtype=np.int32)
     if groups == 0 or len(codes) == 0:
         return out
-    # Fast path: most windows hold one code only.
-    first = np.full(groups, -1, dtype=np.int64)
-    order = np.arange(len(group) - 1, -1, -1)
-    first[group[order]] = codes[order]
-    mixed = np.zeros(groups, dtype=bool)
-    np.logical_or.at(mixed, group, codes != first[group])
-    out[:] = first
-    for g in np.flatnonzero(mixed):
-        rows = np.flatnonzero(group == g)
-        best: dict[int, int] = {}
-        for r in rows:
-            best[int(codes[r])] = best.get(int(codes[r]), 0) + int(value[r])
-        out[g] = max(best.items(), key=lambda kv: (kv[1], -list(best).index(kv[0])))[0]
+    width = int(codes.max()) + 2  # codes run from -1
+    pairs, pair_of_row = np.unique(group.astype(np.int64) * width + (codes + 1),
+                                   return_inverse=True)
+    held = np.zeros(len(pairs), dtype=np.int64)
+    np.add.at(held, pair_of_row, value)
+    first_row = np.full(len(pairs), len(codes), dtype=np.int64)
+    np.minimum.at(first_row, pair_of_row, np.arange(len(codes)))
+    pair_group = pairs // width
+    best = np.lexsort((first_row, -held, pair_group))
+    leaders = best[np.concatenate(([True], pair_group[best][1:] != pair_group[best][:-1]))]
+    out[pair_group[leaders]] = (pairs[leaders] % width - 1).astype(np.int32)
     return out
 
 
