@@ -12,6 +12,7 @@ import gzip
 import io
 import json
 import re
+import tracemalloc
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cached_property
@@ -24,7 +25,9 @@ from pcscope.cli.main import main as pcscope_main
 from pcscope.core.errors import UsageError
 from pcscope.core.readers.alp import read_alp
 from pcscope.core.readers.profile_csv import read_profile
-from pcscope.samples import NAMES, bundled
+from pcscope.samples import NAMES, bundled, layout
+from pcscope.samples.codegen import r as int_keys
+from pcscope.samples.codegen import v as fp_keys
 from pcscope.samples.generate import Options, generate
 
 CATEGORIES = {  # formats.md §4
@@ -167,8 +170,10 @@ def load(name: str, folder: Path) -> Sample:
     return Sample(name, folder, truth, header, rows, alp_lines(folder / "alp.jsonl.gz"))
 
 
+# "blocks-": planned in blocks of 150 windows, as big samples are (layout.BLOCK_WINDOWS).
 _SAMPLES = [f"bundled-{n}" for n in NAMES] + ["gen-A-21", "gen-B-22", "gen-C-23",
-                                              "gen-planted-24"]
+                                              "gen-planted-24", "blocks-B-25", "blocks-C-26"]
+SMALL_BLOCK = 150
 
 
 @pytest.fixture(scope="module", params=_SAMPLES)
@@ -177,10 +182,15 @@ def sample(request, tmp_path_factory) -> Sample:
     if name.startswith("bundled-"):
         kind = name.removeprefix("bundled-")
         return load(name, bundled(kind).profile.parent)
-    _, kind, seed = name.split("-")
+    how, kind, seed = name.split("-")
     out = tmp_path_factory.mktemp(name)
-    windows = 130 if kind == "planted" else 150
-    generate(Options(kind, int(seed), out, windows=windows))
+    if how == "blocks":
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(layout, "BLOCK_WINDOWS", SMALL_BLOCK)
+            generate(Options(kind, int(seed), out, windows=4 * SMALL_BLOCK))
+        assert json.loads((out / "truth.json").read_text())["blocks"] == 4
+    else:
+        generate(Options(kind, int(seed), out, windows=130 if kind == "planted" else 150))
     return load(name, out)
 
 
@@ -225,7 +235,10 @@ def test_reader_derives_the_windows_and_hot_set_of_the_truth(sample):
     assert profile.total == t["total"]
     assert profile.basis == t["basis"]
     hot = profile.hot_windows()
-    assert len(hot.windows) == t["hot_windows"]
+    if t["blocks"] == 1:
+        assert len(hot.windows) == t["hot_windows"]
+    else:  # the 90% coverage set of each block: near the whole profile's
+        assert abs(len(hot.windows) - t["hot_windows"]) <= 0.1 * t["hot_windows"]
     hot_ids = {profile.windows[w].id for w in hot.windows}
     for entry in t["planted"] + t["lookalikes"]:
         row = profile.row_of(int(entry["pc"], 16))
@@ -330,15 +343,36 @@ def test_alp_covers_hot_windows_only(sample):
     profile = sample.model
     hot = profile.hot_windows()
     hot_pcs = set(hot.pcs(profile).tolist())
-    spans = [(profile.windows[w].first_pc, profile.windows[w].last_pc) for w in hot.windows]
     alp_pcs = {int(r["pc"], 16) for r in sample.records}
     inside = {pc for pc in alp_pcs if pc in hot_pcs}
     outside = alp_pcs - inside
-    for pc in outside:  # only B leaves cold instructions out of the profile
-        assert sample.truth["kind"] == "B"
-        assert profile.row_of(pc) is None
-        assert any(lo < pc < hi for lo, hi in spans)
+    # Blocks choose their hot windows each by itself: a few are not hot in the whole.
+    one_block = sample.truth["blocks"] == 1
+    assert len(outside) <= 0.1 * len(alp_pcs)
+    windows = hot.windows if one_block else range(len(profile.windows))
+    spans = [(profile.windows[w].first_pc, profile.windows[w].last_pc) for w in windows]
+    for pc in outside:
+        if one_block or profile.row_of(pc) is None:
+            # only B leaves cold instructions out of the profile
+            assert sample.truth["kind"] == "B" and profile.row_of(pc) is None
+            assert any(lo < pc < hi for lo, hi in spans)
     assert len(inside) > 0.8 * len(hot_pcs)
+
+
+def test_functions_and_modules_hold_disjoint_address_ranges(sample):
+    """Each module is one range of addresses and each function one range inside it, in
+    every block: no name is given twice."""
+    def disjoint(key: str) -> None:
+        spans: dict[str, list[int]] = {}
+        for row in sample.rows:
+            if row[key]:
+                pc = int(row["pc"], 16)
+                lo, hi = spans.setdefault(row[key], [pc, pc])
+                spans[row[key]] = [min(lo, pc), max(hi, pc)]
+        ranges = sorted(spans.values())
+        assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:], strict=False)), key
+    disjoint("module")
+    disjoint("function")
 
 
 def test_project_reader_aggregates_like_the_spec(sample):
@@ -455,10 +489,39 @@ def test_cli_sample_writes_and_reports_bad_options(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("pcscope: error: --windows 20 is too few")
 
 
-def test_scale_writes_exact_rows_and_the_alp_size_asked(tmp_path):
+def test_blocks_give_the_same_bytes_for_a_seed(tmp_path, monkeypatch):
+    monkeypatch.setattr(layout, "BLOCK_WINDOWS", SMALL_BLOCK)
+    for tag in ("a", "b"):
+        generate(Options("A", 5, tmp_path / tag, windows=3 * SMALL_BLOCK))
+    for name in ("profile.csv.gz", "alp.jsonl.gz", "truth.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_memory_does_not_grow_with_the_size_asked(tmp_path, monkeypatch):
+    """Peak traced memory for 12 blocks' worth of windows is about that for 2 (one plan
+    for all the windows, as before blocks, took 1.5x here)."""
+    monkeypatch.setattr(layout, "BLOCK_WINDOWS", 80)
+    generate(Options("A", 3, tmp_path / "warm", windows=640))  # fills the bounded caches
+    peaks = {}
+    for windows in (160, 960):
+        tracemalloc.start()
+        try:
+            generate(Options("A", 3, tmp_path / str(windows), windows=windows))
+            peaks[windows] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert peaks[960] < 1.2 * peaks[160], peaks
+    assert int_keys.cache_info().maxsize and fp_keys.cache_info().maxsize  # bounded
+
+
+@pytest.mark.parametrize("block", [layout.BLOCK_WINDOWS, SMALL_BLOCK])
+def test_scale_writes_exact_rows_and_the_alp_size_asked(tmp_path, monkeypatch, block):
+    monkeypatch.setattr(layout, "BLOCK_WINDOWS", block)
     summary = generate(Options("A", 9, tmp_path, scale=12_000, alp_tokens=80_000))
     header, rows = profile_rows(tmp_path / "profile.csv.gz")
     assert len(rows) == 12_000 == summary.rows
+    blocks = json.loads((tmp_path / "truth.json").read_text())["blocks"]
+    assert blocks == -(-summary.windows // block) == (1 if block > 1000 else 6)
     with gzip.open(tmp_path / "alp.jsonl.gz", "rt") as f:
         chars = sum(len(line) for line in f)
     assert 0.75 * 80_000 <= chars / 4 <= 1.25 * 80_000

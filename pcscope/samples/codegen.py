@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 from typing import NamedTuple
 
 # op -> ALP block kind. Only these ops carry a branch / mem block.
@@ -90,13 +90,15 @@ def w(n: int) -> str:
     return "wzr" if n == ZR else f"w{n}"
 
 
-@cache
+# Bounded: combinations of three or four registers are many, and an unbounded cache
+# would grow with the size of the sample.
+@lru_cache(maxsize=1024)
 def r(*ns: int) -> tuple[str, ...]:
     """Dependency keys of integer registers (the zero register carries no dependency)."""
     return tuple(f"r{n}" for n in ns if n != ZR)
 
 
-@cache
+@lru_cache(maxsize=1024)
 def v(*ns: int) -> tuple[str, ...]:
     """Dependency keys of FP/SIMD registers."""
     return tuple(f"v{n}" for n in ns)

@@ -5,8 +5,9 @@
 
 writes DIR/profile.csv.gz (formats.md §1), DIR/alp.jsonl.gz (§2, raw per (loop, PC),
 hot windows only), DIR/truth.json (planted issues and their look-alikes, with §4
-categories) and DIR/README.md. Output streams window by window: memory holds the plan
-(about 0.5 KB a window), never the files. The same options give byte-identical files.
+categories) and DIR/README.md. Output streams window by window and is planned a block of
+windows at a time (layout.py), so memory does not grow with the size asked. The same
+options give byte-identical files.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pcscope.samples.alpgen import Agg, Loop, record, resolve, schedule
 from pcscope.samples.codegen import Insn, final_text
 from pcscope.samples.compose import background, kernel_window
 from pcscope.samples.kinds import KINDS, KindSpec
-from pcscope.samples.layout import EXTRA_LOOP_SHARE, Plan, WindowPlan, make_plan
+from pcscope.samples.layout import BLOCK_WINDOWS, EXTRA_LOOP_SHARE, Plan, WindowPlan, plan_blocks
 from pcscope.samples.output import output
 from pcscope.samples.planted import Kernel
 
@@ -91,26 +92,40 @@ def allocate(total: int, weights: list[float], floor: int) -> list[int]:
 
 
 class Writer:
-    """Streams one sample's three files, window by window."""
+    """Streams one sample's three files, block by block, window by window."""
 
-    def __init__(self, plan: Plan, profile: TextIO, alp: TextIO) -> None:
-        self.plan = plan
-        self.spec: KindSpec = plan.spec
+    plan: Plan          # the block being written
+    plan_total: int     # its weight
+
+    def __init__(self, spec: KindSpec, profile: TextIO, alp: TextIO) -> None:
+        self.spec = spec
         self.profile = profile
         self.alp = alp
-        self.total = plan.total
         self.names = [n for n, _ in self.spec.mix]
         self.cum_weights = list(itertools.accumulate(wt for _, wt in self.spec.mix))
         self.loop_number = 0
+        self.windows = self.rows = self.total = self.hot = self.blocks = 0
         self.alp_records = self.alp_chars = 0
-        self.truth: dict[str, list[dict]] = {"planted": [], "lookalikes": []}
+        # Truth entries with their window's weight: the share needs the file's total.
+        self.truth: dict[str, list[tuple[dict, int]]] = {"planted": [], "lookalikes": []}
         header = ["function"] + (["window"] if self.spec.labels else []) + ["module", "pc",
                  "samples"] + (["cycles"] if self.spec.cycles else []) + ["asm"]
         profile.write(",".join(header) + "\n")
 
-    def window(self, index: int) -> None:
+    def block(self, plan: Plan) -> None:
+        self.plan, self.plan_total = plan, plan.total
+        for index in plan.order:
+            self._window(index)
+        self.blocks += 1
+        self.windows += len(plan.windows)
+        self.rows += plan.rows
+        self.total += self.plan_total
+        self.hot += len(plan.hot)
+
+    def _window(self, index: int) -> None:
         wp = self.plan.windows[index]
-        rng = random.Random(f"pcscope-sample:{self.spec.name}:{self.plan.seed}:w{index}")
+        number = self.plan.first + index
+        rng = random.Random(f"pcscope-sample:{self.spec.name}:{self.plan.seed}:w{number}")
         insns, texts, kernel = self._build(wp, rng)
         omitted = self._omitted(wp, insns, kernel, rng)
         self._rows(wp, insns, texts, omitted, rng)
@@ -174,7 +189,10 @@ class Writer:
         self.profile.write("".join(lines))
 
     def _loops(self, wp: WindowPlan, n: int, rng: random.Random) -> list[Loop]:
-        share = wp.value / self.total if self.total else 0.0
+        # The window's share of the file, taking the block to hold its share of the
+        # windows: the file's total is known only after the last block.
+        total = self.plan_total
+        share = wp.value / total * self.plan.share if total else 0.0
         main = max(500, round(share * ITERATION_SCALE * rng.uniform(0.6, 1.4)))
         loops = []
         for k in range(wp.loops):
@@ -221,9 +239,8 @@ class Writer:
             "pcs": [hex_pc(wp.first_pc + 4 * k) for k in kernel.pcs],
             "function": self.plan.functions[wp.function].name,
             "module": self.plan.modules[wp.module],
-            "weight": round(wp.value / self.total, 6),
         }
-        self.truth["planted" if wp.bad else "lookalikes"].append(entry)
+        self.truth["planted" if wp.bad else "lookalikes"].append((entry, wp.value))
 
 
 def plt_stubs(got: list[int]) -> list[Insn]:
@@ -246,34 +263,37 @@ def generate(opts: Options) -> Summary:
     tokens = opts.alp_tokens
     if tokens is None and opts.scale is not None:
         tokens = TOKENS_PER_ROW * opts.scale
-    plan = make_plan(spec, opts.seed, windows=opts.windows, rows=opts.scale, alp_tokens=tokens)
+    blocks = plan_blocks(spec, opts.seed, windows=opts.windows, rows=opts.scale,
+                         alp_tokens=tokens)
     out = Path(opts.out)
     level = 1 if opts.scale else 6  # benchmark inputs: speed over size
     with output(out / "profile.csv.gz", level) as profile, \
             output(out / "alp.jsonl.gz", level) as alp:
-        writer = Writer(plan, profile, alp)
-        for index in plan.order:
-            writer.window(index)
+        writer = Writer(spec, profile, alp)
+        for plan in blocks:
+            writer.block(plan)
     with output(out / "truth.json") as f:
-        f.write(json.dumps(_truth_doc(plan, writer), indent=1, sort_keys=True) + "\n")
+        f.write(json.dumps(_truth_doc(opts.seed, writer), indent=1, sort_keys=True) + "\n")
     with output(out / "README.md") as f:
-        f.write(readme(plan, opts, writer))
-    return Summary(out, len(plan.windows), plan.rows, len(plan.hot), writer.alp_records,
+        f.write(readme(opts, writer))
+    return Summary(out, writer.windows, writer.rows, writer.hot, writer.alp_records,
                    writer.alp_chars, len(writer.truth["planted"]),
                    len(writer.truth["lookalikes"]), time.perf_counter() - started)
 
 
-def _truth_doc(plan: Plan, writer: Writer) -> dict:
-    def order(entries: list[dict]) -> list[dict]:
-        return sorted(entries, key=lambda e: (e["category"], e["pc"]))
+def _truth_doc(seed: int, writer: Writer) -> dict:
+    def order(entries: list[tuple[dict, int]]) -> list[dict]:
+        weighted = [{**e, "weight": round(value / writer.total, 6)} for e, value in entries]
+        return sorted(weighted, key=lambda e: (e["category"], e["pc"]))
     return {
-        "seed": plan.seed,
-        "kind": plan.spec.name,
-        "basis": "cycles" if plan.spec.cycles else "samples",
-        "windows": len(plan.windows),
-        "rows": plan.rows,
-        "total": plan.total,
-        "hot_windows": len(plan.hot),
+        "seed": seed,
+        "kind": writer.spec.name,
+        "basis": "cycles" if writer.spec.cycles else "samples",
+        "windows": writer.windows,
+        "rows": writer.rows,
+        "total": writer.total,
+        "hot_windows": writer.hot,
+        "blocks": writer.blocks,
         "coverage": 0.9,
         "alp_records": writer.alp_records,
         "planted": order(writer.truth["planted"]),
@@ -292,13 +312,15 @@ def command(opts: Options) -> str:
     return " ".join(parts + ["-o DIR"])
 
 
-def readme(plan: Plan, opts: Options, writer: Writer) -> str:
-    spec = plan.spec
+def readme(opts: Options, writer: Writer) -> str:
+    spec = writer.spec
+    coverage = "90% coverage" + (f" of each block of up to {BLOCK_WINDOWS:,} windows"
+                                 if writer.blocks > 1 else "")
     return (
         f"# Sample workload {spec.name}\n\n{spec.summary} This copy has "
-        f"{len(plan.windows):,} windows and {plan.rows:,} rows; the ALP holds "
-        f"{writer.alp_records:,} raw (loop, PC) records for the {len(plan.hot):,} hot windows "
-        f"(90% coverage); `truth.json` lists {len(writer.truth['planted'])} planted issues "
+        f"{writer.windows:,} windows and {writer.rows:,} rows; the ALP holds "
+        f"{writer.alp_records:,} raw (loop, PC) records for the {writer.hot:,} hot windows "
+        f"({coverage}); `truth.json` lists {len(writer.truth['planted'])} planted issues "
         f"and {len(writer.truth['lookalikes'])} look-alikes (category, PC, window, what the "
         f"ALP shows). Synthetic data, made by `{command(opts)}`.\n"
     )
@@ -312,7 +334,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--windows", type=_positive, metavar="N",
                         help="number of windows (default: per kind)")
     parser.add_argument("--scale", type=_positive, metavar="ROWS",
-                        help="exactly ROWS profile rows (benchmark size, e.g. 1000000)")
+                        help="exactly ROWS profile rows (benchmark size, e.g. 1000000); "
+                        f"planned {BLOCK_WINDOWS:,} windows at a time, so memory does not "
+                        "grow with ROWS")
     parser.add_argument("--alp-tokens", type=_positive, metavar="N",
                         help="target ALP size in tokens (characters / 4); default with "
                         f"--scale: {TOKENS_PER_ROW} per row, else every hot window")

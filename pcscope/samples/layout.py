@@ -1,20 +1,30 @@
-"""The plan of a sample: modules, functions, windows, addresses, weights and the hot set.
+"""The plan of a sample, made one block of at most BLOCK_WINDOWS windows at a time.
 
-Everything here is O(windows) and decided before any row is written, so the writer can
-stream window by window: the hot set (which windows get ALP records) and the weights of
-planted windows and look-alikes are known up front.
+A block's plan holds its modules' functions, windows, addresses, weights and hot set, all
+decided before any of its rows is written, so the writer streams window by window. Big
+samples (`--scale`) are a sequence of blocks, each planned, written and dropped, so memory
+does not grow with the size asked; what one block hands the next is a few numbers per
+module (`Carry`). A sample of at most BLOCK_WINDOWS windows (every bundled one) is one
+block, planned over all its windows at once.
+
+Across blocks: each module stays one contiguous range of addresses (a first pass lays out
+the later blocks to learn how much room each module needs), weights and ALP tokens are
+shared out by window count, and the hot set (which windows get ALP records) is the 90%
+coverage set of each block. Planted windows and their look-alikes are all in block 0.
 """
 
 from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from pcscope.core.errors import UsageError
 from pcscope.samples.compose import KERNEL_MIN
 from pcscope.samples.kinds import KindSpec
 
+BLOCK_WINDOWS = 4096
 COVERAGE = 0.90
 DERIVED_GAP = 68          # > 64 bytes: derivation starts a new window (formats.md §1)
 EXTRA_LOOP_SHARE = 0.6    # share of a window's PCs an extra loop region covers
@@ -50,6 +60,8 @@ class WindowPlan:
 
 @dataclass
 class Plan:
+    """One block of a sample."""
+
     spec: KindSpec
     seed: int
     modules: list[str]
@@ -59,6 +71,8 @@ class Plan:
     got: list[int] = field(default_factory=list)  # GOT slot address of each PLT stub
     order: list[int] = field(default_factory=list)  # generation order of windows
     hot: list[int] = field(default_factory=list)    # hot windows, descending weight
+    first: int = 0            # index of the block's first window in the whole sample
+    share: float = 1.0        # the block's share of the sample's windows
 
     @property
     def total(self) -> int:
@@ -69,31 +83,93 @@ class Plan:
         return sum(w.rows for w in self.windows)
 
 
-def make_plan(spec: KindSpec, seed: int, windows: int | None = None, rows: int | None = None,
-              alp_tokens: int | None = None) -> Plan:
-    rng = random.Random(f"pcscope-sample:{spec.name}:{seed}:plan")
+@dataclass
+class Carry:
+    """What one block hands the next."""
+
+    pools: list[list[str] | None]          # per module: symbol names not yet used
+    cursors: list[int] = field(default_factory=list)  # per module: end of its code so far
+    plt_calls: tuple[int, ...] = ()        # the main binary's PLT stubs (block 0 has them)
+    hidden: int = 0                        # <unknown_N> names given so far
+    records: float = 0.0                   # ALP records planned so far (estimated)
+
+
+def plan_blocks(spec: KindSpec, seed: int, windows: int | None = None,
+                rows: int | None = None, alp_tokens: int | None = None) -> Iterator[Plan]:
+    """The sample's plan, block by block (write each before asking for the next)."""
     count = windows or (_default_windows(spec, rows) if rows else spec.windows)
-    kernels = [(c, bad) for c in spec.categories for bad in (True, False)]
     least = 8 * len(spec.categories) + 30  # kernel pairs amid enough background
     if count < least:
         raise UsageError(f"--windows {count} is too few for kind {spec.name} "
                          f"(needs at least {least})")
-    plan = Plan(spec, seed, [m.name for m in spec.modules], [], [], [])
-    _windows(plan, rng, count, kernels, rows)
-    _functions(plan, rng)
-    _addresses(plan, rng)
-    _values(plan, rng)
-    _name_hidden(plan)
-    _alp_loops(plan, rng, alp_tokens)
+    sizes = split(count, [1] * -(-count // BLOCK_WINDOWS))
+    block_rows = split(rows, sizes) if rows is not None else [None] * len(sizes)
+    totals = split(spec.total, sizes)
+    tokens = split(alp_tokens, sizes) if alp_tokens is not None else None
+    later = [_spans(spec, seed, k, sizes[k], block_rows[k]) for k in range(1, len(sizes))]
+    carry = Carry([None] * len(spec.modules))
+    first, wanted = 0, 0.0
+    for k, size in enumerate(sizes):
+        plan = Plan(spec, seed, [m.name for m in spec.modules], [], [], [], first=first,
+                    share=size / count)
+        need = None
+        if tokens is not None:  # ALP records; what earlier blocks took over or under counts
+            wanted += 4 * tokens[k] / spec.record_chars
+            need = wanted - carry.records
+        _block(plan, _rng(spec, seed, k), k, size, block_rows[k], totals[k], need, carry,
+               later)
+        yield plan
+        first += size
+
+
+def split(total: int, parts: list[int]) -> list[int]:
+    """`total` shared out in proportion to `parts`, exactly (cumulative rounding down)."""
+    whole, out, acc, prev = sum(parts), [], 0, 0
+    for p in parts:
+        acc += p
+        cur = total * acc // whole
+        out.append(cur - prev)
+        prev = cur
+    return out
+
+
+def _rng(spec: KindSpec, seed: int, block: int) -> random.Random:
+    suffix = "" if block == 0 else f":{block}"
+    return random.Random(f"pcscope-sample:{spec.name}:{seed}:plan{suffix}")
+
+
+def _block(plan: Plan, rng: random.Random, k: int, size: int, rows: int | None, total: int,
+           records: float | None, carry: Carry, later: list[list[int]]) -> None:
+    spec = plan.spec
+    kernels = [(c, bad) for c in spec.categories for bad in (True, False)] if k == 0 else []
+    _windows(plan, rng, size, kernels, rows, plt=k == 0)
+    _functions(plan, rng, carry.pools)
+    if k == 0:
+        carry.cursors = _addresses(plan, rng, later)
+        carry.plt_calls = _plt(plan, rng)
+    else:
+        carry.cursors = _continue(plan, rng, carry.cursors, carry.plt_calls)
+    _values(plan, rng, total)
+    carry.hidden = _name_hidden(plan, carry.hidden)
+    carry.records += _alp_loops(plan, rng, records)
     plan.order = sorted(range(len(plan.windows)), key=lambda i: plan.windows[i].first_pc)
     if spec.shuffle_rows:
         rng.shuffle(plan.order)
     if spec.labels:
-        numbers = list(range(1, len(plan.windows) + 1))
+        numbers = list(range(plan.first + 1, plan.first + len(plan.windows) + 1))
         rng.shuffle(numbers)
-        for w, k in zip(plan.windows, numbers, strict=True):
-            w.label = f"w{k}"
-    return plan
+        for w, number in zip(plan.windows, numbers, strict=True):
+            w.label = f"w{number}"
+
+
+def _spans(spec: KindSpec, seed: int, k: int, size: int, rows: int | None) -> list[int]:
+    """First pass over a later block: the bytes of code each module's part of it takes
+    (the same draws as its real planning, laid out from address 0)."""
+    plan = Plan(spec, seed, [m.name for m in spec.modules], [], [], [])
+    rng = _rng(spec, seed, k)
+    _windows(plan, rng, size, [], rows, plt=False)
+    _functions(plan, rng, [[] for _ in spec.modules])
+    return _continue(plan, rng, [0] * len(spec.modules), ())
 
 
 def _default_windows(spec: KindSpec, rows: int) -> int:
@@ -107,12 +183,12 @@ def _draw_rows(spec: KindSpec, rng: random.Random) -> int:
 
 
 def _windows(plan: Plan, rng: random.Random, count: int, kernels: list[tuple[str, bool]],
-             rows: int | None) -> None:
+             rows: int | None, plt: bool) -> None:
     spec = plan.spec
     shares = [m.share for m in spec.modules]
     main = next((i for i, m in enumerate(spec.modules) if m.plt), None)
     fixed: list[WindowPlan] = []
-    if main is not None:
+    if plt and main is not None:
         fixed.append(WindowPlan(main, 4 * rng.randint(8, 24), plt=True))
     for cat, bad in kernels:
         mod = rng.choices(range(len(shares)), shares)[0]
@@ -146,11 +222,14 @@ def _fit_rows(free: list[WindowPlan], target: int, rng: random.Random) -> None:
             diff -= step
 
 
-def _functions(plan: Plan, rng: random.Random) -> None:
-    """Group each module's windows into functions and name them (hidden names later)."""
+def _functions(plan: Plan, rng: random.Random, pools: list[list[str] | None]) -> None:
+    """Group each module's windows into functions and name them (hidden names later),
+    taking names from `pools` (made here on first use) so no block reuses another's."""
     spec = plan.spec
     for m, mod in enumerate(spec.modules):
-        names = _name_pool(mod.names, rng)
+        if pools[m] is None:
+            pools[m] = _name_pool(mod.names, rng)
+        names = pools[m]
         members = [w for w in plan.windows if w.module == m and not w.plt]
         for w in plan.windows:
             if w.module == m and w.plt:
@@ -207,41 +286,91 @@ class _Regions:
 _MB = 0x100000
 
 
-def _addresses(plan: Plan, rng: random.Random) -> None:
+def _addresses(plan: Plan, rng: random.Random, later: list[list[int]]) -> list[int]:
+    """Map block 0's modules, leaving each room for its code in `later` blocks; returns
+    where each module's code of block 0 ends."""
     spec = plan.spec
-    by_function: list[list[WindowPlan]] = [[] for _ in plan.functions]
-    for w in plan.windows:
-        by_function[w.function].append(w)
+    by_function = _by_function(plan)
     regions = _Regions.draw(rng)
     main_below_libs = regions.main < regions.lib
     plan.calls = [() for _ in spec.modules]
-    roles = {"main": 0, "jit": 1, "lib": 2}
-    for m in sorted(range(len(spec.modules)), key=lambda m: roles[spec.modules[m].role]):
+    ends = [0] * len(spec.modules)
+    for m in _module_order(spec):
         role = spec.modules[m].role
         base = {"main": regions.main, "jit": regions.jit}.get(role, regions.lib)
         if role == "lib" and main_below_libs:
             base = max(base, regions.main)  # a large main binary pushes libraries up
-        funcs = [f for f, fp in enumerate(plan.functions) if fp.module == m]
-        rng.shuffle(funcs)
-        funcs.sort(key=lambda f: not by_function[f][0].plt)
-        cursor = base + rng.randrange(0x10, 0x400) * 0x100
-        for f in funcs:
-            cursor = (cursor + 15) & ~15
-            plan.functions[f].entry = cursor
-            cursor += 4 * rng.choice((0, 0, 0, rng.randrange(1, 32)))
-            for w in by_function[f]:
-                if rng.random() < 0.3:
-                    cursor = (cursor + 15) & ~15  # loop heads are often aligned
-                w.first_pc = cursor
-                cursor += 4 * w.n + _window_gap(spec.labels, rng)
-            cursor += _window_gap(spec.labels, rng) + 4 * rng.randrange(0, 64)
+        funcs = _functions_of(plan, m, by_function, rng)
+        start = base + rng.randrange(0x10, 0x400) * 0x100
+        ends[m] = _lay_out(plan, rng, funcs, by_function, start)
+        cursor = ends[m]
+        for spans in later:
+            cursor = _align(cursor) + spans[m]
         end = (cursor + _MB - 1) // _MB * _MB
         if role == "main":
             regions.main = end
         elif role == "lib":
             regions.lib = end + rng.randrange(2, 64) * _MB
         plan.calls[m] = tuple(plan.functions[f].entry for f in funcs)
-    _plt(plan, rng)
+    return ends
+
+
+def _continue(plan: Plan, rng: random.Random, cursors: list[int],
+              plt_calls: tuple[int, ...]) -> list[int]:
+    """Lay out a later block's code of each module after the previous block's; returns
+    where each module's code now ends."""
+    spec = plan.spec
+    by_function = _by_function(plan)
+    plan.calls = [() for _ in spec.modules]
+    ends = list(cursors)
+    for m in _module_order(spec):
+        funcs = _functions_of(plan, m, by_function, rng)
+        ends[m] = _lay_out(plan, rng, funcs, by_function, _align(cursors[m]))
+        stubs = plt_calls if spec.modules[m].plt else ()
+        plan.calls[m] = tuple(plan.functions[f].entry for f in funcs) + stubs
+    return ends
+
+
+def _module_order(spec: KindSpec) -> list[int]:
+    roles = {"main": 0, "jit": 1, "lib": 2}
+    return sorted(range(len(spec.modules)), key=lambda m: roles[spec.modules[m].role])
+
+
+def _by_function(plan: Plan) -> list[list[WindowPlan]]:
+    by_function: list[list[WindowPlan]] = [[] for _ in plan.functions]
+    for w in plan.windows:
+        by_function[w.function].append(w)
+    return by_function
+
+
+def _functions_of(plan: Plan, m: int, by_function: list[list[WindowPlan]],
+                  rng: random.Random) -> list[int]:
+    """Module m's functions in address order: shuffled, the PLT first."""
+    funcs = [f for f, fp in enumerate(plan.functions) if fp.module == m]
+    rng.shuffle(funcs)
+    funcs.sort(key=lambda f: not by_function[f][0].plt)
+    return funcs
+
+
+def _lay_out(plan: Plan, rng: random.Random, funcs: list[int],
+             by_function: list[list[WindowPlan]], cursor: int) -> int:
+    """Functions one after another from `cursor`; returns where the last one ends."""
+    labels = plan.spec.labels
+    for f in funcs:
+        cursor = _align(cursor)
+        plan.functions[f].entry = cursor
+        cursor += 4 * rng.choice((0, 0, 0, rng.randrange(1, 32)))
+        for w in by_function[f]:
+            if rng.random() < 0.3:
+                cursor = _align(cursor)  # loop heads are often aligned
+            w.first_pc = cursor
+            cursor += 4 * w.n + _window_gap(labels, rng)
+        cursor += _window_gap(labels, rng) + 4 * rng.randrange(0, 64)
+    return cursor
+
+
+def _align(address: int) -> int:
+    return (address + 15) & ~15
 
 
 def _window_gap(labels: bool, rng: random.Random) -> int:
@@ -251,8 +380,9 @@ def _window_gap(labels: bool, rng: random.Random) -> int:
     return DERIVED_GAP + 4 * rng.randrange(0, 120)
 
 
-def _plt(plan: Plan, rng: random.Random) -> None:
-    """The main binary's PLT: its stubs become extra call targets of that module."""
+def _plt(plan: Plan, rng: random.Random) -> tuple[int, ...]:
+    """The main binary's PLT: its stubs become extra call targets of that module (of
+    every block: the addresses are returned)."""
     for w in plan.windows:
         if not w.plt:
             continue
@@ -262,17 +392,20 @@ def _plt(plan: Plan, rng: random.Random) -> None:
         plan.got = [got + off + 8 * k for k in range(stubs)]
         addrs = tuple(w.first_pc + 16 * k for k in range(stubs))
         plan.calls[w.module] = plan.calls[w.module] + addrs
+        return addrs
+    return ()
 
 
-def _values(plan: Plan, rng: random.Random) -> None:
-    """Heavy-tailed window weights; planted windows and look-alikes hot and alike."""
+def _values(plan: Plan, rng: random.Random, total: int) -> None:
+    """Heavy-tailed window weights summing to about `total`; planted windows and
+    look-alikes hot and alike."""
     ws = plan.windows
     pairs: dict[str, list[int]] = {}
     for i, w in enumerate(ws):
         if w.kernel:
             pairs.setdefault(w.kernel, []).append(i)
     for _attempt in range(8):  # a rare draw crowds kernels out of the hot set: redraw
-        if _draw_values(plan, pairs, rng):
+        if _draw_values(plan, pairs, total, rng):
             for i in plan.hot:
                 ws[i].hot = True
             return
@@ -280,10 +413,11 @@ def _values(plan: Plan, rng: random.Random) -> None:
                      "planted window to be hot")
 
 
-def _draw_values(plan: Plan, pairs: dict[str, list[int]], rng: random.Random) -> bool:
+def _draw_values(plan: Plan, pairs: dict[str, list[int]], total: int,
+                 rng: random.Random) -> bool:
     spec, ws = plan.spec, plan.windows
     draws = [rng.lognormvariate(0.0, spec.sigma) for _ in ws]
-    scale = spec.total / sum(draws)
+    scale = total / sum(draws)
     floor = 0 if spec.zero_rows else 1
     drawn = [max(floor * w.rows, round(d * scale)) for w, d in zip(ws, draws, strict=True)]
     for w, value in zip(ws, drawn, strict=True):
@@ -335,27 +469,35 @@ def hot_windows(ws: list[WindowPlan], coverage: float = COVERAGE) -> list[int]:
     return hot
 
 
-def _name_hidden(plan: Plan) -> None:
-    """<unknown_N> numbered by descending function weight, as in the real corpus."""
+def _name_hidden(plan: Plan, named: int) -> int:
+    """<unknown_N> numbered by descending function weight, as in the real corpus (within
+    a block, after the `named` of earlier blocks); returns the names given so far."""
     for w in plan.windows:
         plan.functions[w.function].value += w.value
     hidden = [f for f in plan.functions if f.name == "<unknown>"]
     hidden.sort(key=lambda f: (-f.value, f.entry))
-    for k, f in enumerate(hidden, 1):
+    for k, f in enumerate(hidden, named + 1):
         f.name = f"<unknown_{k:02d}>"
+    return named + len(hidden)
 
 
-def _alp_loops(plan: Plan, rng: random.Random, alp_tokens: int | None) -> None:
-    """Loop regions per hot window; with a token target, more or fewer to match it."""
+def _alp_loops(plan: Plan, rng: random.Random, need: float | None) -> float:
+    """Loop regions per hot window; with a target of `need` ALP records, more or fewer to
+    match it. Returns the records planned."""
     ws = plan.windows
     for i in plan.hot:
         ws[i].loops = rng.choices((1, 2, 3), (0.65, 0.25, 0.10))[0]
-    if alp_tokens is None:
-        return
-    need = 4 * alp_tokens / plan.spec.record_chars
 
     def records(w: WindowPlan) -> float:
-        return w.n * (1 + EXTRA_LOOP_SHARE * (w.loops - 1))
+        return w.n * (1 + EXTRA_LOOP_SHARE * (w.loops - 1)) if w.loops else 0.0
+    if need is not None:
+        _fit_loops(plan, rng, need, records)
+    return sum(records(ws[i]) for i in plan.hot)
+
+
+def _fit_loops(plan: Plan, rng: random.Random, need: float,
+               records: Callable[[WindowPlan], float]) -> None:
+    ws = plan.windows
     have = sum(records(ws[i]) for i in plan.hot)
     if have > need:
         kept = 0.0
