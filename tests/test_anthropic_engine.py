@@ -175,13 +175,49 @@ async def test_model_review_rejects_by_proposal_and_drops_invalid_ones(work, tmp
             async with backend(server) as model:
                 result = await Orchestrator(work, model, SETTINGS, session,
                                             reviewer=model_reviewer(model)).run()
+            stored = session.call("review.w1", result.run)
+        reviews = [s for s in server.messages_seen() if "submit_review" in json.dumps(s.body)]
     reasons = [r["reason"] for r in result.rejected]
     assert "review: generic advice" in reasons
-    assert not any("does not exist" in r for r in reasons)
     accepted = [a.id for a in result.accepted]  # the reviewer's list minus its rejection
     merged = [i for i in result.ideas if set(accepted[:2]) <= set(i.merged_from)]
     assert len(merged) == 1  # the valid merge joined two ideas; the other was dropped
     assert {c.wave for c in result.calls} == {1}  # its only question cited an unknown PC
+    # The review is a call like any other: recorded, with its answer, usage and the
+    # proposals it made that code dropped (kept on the review call, not on a finding).
+    review = next(c for c in result.calls if c.id == "review.w1")
+    assert review.status == "ok" and review.error is None
+    assert review.input_tokens >= reviews[0].usage["input_tokens"] > 0
+    assert review.output_tokens > 0
+    assert json.loads(review.raw)["summary"] == "one out"
+    dropped = [r["reason"] for r in review.rejections]
+    assert any("rejection of unknown finding finding:r9.w9.c9.f9" in r for r in dropped)
+    assert any("already merged or rejected" in r for r in dropped)
+    assert any("cites unknown pc:0xdead" in r for r in dropped)
+    assert {"reason": dropped[0], "call": "review.w1"} in result.rejected
+    assert stored is not None and stored.raw == review.raw and stored.status == "ok"
+    report = build_report(result, work)
+    assert len(reviews) == 1
+    assert "review.w1" in [c["id"] for c in report["calls"]]
+    assert report["cost"]["calls"] == len(result.calls)  # analysis calls and the review
+    assert report["cost"]["output_tokens"] == sum(c.output_tokens for c in result.calls)
+
+
+async def test_a_review_beyond_the_call_budget_is_skipped_not_run(work, tmp_path):
+    settings = resolve(None, {"concurrency": 4, "depth": 1, "windows_per_slice": 3,
+                              "max_calls": 1})
+    with MockMessagesServer(reviewing) as server:
+        with SessionStore(tmp_path / "s.sqlite") as session:
+            async with backend(server) as model:
+                result = await Orchestrator(work, model, settings, session,
+                                            reviewer=model_reviewer(model)).run()
+        asked = [json.dumps(s.body) for s in server.messages_seen()]
+    assert result.stop_reason == "max-calls"
+    review = next(r for r in result.records if r.id == "review.w1")
+    assert review.status == "skipped"
+    assert [c.id for c in result.calls] == ["w1.c1"]  # the review never started
+    assert asked and not any("submit_review" in a for a in asked)
+    assert result.ideas  # the rule gatekeeper merged what was accepted
 
 
 async def test_the_key_is_in_no_stored_byte(work, tmp_path, monkeypatch):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, Field
 
 from pcscope.core.backends import prompting
-from pcscope.core.backends.base import ToolResult
+from pcscope.core.backends.base import ToolResult, Usage
 from pcscope.core.backends.conversation import Task
 from pcscope.core.backends.turns import TurnContext
 from pcscope.core.engine.gatekeeper import Question, merge
@@ -87,6 +87,8 @@ class Review:
     rejected: dict[str, str] = field(default_factory=dict)  # finding ID -> reason
     dropped: list[str] = field(default_factory=list)  # invalid proposals, with reasons
     error: str | None = None
+    raw: str = ""  # the review call's answer as received
+    usage: Usage = field(default_factory=Usage)
 
 
 def review_task(accepted: list[Accepted], ideas: list[Idea], wave: int) -> Task:
@@ -195,10 +197,11 @@ async def review_wave(backend, accepted: list[Accepted], store: EvidenceStore, w
 
     outcome = await backend.ask(review_task(accepted, rule_ideas, wave), no_tools, ctx)
     if outcome.output is None:
-        return Review(rule_ideas, [], error=outcome.error or "review failed")
+        return Review(rule_ideas, [], error=outcome.error or "review failed",
+                      raw=outcome.raw, usage=outcome.usage)
     valid, dropped = check(outcome.output, accepted, store)
     result = apply(valid, accepted, profile, limit)
-    result.dropped = dropped
+    result.dropped, result.raw, result.usage = dropped, outcome.raw, outcome.usage
     return result
 
 

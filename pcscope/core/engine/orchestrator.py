@@ -16,7 +16,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pcscope.core.alp import AlpRecord
 from pcscope.core.backends.base import Backend, CallRequest, CallResponse, Usage
@@ -52,12 +52,17 @@ from pcscope.core.profile import HotSelection
 from pcscope.core.report import build_report
 from pcscope.core.workload import Workload
 
-Reviewer = Callable[[list[Accepted], EvidenceStore, int, int], Awaitable[Any]]
-"""``(accepted, store, wave, question limit) -> review`` with ``ideas`` (ranked),
-``questions`` (for the next wave) and ``rejected`` ({finding ID: reason}); the default is the
-rule gatekeeper (gatekeeper.merge and gatekeeper.questions)."""
+if TYPE_CHECKING:
+    from pcscope.core.engine.model_review import Review
+
+Reviewer = Callable[[list[Accepted], EvidenceStore, int, int], Awaitable["Review"]]
+"""``(accepted, store, wave, question limit) -> review``: one call (recorded and counted
+against the budgets like any other) whose ``Review`` holds the ranked ideas, the questions
+for the next wave and the findings it rejected; the default is the rule gatekeeper
+(gatekeeper.merge and gatekeeper.questions), which is code, not a call."""
 
 OUTPUT_ALLOWANCE = 1000  # tokens reserved for a call's answer before it runs
+REVIEW_TOKENS_PER_FINDING = 150  # a finding's entry in a review prompt, about
 COMPLETE = "complete"
 CANCELLED = "cancelled"
 SKIPPED = "skipped"  # queued but never started (a budget ran out or the run was cancelled)
@@ -267,11 +272,75 @@ class Orchestrator:
             self._ideas = merge(self._accepted, self.workload.profile)
             self._reviewed = True
             return questions(self._ideas, fresh, limit)
-        review = await self._reviewer(list(self._accepted), self.store, wave, limit)
+        review = await self._review_call(wave, limit)
+        if review is None:  # not run (a budget) or failed before answering
+            self._ideas = merge(self._accepted, self.workload.profile)
+            return []
         for fid, reason in review.rejected.items():
             self._withdraw(fid, f"review: {reason}")
         self._ideas, self._reviewed = list(review.ideas), True
         return list(review.questions)
+
+    async def _review_call(self, wave: int, limit: int) -> Review | None:
+        """The reviewer as a recorded call: queued, budgeted, timed, its answer and its
+        dropped proposals kept like any call's."""
+        given = [a.id for a in self._accepted]
+        record = CallRecord(id=f"review.w{wave}", run=self.run_id, wave=wave, parent=None,
+                            key="", model=self.backend.name,
+                            title=f"review of wave {wave} ({len(given)} findings)",
+                            status="queued", given=given, brief="", seed={})
+        self._records[record.id] = record
+        self._save(record)
+        self.bus.publish(CallQueued(run=self.run_id, call=record.id, wave=wave, parent=None,
+                                    title=record.title, given=tuple(given)))
+        reservation = self.budget.reserve(OUTPUT_ALLOWANCE
+                                          + REVIEW_TOKENS_PER_FINDING * len(given))
+        if reservation is None:
+            self._announce_budget()
+            self._stop = True
+            record.status = SKIPPED
+            self._save(record)
+            return None
+        record.status, record.started = "running", time.time()
+        self.bus.publish(CallStarted(run=self.run_id, call=record.id))
+        clock = time.perf_counter()
+        review: Review | None = None
+        try:
+            review = await self._reviewer(list(self._accepted), self.store, wave, limit)
+        except asyncio.CancelledError:
+            record.status, record.error = status.CANCELLED, "cancelled"
+            raise
+        except Exception as exc:  # a failed review leaves the rule gatekeeper's ideas
+            record.status, record.error = status.FAILED, f"{type(exc).__name__}: {exc}"
+        finally:
+            record.seconds, record.finished = time.perf_counter() - clock, time.time()
+            self._save(record)
+        if review is not None:
+            usage = review.usage
+            record.raw = review.raw
+            record.input_tokens = usage.input_tokens + usage.cache_write_tokens
+            record.output_tokens = usage.output_tokens
+            record.cached_tokens = usage.cache_read_tokens
+            record.status = status.FAILED if review.error else status.OK
+            record.error = review.error
+            record.rejections = [{"reason": f"review proposal dropped: {d}",
+                                  "title": "review proposal"} for d in review.dropped]
+            for rejection in record.rejections:
+                self.bus.publish(FindingRejected(run=self.run_id, call=record.id,
+                                                 reason=rejection["reason"],
+                                                 title=rejection["title"]))
+        self.budget.settle(reservation, record.input_tokens + record.output_tokens
+                           + record.cached_tokens)
+        if self.budget.exhausted:
+            self._announce_budget()
+            self._stop = True
+        self._save(record)
+        self.bus.publish(CallFinished(
+            run=self.run_id, call=record.id, status=record.status, accepted=(),
+            rejected=len(record.rejections), input_tokens=record.input_tokens,
+            output_tokens=record.output_tokens, seconds=round(record.seconds, 3),
+            error=record.error))
+        return review
 
     def _withdraw(self, fid: str, reason: str) -> None:
         found = next((a for a in self._accepted if a.id == fid), None)
