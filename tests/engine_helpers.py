@@ -84,8 +84,10 @@ def settings(**overrides) -> Settings:
 
 
 def run(workload, model: str = "offline", *, session: Path, bus: EventBus | None = None,
-        hints=(), resume: bool = False, backend=None, **overrides) -> RunResult:
+        hints=(), resume: bool = False, backend=None, selection=None,
+        **overrides) -> RunResult:
     with SessionStore(session) as store:
         orchestrator = Orchestrator(workload, backend or backend_for(model), settings(**overrides),
-                                    store, bus=bus, hints=hints, resume=resume)
+                                    store, bus=bus, hints=hints, resume=resume,
+                                    selection=selection)
         return asyncio.run(orchestrator.run())

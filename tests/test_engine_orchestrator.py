@@ -18,6 +18,7 @@ from pcscope.core.engine.events import (
 )
 from pcscope.core.engine.orchestrator import Orchestrator
 from pcscope.core.engine.record import SessionStore
+from pcscope.core.profile import HotSelection
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +45,22 @@ def test_open_questions_go_one_wave_deeper_up_to_depth(workload, tmp_path):
                 max_questions=2, **ALL)
     assert [c.wave for c in three.calls].count(2) == 2
     assert [c.wave for c in three.calls].count(3) == 2
+
+
+def test_an_engineers_selection_replaces_the_hot_selection(workload, tmp_path):
+    profile = workload.profile
+    coldest = int(profile.windows_by_weight()[-1])
+    pick = HotSelection([coldest], profile.windows[coldest].weight, 1,
+                        profile.windows[coldest].weight)
+    session = tmp_path / "s.sqlite"
+    result = run(workload, "scripted:ok", session=session, selection=pick, **ALL)
+    assert result.selection is pick
+    assert len(result.calls) == 1  # one slice: the picked window's
+    windows = {i for i in result.calls[0].given if i.startswith("win:")}
+    assert windows == {profile.windows[coldest].id}
+    # A run of the whole hot selection is another run, never a resume of this one.
+    whole = run(workload, "scripted:ok", session=session, resume=True, **ALL)
+    assert not whole.resumed and len(whole.calls) == 4
 
 
 def test_max_calls_stops_cleanly_and_keeps_results(workload, tmp_path):

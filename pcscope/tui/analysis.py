@@ -39,21 +39,6 @@ class Scope:
     selection: HotSelection | None  # None: the preset's own hot selection
 
 
-class ScopedWorkload:
-    """The workload with its hot selection replaced by the engineer's pick (the
-    orchestrator analyzes ``workload.hot(...)``); everything else is the workload's."""
-
-    def __init__(self, workload, selection: HotSelection) -> None:
-        self._workload = workload
-        self._selection = selection
-
-    def __getattr__(self, name: str):
-        return getattr(self._workload, name)
-
-    def hot(self, top: int | None = None, coverage: float = 0.90) -> HotSelection:
-        return self._selection
-
-
 class AnalysisController:
     def __init__(self, screen: MainScreen) -> None:
         self.screen = screen
@@ -109,14 +94,12 @@ class AnalysisController:
         from pcscope.core.engine.record import SessionStore
 
         request = self.screen.request
-        workload = self.screen.workload
-        if scope.selection is not None:
-            workload = ScopedWorkload(workload, scope.selection)
         bus = ev.EventBus()
         bus.listen(self._events.append)  # deque.append is thread-safe
         with SessionStore(self.screen.session.path) as store:
-            orchestrator = Orchestrator(workload, make_backend(request.model),
-                                        self.screen.settings, store, bus=bus)
+            orchestrator = Orchestrator(self.screen.workload, make_backend(request.model),
+                                        self.screen.settings, store, bus=bus,
+                                        selection=scope.selection)
             self._orchestrator = orchestrator
             if self._cancel:
                 orchestrator.cancel()

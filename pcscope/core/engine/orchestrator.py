@@ -104,7 +104,10 @@ class Orchestrator:
     def __init__(self, workload: Workload, backend: Backend, settings: Settings,
                  session: SessionStore, *, bus: EventBus | None = None,
                  hints: Sequence[HintText] = (), resume: bool = False,
-                 reviewer: Reviewer | None = None) -> None:
+                 reviewer: Reviewer | None = None,
+                 selection: HotSelection | None = None) -> None:
+        """``selection``: the windows to analyze (an engineer's pick); by default the
+        hot selection the settings ask for."""
         self.workload = workload
         self.backend = backend
         self.settings = settings
@@ -115,6 +118,7 @@ class Orchestrator:
         self._hint_texts = tuple(hints)
         self._resume = resume
         self._reviewer = reviewer
+        self._selection = selection
         self._ideas: list[Idea] = []
         self._reviewed = False
         self._tools = tool_specs()
@@ -165,7 +169,8 @@ class Orchestrator:
         started = time.monotonic()
         settings = self.settings
         hints = parse_hints(self._hint_texts, self.store)
-        selection = self.workload.hot(top=settings.top, coverage=settings.coverage)
+        selection = self._selection or self.workload.hot(top=settings.top,
+                                                         coverage=settings.coverage)
         resumed = self._open_run(hints)
         self.budget = Budget(Limits(settings.max_calls, settings.max_tokens, settings.max_seconds))
         # Model backends reserve tokens per turn against the run's budget and pace their
@@ -228,6 +233,7 @@ class Orchestrator:
             "alp": str(w.alp_path) if w.alp_path else None,
             "guides": sorted(section.id for section in w.guides),
             "hints": [h.text for h in self._hint_texts],
+            "windows": list(self._selection.windows) if self._selection else None,
         }
         text = json.dumps(data, sort_keys=True)
         return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
