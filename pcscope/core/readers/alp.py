@@ -27,7 +27,7 @@ from pcscope.core.alp_columns import AlpRecords
 from pcscope.core.errors import InputError
 from pcscope.core.ids import hex_pc, parse_pc
 from pcscope.core.readers.alp_sums import ABSENT, KeptPcs, grown
-from pcscope.core.textio import open_text_lines
+from pcscope.core.textio import open_text_batches
 
 _MAX_PC = 2**64 - 1
 _MAX_COUNT = 2**53          # sums stay exact in int64 and as float64 weights
@@ -253,6 +253,7 @@ class _Registry:
 
 
 _PC_TEXT = re.compile(r"0[xX][0-9a-fA-F]+|[0-9]+")
+_USUAL_PCS = re.compile(r"(?:0x[0-9a-f]{1,16}\n)*0x[0-9a-f]{1,16}")  # 64 bits at most
 
 
 def _pc_value(spelt: str | int) -> int:
@@ -311,8 +312,13 @@ class _Reader:
         """Give new PC spellings their PC index (``0x2004``, ``0X2004``, ``8196`` share one);
         ValueError at the first that is not a 64-bit PC."""
         pc_index, of_value, values = self.pc_index, self.index_of_value, self.pc_values
-        for spelt in spellings:
-            value = _pc_value(spelt)
+        try:  # the usual spelling, checked for the whole batch by one regex pass
+            usual = _USUAL_PCS.fullmatch("\n".join(spellings)) is not None
+        except TypeError:  # a PC spelt as a JSON integer
+            usual = False
+        parsed = ([int(s, 16) for s in spellings] if usual
+                  else list(map(_pc_value, spellings)))
+        for spelt, value in zip(spellings, parsed, strict=True):
             index = of_value.setdefault(value, len(values))
             if index == len(values):
                 values.append(value)
@@ -465,19 +471,10 @@ def read_alp(
     batches of lines and once at the end.
     """
     reader = _Reader(str(path), profile_pcs, keep_pcs, skip_bad_lines)
-    texts: list[str] = []
-    first = 1
-    batches = 0
-    for line, text in open_text_lines(path):
-        texts.append(text)
-        if len(texts) >= _BATCH:
-            reader.add_lines(first, texts)
-            texts, first = [], line + 1
-            batches += 1
-            if progress is not None and batches % _PROGRESS_BATCHES == 0:
-                progress(reader.chars)
-    if texts:
+    for batches, (first, texts) in enumerate(open_text_batches(path, _BATCH), 1):
         reader.add_lines(first, texts)
+        if progress is not None and batches % _PROGRESS_BATCHES == 0:
+            progress(reader.chars)
     if progress is not None:
         progress(reader.chars)
     return reader.table()
