@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pcscope.core.alp import AlpRecord
 from pcscope.core.backends.base import Backend, CallRequest, CallResponse, Usage
 from pcscope.core.engine import calls as status
-from pcscope.core.engine.budget import Budget, Limits
+from pcscope.core.engine.budget import Budget, Limits, Reservation
 from pcscope.core.engine.calls import CallPlan, CallRecord, ToolUse, call_id
 from pcscope.core.engine.events import (
     BudgetReached,
@@ -313,20 +313,15 @@ class Orchestrator:
         review: Review | None = None
         try:
             review = await self._reviewer(list(self._accepted), self.store, wave, limit)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError:  # _finish records it
             record.status, record.error = status.CANCELLED, "cancelled"
             raise
         except Exception as exc:  # a failed review leaves the rule gatekeeper's ideas
             record.status, record.error = status.FAILED, f"{type(exc).__name__}: {exc}"
-        finally:
-            record.seconds, record.finished = time.perf_counter() - clock, time.time()
-            self._save(record)
+        record.seconds, record.finished = time.perf_counter() - clock, time.time()
         if review is not None:
-            usage = review.usage
             record.raw = review.raw
-            record.input_tokens = usage.input_tokens + usage.cache_write_tokens
-            record.output_tokens = usage.output_tokens
-            record.cached_tokens = usage.cache_read_tokens
+            _count_usage(record, review.usage)
             record.status = status.FAILED if review.error else status.OK
             record.error = review.error
             record.rejections = [{"reason": f"review proposal dropped: {d}",
@@ -335,17 +330,8 @@ class Orchestrator:
                 self.bus.publish(FindingRejected(run=self.run_id, call=record.id,
                                                  reason=rejection["reason"],
                                                  title=rejection["title"]))
-        self.budget.settle(reservation, record.input_tokens + record.output_tokens
-                           + record.cached_tokens)
-        if self.budget.exhausted:
-            self._announce_budget()
-            self._stop = True
-        self._save(record)
-        self.bus.publish(CallFinished(
-            run=self.run_id, call=record.id, status=record.status, accepted=(),
-            rejected=len(record.rejections), input_tokens=record.input_tokens,
-            output_tokens=record.output_tokens, seconds=round(record.seconds, 3),
-            error=record.error))
+        self._settle(reservation, record, record.input_tokens + record.output_tokens
+                     + record.cached_tokens)
         return review
 
     def _withdraw(self, fid: str, reason: str) -> None:
@@ -450,17 +436,20 @@ class Orchestrator:
             outcome = await self._execute(plan, record, reused)
             record.seconds = reused.seconds if reused else time.perf_counter() - clock
             record.finished = time.time()
-            used = self._conclude(plan, record, outcome)
-            self.budget.settle(reservation, used)
-            if self.budget.exhausted:
-                self._announce_budget()
-                self._stop = True
-            self._save(record)
-            self.bus.publish(CallFinished(
-                run=self.run_id, call=plan.id, status=record.status,
-                accepted=tuple(record.accepted), rejected=len(record.rejections),
-                input_tokens=record.input_tokens, output_tokens=record.output_tokens,
-                seconds=round(record.seconds, 3), error=record.error))
+            self._settle(reservation, record, self._conclude(plan, record, outcome))
+
+    def _settle(self, reservation: Reservation, record: CallRecord, used: int) -> None:
+        """A finished call: its tokens counted against the budgets, recorded, announced."""
+        self.budget.settle(reservation, used)
+        if self.budget.exhausted:
+            self._announce_budget()
+            self._stop = True
+        self._save(record)
+        self.bus.publish(CallFinished(
+            run=self.run_id, call=record.id, status=record.status,
+            accepted=tuple(record.accepted), rejected=len(record.rejections),
+            input_tokens=record.input_tokens, output_tokens=record.output_tokens,
+            seconds=round(record.seconds, 3), error=record.error))
 
     async def _execute(self, plan: CallPlan, record: CallRecord,
                        reused: CallRecord | None) -> _Outcome | None:
@@ -507,9 +496,7 @@ class Orchestrator:
             tool_text = "".join(t.text for t in outcome.tools)
             usage = Usage(tokens(SYSTEM) + tokens(plan.brief) + tokens(tool_text),
                           tokens(record.raw))
-        record.input_tokens = usage.input_tokens + usage.cache_write_tokens
-        record.output_tokens = usage.output_tokens
-        record.cached_tokens = usage.cache_read_tokens
+        _count_usage(record, usage)
         if response.error is not None:
             record.status, record.error = status.FAILED, response.error
         else:
@@ -565,3 +552,9 @@ class Orchestrator:
                                            limit=self.budget.limit_of(name),
                                            used=self.budget.used_of(name)))
 
+
+def _count_usage(record: CallRecord, usage: Usage) -> None:
+    """A call's token counts: cache writes are input, cache reads are counted apart."""
+    record.input_tokens = usage.input_tokens + usage.cache_write_tokens
+    record.output_tokens = usage.output_tokens
+    record.cached_tokens = usage.cache_read_tokens
