@@ -517,11 +517,15 @@ def test_memory_does_not_grow_with_the_size_asked(tmp_path, monkeypatch):
 @pytest.mark.parametrize("block", [layout.BLOCK_WINDOWS, SMALL_BLOCK])
 def test_scale_writes_exact_rows_and_the_alp_size_asked(tmp_path, monkeypatch, block):
     monkeypatch.setattr(layout, "BLOCK_WINDOWS", block)
-    summary = generate(Options("A", 9, tmp_path, scale=12_000, alp_tokens=80_000))
+    said: list[str] = []
+    summary = generate(Options("A", 9, tmp_path, scale=12_000, alp_tokens=80_000), said.append)
     header, rows = profile_rows(tmp_path / "profile.csv.gz")
     assert len(rows) == 12_000 == summary.rows
     blocks = json.loads((tmp_path / "truth.json").read_text())["blocks"]
     assert blocks == -(-summary.windows // block) == (1 if block > 1000 else 6)
+    assert len(said) == blocks  # progress after each block
+    assert said[-1] == (f"{summary.windows:,} of {summary.windows:,} windows written "
+                        "(12,000 rows)")
     with gzip.open(tmp_path / "alp.jsonl.gz", "rt") as f:
         chars = sum(len(line) for line in f)
     assert 0.75 * 80_000 <= chars / 4 <= 1.25 * 80_000

@@ -67,7 +67,7 @@ def fraction(text: str) -> float:
 
 
 @contextmanager
-def progress_status():
+def progress_status(first: str = "indexing"):
     """A one-line rich status on stderr for long work; silent when stderr is not a TTY."""
     if not sys.stderr.isatty():
         yield lambda _msg: None
@@ -75,7 +75,7 @@ def progress_status():
     from rich.console import Console
 
     console = Console(stderr=True)
-    with console.status("indexing…") as status:
+    with console.status(f"{first}…") as status:
         yield lambda msg: status.update(f"{msg}…")
 
 

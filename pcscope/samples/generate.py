@@ -18,6 +18,7 @@ import json
 import random
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -191,8 +192,9 @@ class Writer:
     def _loops(self, wp: WindowPlan, n: int, rng: random.Random) -> list[Loop]:
         # The window's share of the file, taking the block to hold its share of the
         # windows: the file's total is known only after the last block.
-        total = self.plan_total
-        share = wp.value / total * self.plan.share if total else 0.0
+        total, plan = self.plan_total, self.plan
+        share = (wp.value / total * (len(plan.windows) / plan.sample_windows) if total
+                 else 0.0)
         main = max(500, round(share * ITERATION_SCALE * rng.uniform(0.6, 1.4)))
         loops = []
         for k in range(wp.loops):
@@ -257,7 +259,8 @@ def plt_stubs(got: list[int]) -> list[Insn]:
     return out
 
 
-def generate(opts: Options) -> Summary:
+def generate(opts: Options, progress: Callable[[str], None] = lambda _msg: None) -> Summary:
+    """Write the sample; ``progress`` hears how far it got after each block of windows."""
     spec = KINDS[opts.kind]
     started = time.perf_counter()
     tokens = opts.alp_tokens
@@ -272,6 +275,8 @@ def generate(opts: Options) -> Summary:
         writer = Writer(spec, profile, alp)
         for plan in blocks:
             writer.block(plan)
+            progress(f"{writer.windows:,} of {plan.sample_windows:,} windows written "
+                     f"({writer.rows:,} rows)")
     with output(out / "truth.json") as f:
         f.write(json.dumps(_truth_doc(opts.seed, writer), indent=1, sort_keys=True) + "\n")
     with output(out / "README.md") as f:
@@ -314,7 +319,7 @@ def command(opts: Options) -> str:
 
 def readme(opts: Options, writer: Writer) -> str:
     spec = writer.spec
-    coverage = "90% coverage" + (f" of each block of up to {BLOCK_WINDOWS:,} windows"
+    coverage = "90% coverage" + (f" of each of its {writer.blocks} blocks of windows"
                                  if writer.blocks > 1 else "")
     return (
         f"# Sample workload {spec.name}\n\n{spec.summary} This copy has "
@@ -359,8 +364,12 @@ def options(args: argparse.Namespace) -> Options:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pcscope.cli.common import progress_status
+
     opts = options(args)
-    print(generate(opts).line(opts.kind, opts.seed))
+    with progress_status("generating") as say:
+        summary = generate(opts, say)
+    print(summary.line(opts.kind, opts.seed))
     return 0
 
 

@@ -72,7 +72,7 @@ class Plan:
     order: list[int] = field(default_factory=list)  # generation order of windows
     hot: list[int] = field(default_factory=list)    # hot windows, descending weight
     first: int = 0            # index of the block's first window in the whole sample
-    share: float = 1.0        # the block's share of the sample's windows
+    sample_windows: int = 0   # windows in the whole sample
 
     @property
     def total(self) -> int:
@@ -111,7 +111,7 @@ def plan_blocks(spec: KindSpec, seed: int, windows: int | None = None,
     first, wanted = 0, 0.0
     for k, size in enumerate(sizes):
         plan = Plan(spec, seed, [m.name for m in spec.modules], [], [], [], first=first,
-                    share=size / count)
+                    sample_windows=count)
         need = None
         if tokens is not None:  # ALP records; what earlier blocks took over or under counts
             wanted += 4 * tokens[k] / spec.record_chars
