@@ -6,9 +6,12 @@ import argparse
 import json
 import sys
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from pcscope.core.errors import UsageError
-from pcscope.core.workload import Workload
+
+if TYPE_CHECKING:  # numpy and the profile model load only with a profile to read
+    from pcscope.core.workload import Workload
 
 
 def add_input_args(parser: argparse.ArgumentParser, profile: bool = True) -> None:
