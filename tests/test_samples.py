@@ -515,6 +515,20 @@ def test_memory_does_not_grow_with_the_size_asked(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("block", [layout.BLOCK_WINDOWS, SMALL_BLOCK])
+def test_scale_names_the_rows_it_needs_and_the_least_is_enough(tmp_path, monkeypatch, block):
+    monkeypatch.setattr(layout, "BLOCK_WINDOWS", block)
+    with pytest.raises(UsageError, match=r"^--scale 1,000 is too few rows for 600 windows: "
+                                         r"give at least [\d,]+ \(3 rows a window"):
+        generate(Options("C", 3, tmp_path / "few", windows=600, scale=1000))
+    with pytest.raises(UsageError) as err:
+        generate(Options("C", 3, tmp_path / "few", windows=600, scale=1800))
+    least = int(re.search(r"at least ([\d,]+)", str(err.value)).group(1).replace(",", ""))
+    assert 3 * 600 < least < 4 * 600
+    summary = generate(Options("C", 3, tmp_path / "least", windows=600, scale=least))
+    assert (summary.rows, summary.windows) == (least, 600)
+
+
+@pytest.mark.parametrize("block", [layout.BLOCK_WINDOWS, SMALL_BLOCK])
 def test_scale_writes_exact_rows_and_the_alp_size_asked(tmp_path, monkeypatch, block):
     monkeypatch.setattr(layout, "BLOCK_WINDOWS", block)
     said: list[str] = []

@@ -28,6 +28,7 @@ BLOCK_WINDOWS = 4096
 COVERAGE = 0.90
 DERIVED_GAP = 68          # > 64 bytes: derivation starts a new window (formats.md §1)
 EXTRA_LOOP_SHARE = 0.6    # share of a window's PCs an extra loop region covers
+PLT_ROWS_MAX = 96         # 24 stubs of 4 instructions
 
 
 @dataclass(slots=True)
@@ -103,7 +104,21 @@ def plan_blocks(spec: KindSpec, seed: int, windows: int | None = None,
         raise UsageError(f"--windows {count} is too few for kind {spec.name} "
                          f"(needs at least {least})")
     sizes = split(count, [1] * -(-count // BLOCK_WINDOWS))
-    block_rows = split(rows, sizes) if rows is not None else [None] * len(sizes)
+    block_rows: list[int | None] = [None] * len(sizes)
+    if rows is not None:
+        # Every window needs 3 rows; block 0 also holds the planted, look-alike and PLT
+        # windows, which need more. What is left over is shared out by window count.
+        kernels = 2 * len(spec.categories)
+        reserve = (KERNEL_MIN + 10) * kernels + PLT_ROWS_MAX
+        need = 3 * (count - kernels) + reserve
+        if rows < need:
+            raise UsageError(f"--scale {rows:,} is too few rows for {count:,} windows: "
+                             f"give at least {need:,} (3 rows a window, up to "
+                             f"{KERNEL_MIN + 10} for each of the {kernels} planted and "
+                             "look-alike windows) or fewer --windows")
+        block_rows = [3 * n + extra for n, extra in zip(sizes, split(rows - need, sizes),
+                                                        strict=True)]
+        block_rows[0] += reserve - 3 * kernels
     totals = split(spec.total, sizes)
     tokens = split(alp_tokens, sizes) if alp_tokens is not None else None
     later = [_spans(spec, seed, k, sizes[k], block_rows[k]) for k in range(1, len(sizes))]
@@ -189,7 +204,7 @@ def _windows(plan: Plan, rng: random.Random, count: int, kernels: list[tuple[str
     main = next((i for i, m in enumerate(spec.modules) if m.plt), None)
     fixed: list[WindowPlan] = []
     if plt and main is not None:
-        fixed.append(WindowPlan(main, 4 * rng.randint(8, 24), plt=True))
+        fixed.append(WindowPlan(main, 4 * rng.randint(8, PLT_ROWS_MAX // 4), plt=True))
     for cat, bad in kernels:
         mod = rng.choices(range(len(shares)), shares)[0]
         fixed.append(WindowPlan(mod, rng.randint(KERNEL_MIN, KERNEL_MIN + 10), kernel=cat,
