@@ -104,21 +104,7 @@ def plan_blocks(spec: KindSpec, seed: int, windows: int | None = None,
         raise UsageError(f"--windows {count} is too few for kind {spec.name} "
                          f"(needs at least {least})")
     sizes = split(count, [1] * -(-count // BLOCK_WINDOWS))
-    block_rows: list[int | None] = [None] * len(sizes)
-    if rows is not None:
-        # Every window needs 3 rows; block 0 also holds the planted, look-alike and PLT
-        # windows, which need more. What is left over is shared out by window count.
-        kernels = 2 * len(spec.categories)
-        reserve = (KERNEL_MIN + 10) * kernels + PLT_ROWS_MAX
-        need = 3 * (count - kernels) + reserve
-        if rows < need:
-            raise UsageError(f"--scale {rows:,} is too few rows for {count:,} windows: "
-                             f"give at least {need:,} (3 rows a window, up to "
-                             f"{KERNEL_MIN + 10} for each of the {kernels} planted and "
-                             "look-alike windows) or fewer --windows")
-        block_rows = [3 * n + extra for n, extra in zip(sizes, split(rows - need, sizes),
-                                                        strict=True)]
-        block_rows[0] += reserve - 3 * kernels
+    block_rows = _block_rows(spec, rows, sizes) if rows is not None else [None] * len(sizes)
     totals = split(spec.total, sizes)
     tokens = split(alp_tokens, sizes) if alp_tokens is not None else None
     later = [_spans(spec, seed, k, sizes[k], block_rows[k]) for k in range(1, len(sizes))]
@@ -127,14 +113,30 @@ def plan_blocks(spec: KindSpec, seed: int, windows: int | None = None,
     for k, size in enumerate(sizes):
         plan = Plan(spec, seed, [m.name for m in spec.modules], [], [], [], first=first,
                     sample_windows=count)
-        need = None
+        records = None
         if tokens is not None:  # ALP records; what earlier blocks took over or under counts
             wanted += 4 * tokens[k] / spec.record_chars
-            need = wanted - carry.records
-        _block(plan, _rng(spec, seed, k), k, size, block_rows[k], totals[k], need, carry,
+            records = wanted - carry.records
+        _block(plan, _rng(spec, seed, k), k, size, block_rows[k], totals[k], records, carry,
                later)
         yield plan
         first += size
+
+
+def _block_rows(spec: KindSpec, rows: int, sizes: list[int]) -> list[int]:
+    """Every window needs 3 rows; block 0 also holds the planted, look-alike and PLT
+    windows, which need more. What is left over is shared out by window count."""
+    count = sum(sizes)
+    kernels = 2 * len(spec.categories)
+    reserve = (KERNEL_MIN + 10) * kernels + PLT_ROWS_MAX
+    need = 3 * (count - kernels) + reserve
+    if rows < need:
+        raise UsageError(f"--scale {rows:,} is too few rows for {count:,} windows: give at "
+                         f"least {need:,} (3 rows a window, up to {KERNEL_MIN + 10} for each "
+                         f"of the {kernels} planted and look-alike windows) or fewer --windows")
+    out = [3 * n + extra for n, extra in zip(sizes, split(rows - need, sizes), strict=True)]
+    out[0] += reserve - 3 * kernels  # block 0's bigger windows
+    return out
 
 
 def split(total: int, parts: list[int]) -> list[int]:
