@@ -12,6 +12,7 @@ from pcscope.core.profile import HotSelection, Profile
 
 if TYPE_CHECKING:
     from pcscope.core.alp import AlpTable
+    from pcscope.core.mechanisms import MechanismTable
     from pcscope.core.patterns import PatternTable
     from pcscope.core.readers.guides import GuideSection
 
@@ -27,6 +28,7 @@ class Workload:
     alp_loader: Callable[[], AlpTable | None] = field(repr=False)
     text_loader: Callable[[], Any] = field(repr=False)
     mca_loader: Callable[[], dict[int, dict]] = field(repr=False, default=dict)
+    mechanism_loader: Callable[[], MechanismTable] | None = field(repr=False, default=None)
     alp_path: Path | None = None
     guide_paths: tuple[Path, ...] = ()
 
@@ -38,6 +40,13 @@ class Workload:
     def mca(self) -> dict[int, dict]:
         """Static llvm-mca predictions by PC (evidence ``mca:0x…``, basis *predicted*)."""
         return self.mca_loader()
+
+    @cached_property
+    def mechanisms(self) -> MechanismTable:
+        """Pattern sites grouped into mechanisms (evidence ``mech:<kind>:0x…``)."""
+        from pcscope.core.mechanisms import MechanismTable
+
+        return self.mechanism_loader() if self.mechanism_loader else MechanismTable()
 
     @cached_property
     def text(self) -> Any:
