@@ -200,3 +200,23 @@ async def test_unknown_model_fails_cleanly(indexed) -> None:
         await pilot.pause(0.2)
         assert "analysis failed: unknown model 'nosuch:model'" in screen_text(app)
         assert any("unknown model" in str(n.message) for n in app._notifications)
+
+
+async def test_calls_tree_moves_like_every_list(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await analyze_all(pilot, screen)
+        await pilot.press("5")
+        tree = screen.calls.calls_tree
+        assert tree.has_focus and tree.last_line > 1
+        await pilot.press("G")
+        assert tree.cursor_line == tree.last_line
+        await pilot.press("g")
+        assert tree.cursor_line == 0
+        await pilot.press("end")
+        assert tree.cursor_line == tree.last_line
+        await pilot.press("home", "pagedown")
+        assert tree.cursor_line > 0
+        await pilot.press("pageup")
+        assert tree.cursor_line == 0

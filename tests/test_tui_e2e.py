@@ -85,7 +85,7 @@ def test_explore_a_profile_in_a_real_terminal(tmux, tmp_path) -> None:
     screen = tmux.wait_for("alp:0x2004")
     assert "mispredicted 1k (25.0%)" in screen
     tmux.keys(":")
-    tmux.wait_for("go to PC:")
+    tmux.wait_for("go to PC")
     tmux.type("0x100c")
     tmux.keys("Enter")  # to the BL …
     tmux.wait_for("main_loop · win:0x1000")

@@ -6,7 +6,7 @@ import pytest
 from tui_support import build_index, fresh_session, ready, screen_text, until
 
 from pcscope.tui.config import TuiConfig, read_config
-from pcscope.tui.keymap import SPECS
+from pcscope.tui.keymap import MOTIONS, SPECS
 from pcscope.tui.screens.help import HelpScreen
 
 WIDE = (160, 48)
@@ -139,7 +139,9 @@ async def test_theme_switch_is_live_and_kept(indexed, tmp_path) -> None:
     async with app.run_test(size=WIDE) as pilot:
         screen = await ready(pilot)
         dark = screen.hot.cell_style("hot--bar").color
-        await pilot.press("t")
+        await pilot.press("t")  # a stray letter changes nothing that is saved
+        assert app.theme == "pcscope-dark"
+        await pilot.press("f9")
         assert app.theme == "pcscope-light"
         await pilot.pause()
         assert screen.hot.cell_style("hot--bar").color != dark
@@ -187,9 +189,8 @@ async def test_palette_offers_every_action(indexed) -> None:
     async with app.run_test(size=WIDE) as pilot:
         screen = await ready(pilot)
         titles = {c.title for c in app.get_system_commands(screen)}
-        motions = {"search.results", "calls.down", "calls.up"}
         for spec in SPECS:
-            if not spec.id.startswith("list.") and spec.id not in motions:
+            if spec.id not in MOTIONS:
                 assert spec.description in titles, spec.id
 
 
@@ -263,3 +264,46 @@ async def test_typed_ahead_enter_answers_the_prompt_once(indexed) -> None:
         field.post_message(Input.Submitted(field, "0x100c"))
         await pilot.pause()
         assert answers == ["0x100c"] and not screen.command.asking
+
+
+async def test_finished_search_never_moves_the_focus(indexed) -> None:
+    """F3 re-runs the query in the background: the engineer keeps typing in the query, and
+    letters that would be commands elsewhere (e export, t …) stay text."""
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("slash", *"ldr")
+        screen.search.submit("ldr")  # a search already under way when F3 re-runs it
+        await pilot.press("f3")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert screen.search.input.has_focus
+        await pilot.press("e", "t")
+        assert screen.search.input.value == "ldret"
+        assert not screen.command.asking  # e did not open the export prompt
+
+
+async def test_restored_search_does_not_take_the_focus(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("slash", *"mnemonic:b", "enter")
+        await until(pilot, lambda: screen.hits, "search hits")
+        await pilot.press("1")
+    again = indexed.app()
+    async with again.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await until(pilot, lambda: screen.hits, "the restored search")
+        assert screen.active == "hot" and screen.hot.has_focus
+
+
+async def test_goto_takes_symbols_and_offsets(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("colon", *"runtime_dispatch+0x4", "enter")
+        assert not screen.command.asking and screen.asm.pc == 0x2004
+        await pilot.press("colon", *"100c", "enter")  # bare hex, as addresses are shown
+        assert screen.asm.pc == 0x100C
+        await pilot.press("colon", *"nosuch", "enter")
+        assert screen.command.asking and "no function named 'nosuch'" in screen_text(app)

@@ -55,7 +55,8 @@ SPECS: tuple[KeySpec, ...] = (
     KeySpec("app.quit", "q,ctrl+q", "quit", "Quit"),
     KeySpec("app.help", "f1,question_mark", "help", "Help"),
     KeySpec("app.palette", "f2,ctrl+p", "command_palette", "Commands"),
-    KeySpec("app.theme", "t", "next_theme", "Theme"),
+    # Not a single letter: a theme change is saved, and a stray keystroke must not do it.
+    KeySpec("app.theme", "f9", "next_theme", "Theme"),
     KeySpec("main.search", "slash", "search", "Search"),
     KeySpec("main.next_hit", "n", "step_hit(1)", "Next hit", show=False),
     KeySpec("main.prev_hit", "N", "step_hit(-1)", "Previous hit", show=False),
@@ -97,6 +98,10 @@ SPECS: tuple[KeySpec, ...] = (
     KeySpec("evidence.back", "backspace,h", "back", "Back to ideas"),
     KeySpec("calls.down", "j", "cursor_down", "Down", show=False),
     KeySpec("calls.up", "k", "cursor_up", "Up", show=False),
+    KeySpec("calls.page_down", "pagedown,space", "page_down", "Page down", show=False),
+    KeySpec("calls.page_up", "pageup,b", "page_up", "Page up", show=False),
+    KeySpec("calls.top", "g,home", "scroll_home", "Top", show=False),
+    KeySpec("calls.bottom", "G,end", "scroll_end", "Bottom", show=False),
     KeySpec("search.regex", "f3,ctrl+r", "toggle_regex", "Regex on/off"),
     KeySpec("search.results", "down", "focus_results", "To results", show=False),
     KeySpec("search.open", "enter,l", "open", "Jump to hit"),
@@ -104,6 +109,11 @@ SPECS: tuple[KeySpec, ...] = (
 )
 
 KEY_IDS = frozenset(spec.id for spec in SPECS)
+# Cursor motions: keys, not commands, so the palette leaves them out.
+MOTIONS = frozenset(
+    spec.id for spec in SPECS
+    if spec.scope == "list" or spec.id.startswith("calls.") or spec.id == "search.results"
+)
 
 
 def bindings(*scopes: str) -> list[Binding]:

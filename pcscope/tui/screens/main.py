@@ -22,11 +22,12 @@ from textual.worker import Worker, WorkerState
 
 from pcscope.core.errors import EvidenceError
 from pcscope.core.evidence import EvidenceStore
-from pcscope.core.ids import hex_pc, kind_of, parse_pc, pc_of
+from pcscope.core.ids import hex_pc, kind_of, pc_of
+from pcscope.core.locate import locate
 from pcscope.tui.analysis import AnalysisController, preload_engine
 from pcscope.tui.config import TuiConfig
 from pcscope.tui.hot_model import HotModel, HotView, compute_badges
-from pcscope.tui.keymap import PANES, KeySpec, bindings
+from pcscope.tui.keymap import MOTIONS, PANES, KeySpec, bindings
 from pcscope.tui.launch import OpenRequest, Prepared
 from pcscope.tui.session import Restored, ViewState
 from pcscope.tui.widgets.alp_view import AlpView
@@ -222,7 +223,7 @@ class MainScreen(Screen):
                    "calls": self.calls.calls_tree, "search": self.search.input,
                    "guide": self.guide.sections_list}
         target = targets.get(spec.scope)
-        if target is None or spec.id in ("search.results", "calls.down", "calls.up"):
+        if target is None or spec.id in MOTIONS:
             return None
 
         async def run() -> None:
@@ -277,19 +278,21 @@ class MainScreen(Screen):
             self.query_one("#pane-alp", Pane).set_status(hex_pc(self.alp.pc))
 
     def action_goto_pc(self) -> None:
+        profile = self.workload.profile
+
         def check(text: str) -> str | None:
             try:
-                pc = parse_pc(text.removeprefix("pc:"))
+                pc = locate(profile, text)
             except ValueError as exc:
                 return str(exc)
-            return None if self.workload.profile.row_of(pc) is not None else (
+            return None if profile.row_of(pc) is not None else (
                 f"{hex_pc(pc)} is not in the profile")
 
         def done(text: str | None) -> None:
             if text:
-                self.show_pc(parse_pc(text.removeprefix("pc:")))
+                self.show_pc(locate(profile, text))
 
-        self.command.ask("go to PC", done, check=check)
+        self.command.ask("go to PC (0x…, hex, symbol, symbol+0xoff)", done, check=check)
 
     def show_pc(self, pc: int, pane: str = "asm") -> bool:
         if not self.asm.show_pc(pc):
