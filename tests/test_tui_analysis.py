@@ -138,7 +138,8 @@ async def test_cancel_keeps_what_finished(indexed) -> None:
         await until(pilot, lambda: screen.analysis.run.done and not screen.analysis.running,
                     "the run to stop")
         assert screen.analysis.run.stop_reason == "cancelled"
-        assert "stopped: cancelled" in screen_text(app)
+        text = screen_text(app)
+        assert "· cancelled ·" in text and "skipped" in text
 
 
 async def test_export_writes_the_markdown_report(indexed, tmp_path) -> None:
@@ -220,3 +221,45 @@ async def test_calls_tree_moves_like_every_list(indexed) -> None:
         assert tree.cursor_line > 0
         await pilot.press("pageup")
         assert tree.cursor_line == 0
+
+
+async def test_a_budget_stopped_run_says_so_and_counts_skipped_calls(indexed) -> None:
+    from dataclasses import replace
+
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        screen.settings = replace(screen.settings, max_calls=1, windows_per_slice=1)
+        await analyze_all(pilot, screen)
+        run = screen.analysis.run
+        assert run.stop_reason == "max-calls"
+        skipped = [c for c in run.calls.values() if c.status == "skipped"]
+        assert skipped, "a one-call budget over several slices leaves calls unrun"
+        status = str(screen.command.status.render())
+        assert "stopped by max-calls" in status
+        assert f"1 done · {len(skipped)} skipped of {len(run.calls)} calls" in status
+        assert "complete" not in status
+
+
+async def test_call_detail_belongs_to_the_current_run(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await analyze_all(pilot, screen)
+        await pilot.press("5", "down", "down")
+        assert screen.calls.selected is not None
+        before = screen.calls.run_view.calls[screen.calls.selected]
+        await pilot.press("A")
+        await until(pilot, lambda: screen.analysis.run.done and not screen.analysis.running,
+                    "the second analysis")
+        assert screen.calls.selected is None
+        assert "Select a call" in str(screen.calls.detail.render())
+        # A record the old run asked for never lands in the new run's call of that name.
+        stale = type(before)(before.id, before.wave, before.parent, before.title)
+        from concurrent.futures import Future
+
+        done: Future = Future()
+        done.set_result(type("R", (), {"raw": "OLD RAW", "fetched": ()})())
+        screen.calls.on_calls_view_record_loaded(screen.calls.RecordLoaded(stale, done))
+        current = screen.calls.run_view.calls.get(before.id)
+        assert current is None or current.raw != "OLD RAW"

@@ -307,3 +307,16 @@ async def test_goto_takes_symbols_and_offsets(indexed) -> None:
         assert screen.asm.pc == 0x100C
         await pilot.press("colon", *"nosuch", "enter")
         assert screen.command.asking and "no function named 'nosuch'" in screen_text(app)
+
+
+async def test_an_empty_filter_result_names_the_filter(indexed) -> None:
+    from pcscope.tui.hot_model import HotView
+
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        screen.hot.apply(HotView("weight", "no-such-function", None))
+        await pilot.pause()
+        status = screen.query_one("#pane-hot").border_subtitle
+        assert "0 of 124 windows: all hidden by filter 'no-such-function'" in status
+        assert "C clears" in status

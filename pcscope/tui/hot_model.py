@@ -25,12 +25,16 @@ class HotView:
     category: str | None = None
 
     def describe(self) -> str:
-        parts = [f"sort {self.sort}"]
+        return " · ".join([f"sort {self.sort}", *self.filters()])
+
+    def filters(self) -> list[str]:
+        """The filters in force, as the status line names them."""
+        parts = []
         if self.category:
             parts.append(f"category {self.category}")
         if self.text:
             parts.append(f"filter {self.text!r}")
-        return " · ".join(parts)
+        return parts
 
 
 @dataclass

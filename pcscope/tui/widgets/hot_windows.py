@@ -140,6 +140,10 @@ class HotWindowsList(VirtualList):
         """Where the cursor is (the list draws no scrollbar), how many are shown, the view."""
         total = len(self.model.profile.windows)
         shown = len(self.model)
+        view = self.model.view
+        if not shown and total and view.filters():
+            hidden_by = " and ".join(view.filters())
+            return f"0 of {total:,} windows: all hidden by {hidden_by} · C clears"
         counted = f"{shown:,}" if shown == total else f"{shown:,} of {total:,}"
         place = f"{self.cursor + 1:,}/" if shown else ""
-        return f"{place}{counted} windows · {self.model.view.describe()}"
+        return f"{place}{counted} windows · {view.describe()}"
