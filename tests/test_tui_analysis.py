@@ -263,3 +263,62 @@ async def test_call_detail_belongs_to_the_current_run(indexed) -> None:
         screen.calls.on_calls_view_record_loaded(screen.calls.RecordLoaded(stale, done))
         current = screen.calls.run_view.calls.get(before.id)
         assert current is None or current.raw != "OLD RAW"
+
+
+async def test_export_keeps_the_triage_and_leaves_rejected_ideas_out(indexed, tmp_path) -> None:
+    import json
+
+    app = indexed.app()
+    markdown, data = tmp_path / "triaged.md", tmp_path / "triaged.json"
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await analyze_all(pilot, screen)
+        ideas = screen.findings.ideas.ideas
+        assert len(ideas) >= 2
+        await pilot.press("4", "r", "i")  # reject the first idea, with a reason
+        screen.command.input.value = "a GOT load, not a chase"
+        await pilot.press("enter", "j", "y")  # accept the second
+        for target in (markdown, data):
+            await pilot.press("e")
+            screen.command.input.value = str(target)
+            await pilot.press("enter")
+            await until(pilot, target.exists, f"the export {target.name}")
+        await app.workers.wait_for_complete()
+    rejected, accepted = ideas[0], ideas[1]
+    report = json.loads(data.read_text(encoding="utf-8"))
+    assert rejected["id"] not in [i["id"] for i in report["ideas"]]
+    assert report["rejected_ideas"] == [{"id": rejected["id"], "title": rejected["title"],
+                                         "note": "a GOT load, not a chase"}]
+    kept = {i["id"]: i for i in report["ideas"]}
+    assert kept[accepted["id"]]["verdict"] == "accepted"
+    text = markdown.read_text(encoding="utf-8")
+    ideas_part, _, triage = text.partition("## Engineer's triage")
+    assert f"### 1. {accepted['title']}" in ideas_part
+    assert rejected["title"] not in ideas_part.split("## Ideas", 1)[1]
+    assert "rejected — not recommended | a GOT load, not a chase" in triage
+
+
+async def test_export_and_copy_without_any_analysis(indexed, tmp_path) -> None:
+    app = indexed.app()
+    hot, window = tmp_path / "hot.md", tmp_path / "window.md"
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("e")  # no run yet: the current view
+        screen.command.input.value = str(hot)
+        await pilot.press("enter")
+        await until(pilot, hot.exists, "the hot-list export")
+        await pilot.press("Y")
+        assert app.clipboard == "win:0x1000 main_loop"
+        await pilot.press("enter", "E")  # the open window's annotated assembly
+        screen.command.input.value = str(window)
+        await pilot.press("enter")
+        await until(pilot, window.exists, "the window export")
+        await pilot.press("Y")
+        assert app.clipboard.startswith(f"pc:0x{screen.asm.pc:x} ")
+        assert any("copied: pc:" in str(n.message) for n in app._notifications)
+        await app.workers.wait_for_complete()
+    listing = hot.read_text(encoding="utf-8")
+    assert "| 1 | `win:0x1000` | main_loop |" in listing
+    assert "| 2 | `win:0x2000` | runtime_dispatch |" in listing
+    code = window.read_text(encoding="utf-8")
+    assert "# main_loop · win:0x1000" in code and "0x100c" in code and "samples" in code

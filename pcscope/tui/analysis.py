@@ -194,35 +194,6 @@ class AnalysisController:
             f" recorded run r{info.id} ({info.model}, {info.stop_reason or info.status}): "
             f"{len(ideas)} ideas, {len(records)} calls — a / A analyze again")
 
-    # -- export --------------------------------------------------------------------------
-    def export(self) -> None:
-        if self.run_id is None:
-            self.screen.notify("nothing to export yet — run an analysis first",
-                               severity="warning")
-            return
-        default = f"{self.screen.request.profile.name.split('.')[0]}-pcscope.md"
-
-        def chosen(path: str | None) -> None:
-            if path:
-                in_thread(self.screen, lambda: self._export(path), name="export",
-                          group="export")
-
-        self.screen.command.ask("export the Markdown report to", chosen, value=default)
-
-    def _export(self, path: str) -> str:
-        from pcscope.core.engine.record import SessionStore
-        from pcscope.core.report import markdown_report
-        from pcscope.core.textio import open_output
-
-        with SessionStore(self.screen.session.path) as store:
-            report = store.report(self.run_id)
-        if report is None:
-            raise RuntimeError(f"run r{self.run_id} has no report (it did not finish)")
-        with open_output(path) as out:
-            out.write(markdown_report(report, self.screen.workload))
-        self.screen.app.call_from_thread(self.screen.notify, f"report written to {path}")
-        return path
-
 
 def run_state(run: RunView, wave: int, counts: dict[str, int]) -> str:
     """How the run stands or how it ended: complete, cancelled, or the budget that stopped it."""

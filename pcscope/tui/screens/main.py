@@ -26,6 +26,7 @@ from pcscope.core.ids import hex_pc, kind_of, pc_of
 from pcscope.core.locate import locate
 from pcscope.tui.analysis import AnalysisController, preload_engine
 from pcscope.tui.config import TuiConfig
+from pcscope.tui.export import export_report, export_view
 from pcscope.tui.hot_model import HotModel, HotView, compute_badges
 from pcscope.tui.keymap import MOTIONS, PANES, KeySpec, bindings
 from pcscope.tui.launch import OpenRequest, Prepared
@@ -400,7 +401,48 @@ class MainScreen(Screen):
             self.search.results.focus()
 
     def action_export(self) -> None:
-        self.analysis.export()
+        export_report(self)
+
+    def action_export_view(self) -> None:
+        export_view(self)
+
+    # -- copy ----------------------------------------------------------------------------
+    def action_copy(self) -> None:
+        """The current PC, ID or line to the terminal's clipboard (OSC 52: works over SSH,
+        and in tmux with `set -g set-clipboard on`)."""
+        text = self.copy_text()
+        if not text:
+            self.notify("nothing to copy here", severity="warning")
+            return
+        self.app.copy_to_clipboard(text)
+        self.notify(f"copied: {text}", timeout=3)
+
+    def copy_text(self) -> str | None:
+        """What Y copies in the active pane: an ID, with the line it names."""
+        profile = self.workload.profile
+        if self.active == "hot" and self.hot.window is not None:
+            win = profile.windows[self.hot.window]
+            name = profile.function_names[win.function] if win.function >= 0 else ""
+            return f"{win.id} {name}".strip()
+        if self.active in ("asm", "alp") and self.asm.pc is not None:
+            row = profile.row_of(self.asm.pc)
+            prefix = "alp" if self.active == "alp" else "pc"
+            asm = profile.asm(row) if row is not None else ""
+            return f"{prefix}:{hex_pc(self.asm.pc)} {asm}".strip()
+        if self.active == "findings":
+            evidence = self.findings.evidence
+            if evidence.has_focus and evidence.ids:
+                return evidence.ids[evidence.cursor]
+            idea = self.findings.ideas.idea
+            return f"{idea['id']} {idea['title']}" if idea else None
+        if self.active == "calls":
+            return self.calls.selected
+        if self.active == "search" and self.search.results.hits:
+            hit = self.search.results.hits[self.search.results.cursor]
+            return f"pc:{hex_pc(hit.pc)} {hit.asm}"
+        if self.active == "guide" and self.guide.sections:
+            return self.guide.sections[self.guide.sections_list.cursor].id
+        return None
 
     def set_run_status(self, text: str) -> None:
         self.command.status.update(text)
