@@ -320,3 +320,39 @@ async def test_an_empty_filter_result_names_the_filter(indexed) -> None:
         status = screen.query_one("#pane-hot").border_subtitle
         assert "0 of 124 windows: all hidden by filter 'no-such-function'" in status
         assert "C clears" in status
+
+
+async def test_search_the_guides_from_the_guide_pane(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("7")
+        listing = screen.guide.sections_list
+        assert listing.has_focus and listing.count == 4
+        await pilot.press("slash")
+        assert screen.command.asking
+        await pilot.press(*"contention", "enter")
+        await until(pilot, lambda: listing.matches, "guide hits")
+        # The leaf ranks first, then its parent (which holds the leaf's text too).
+        assert listing.count == 2 and listing.has_focus  # the focus stayed in the pane
+        assert "2 sections match 'contention'" in screen.query_one("#pane-guide").border_subtitle
+        await pilot.press("enter")
+        assert screen.guide.shown.endswith("/atomics/exclusive-pairs")
+        await pilot.press("escape")  # back to every section, the one read still chosen
+        assert listing.count == 4 and not listing.matches
+        assert listing.shown[listing.cursor] == 3
+
+
+async def test_the_guide_opens_at_the_current_pcs_pattern(indexed) -> None:
+    from pcscope.samples import guides
+
+    app = indexed.app(guides=tuple(guides()))
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        screen.show_pc(0x2004)  # BLR X3: an indirect branch
+        await pilot.press("7")
+        assert screen.guide.shown == "guide:uarch/branch-prediction/indirect-branches"
+        await pilot.press("j", "enter")  # the engineer reads on: the PC does not pull back
+        chosen = screen.guide.shown
+        await pilot.press("2", "7")
+        assert screen.guide.shown == chosen

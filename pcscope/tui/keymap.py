@@ -108,6 +108,8 @@ SPECS: tuple[KeySpec, ...] = (
     KeySpec("search.results", "down", "focus_results", "To results", show=False),
     KeySpec("search.open", "enter,l", "open", "Jump to hit"),
     KeySpec("guide.open", "enter,l", "open", "Read section"),
+    KeySpec("guide.search", "slash", "search_guides", "Search guides"),
+    KeySpec("guide.outline", "escape", "outline", "All sections", show=False),
 )
 
 KEY_IDS = frozenset(spec.id for spec in SPECS)

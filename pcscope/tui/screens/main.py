@@ -22,6 +22,7 @@ from textual.worker import Worker, WorkerState
 
 from pcscope.core.errors import EvidenceError
 from pcscope.core.evidence import EvidenceStore
+from pcscope.core.guide_map import sections_for
 from pcscope.core.ids import hex_pc, kind_of, pc_of
 from pcscope.core.locate import locate
 from pcscope.tui.analysis import AnalysisController, preload_engine
@@ -81,6 +82,7 @@ class MainScreen(Screen):
         self.tabs = False  # one pane at a time (set by the terminal size or the config)
         self.hits: list[int] = []
         self.hit_index = -1
+        self._guide_pc: int | None = None  # the PC whose guide section was last opened
         self.hot = HotWindowsList(HotModel(workload.profile, self.selection.windows),
                                   id="hot-list")
         self.asm = AssemblyView(workload, id="asm-view")
@@ -198,6 +200,8 @@ class MainScreen(Screen):
     def action_show_pane(self, name: str) -> None:
         self._activate(name)
         self._apply_layout()
+        if name == "guide":
+            self._guide_for_pc()
         if name == "search" and self.search.results.count:
             self.search.results.focus()  # back to the hits; / goes to the query
         else:
@@ -314,6 +318,7 @@ class MainScreen(Screen):
             if kind == "guide":
                 if not self.guide.show(evidence_id):
                     raise EvidenceError(f"no guide section {evidence_id}")
+                self._guide_pc = self.asm.pc  # the link chose the section, not the PC
                 self.action_show_pane("guide")
                 return
             if kind == "fn":
@@ -333,6 +338,29 @@ class MainScreen(Screen):
             self.notify(evidence.text, title=evidence.title, timeout=10)
         except (EvidenceError, ValueError, TypeError) as exc:
             self.notify(str(exc), severity="warning")
+
+    # -- guides --------------------------------------------------------------------------
+    def on_guide_view_search_requested(self, event: GuideView.SearchRequested) -> None:
+        def done(query: str | None) -> None:
+            if query:
+                self.guide.search(query)
+
+        self.command.ask("search guides (words, \"phrases\", -word)", done,
+                         value=self.guide.query)
+
+    def on_guide_view_searched(self, event: GuideView.Searched) -> None:
+        self.query_one("#pane-guide", Pane).set_status(event.summary)
+
+    def _guide_for_pc(self) -> None:
+        """Showing the guide opens the section behind the current PC's pattern, once per
+        PC: the reading stays where the engineer took it until the PC changes."""
+        pc = self.asm.pc
+        if pc is None or pc == self._guide_pc:
+            return
+        self._guide_pc = pc
+        for hit in self.workload.patterns.at(pc):
+            if any(self.guide.show(section) for section in sections_for(hit.category)[:2]):
+                return
 
     # -- search --------------------------------------------------------------------------
     def action_search(self) -> None:
