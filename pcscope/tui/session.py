@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pcscope.core.engine.record import SessionStore, default_path
+from pcscope.core.engine.session_store import SessionStore, default_path
 from pcscope.core.triage import Verdict
 
 VIEW_KEY = "tui.view"
