@@ -26,8 +26,8 @@ def export_report(screen: MainScreen) -> None:
     stem = screen.request.profile.name.split(".")[0]
 
     def write(path: str) -> str:
-        from pcscope.core.engine.session_store import SessionStore
         from pcscope.core.engine.report import markdown_report
+        from pcscope.core.engine.session_store import SessionStore
         from pcscope.core.textio import open_output
         from pcscope.core.triage import triage_markdown, triaged_report
 
