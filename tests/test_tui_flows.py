@@ -356,3 +356,21 @@ async def test_the_guide_opens_at_the_current_pcs_pattern(indexed) -> None:
         chosen = screen.guide.shown
         await pilot.press("2", "7")
         assert screen.guide.shown == chosen
+
+
+async def test_assembly_names_its_columns_and_zooms(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await ready(pilot)
+        screen.show_pc(0x3008)
+        await pilot.pause()
+        text = screen_text(app)
+        assert "pc samples share heat asm" in " ".join(text.split())
+        asm = screen.asm
+        window = [screen.workload.profile.asm(int(r)) for r in asm.rows]
+        assert all(line in text for line in window), "operands cut at 120 columns"
+        await pilot.press("Z")
+        assert screen.zoomed and not screen.query_one("#pane-hot").display
+        assert screen.asm.size.width > 100
+        await pilot.press("Z")
+        assert screen.query_one("#pane-hot").display and screen.asm.size.width < 70

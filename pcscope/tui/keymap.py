@@ -89,6 +89,7 @@ SPECS: tuple[KeySpec, ...] = (
     KeySpec("asm.back", "backspace,left,h", "back", "Back"),
     KeySpec("asm.forward", "right", "forward", "Forward", show=False),
     KeySpec("asm.hottest", "H", "hottest", "Hottest PC"),
+    KeySpec("main.zoom", "Z", "zoom", "Zoom assembly", show=False),
     KeySpec("asm.next_hot", "tab", "cycle_hot(1)", "Next hot PC", show=False),
     KeySpec("asm.prev_hot", "shift+tab", "cycle_hot(-1)", "Previous hot PC", show=False),
     KeySpec("findings.open", "enter,l", "open_idea", "Details"),

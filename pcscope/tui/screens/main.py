@@ -86,6 +86,8 @@ class MainScreen(Screen):
         self.hot = HotWindowsList(HotModel(workload.profile, self.selection.windows),
                                   id="hot-list")
         self.asm = AssemblyView(workload, id="asm-view")
+        self.asm_header = Static("", id="asm-header")
+        self.zoomed = False  # the assembly takes the whole width (Z), as perf annotate
         self.alp = AlpView(id="alp-view")
         self.findings = FindingsView(self.store)
         self.calls = CallsView(self.session.call_of)
@@ -103,7 +105,7 @@ class MainScreen(Screen):
         yield PaneBar()
         with Horizontal(id="top"):
             yield Pane("hot", TITLES["hot"], self.hot)
-            yield Pane("asm", TITLES["asm"], self.asm)
+            yield Pane("asm", TITLES["asm"], self.asm_header, self.asm)
             yield Pane("alp", TITLES["alp"], self.alp)
         with Container(id="bottom"):
             yield Pane("findings", TITLES["findings"], self.findings)
@@ -175,10 +177,13 @@ class MainScreen(Screen):
             self.set_class(not self.tabs, "-wide")
 
     def _apply_layout(self) -> None:
+        self.set_class(self.zoomed and not self.tabs, "-zoom")
         for name, _title in PANES:
             pane = self.query_one(f"#pane-{name}", Pane)
             if self.tabs:
                 pane.display = name == self.active
+            elif self.zoomed and name in TOP:
+                pane.display = name == "asm"
             else:
                 pane.display = name in TOP or name == self.lower
         top = self.query_one("#top")
@@ -206,6 +211,14 @@ class MainScreen(Screen):
             self.search.results.focus()  # back to the hits; / goes to the query
         else:
             self.query_one(FOCUS[name]).focus()
+
+    def action_zoom(self) -> None:
+        """The assembly alone across the top (wide layout); again to bring the panes back."""
+        self.zoomed = not self.zoomed
+        if self.zoomed and self.active != "asm":
+            self.action_show_pane("asm")
+        else:
+            self._apply_layout()
 
     def action_cycle_pane(self, step: int) -> None:
         names = [n for n, _ in PANES]
@@ -279,6 +292,7 @@ class MainScreen(Screen):
     def _retitle(self) -> None:
         self.query_one("#pane-hot", Pane).set_status(self.hot.describe())
         self.query_one("#pane-asm", Pane).set_status(self.asm.describe())
+        self.asm_header.update(self.asm.header())
         if self.alp.pc is not None:
             self.query_one("#pane-alp", Pane).set_status(hex_pc(self.alp.pc))
 
