@@ -374,3 +374,26 @@ async def test_assembly_names_its_columns_and_zooms(indexed) -> None:
         assert screen.asm.size.width > 100
         await pilot.press("Z")
         assert screen.query_one("#pane-hot").display and screen.asm.size.width < 70
+
+
+async def test_function_view_drills_down_like_perf_report(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("F")
+        functions = screen.functions
+        assert functions.has_focus and not screen.hot.display
+        profile = screen.workload.profile
+        assert profile.function_names[functions.function] == "main_loop"  # hottest total
+        status = screen.query_one("#pane-hot").border_subtitle
+        assert status.startswith(f"1/{len(profile.functions):,} functions")
+        await pilot.press("j", "enter")  # runtime_dispatch: its windows, then assembly
+        assert screen.hot.has_focus and screen.hot.model.view.function == "runtime_dispatch"
+        assert len(screen.hot.model) == 1
+        assert "function runtime_dispatch" in screen.query_one("#pane-hot").border_subtitle
+        await pilot.press("enter")
+        assert screen.asm.pc == 0x2004
+        await pilot.press("1", "F", "escape")
+        assert screen.hot.has_focus and screen.hot.display
+        await pilot.press("C")
+        assert len(screen.hot.model) == len(profile.windows)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 
 from textual import events
 from textual.app import ComposeResult
@@ -37,6 +38,7 @@ from pcscope.tui.widgets.assembly import AssemblyView
 from pcscope.tui.widgets.calls_tree import CallsView
 from pcscope.tui.widgets.command_line import CommandLine
 from pcscope.tui.widgets.findings import EvidenceList, FindingsView, IdeasList
+from pcscope.tui.widgets.functions import FunctionList
 from pcscope.tui.widgets.guide_view import GuideView
 from pcscope.tui.widgets.hot_windows import HotWindowsList
 from pcscope.tui.widgets.key_bar import KeyBar
@@ -85,6 +87,8 @@ class MainScreen(Screen):
         self._guide_pc: int | None = None  # the PC whose guide section was last opened
         self.hot = HotWindowsList(HotModel(workload.profile, self.selection.windows),
                                   id="hot-list")
+        self.functions = FunctionList(workload.profile)
+        self.functions.display = False  # F in the hot pane swaps it in for the windows
         self.asm = AssemblyView(workload, id="asm-view")
         self.asm_header = Static("", id="asm-header")
         self.zoomed = False  # the assembly takes the whole width (Z), as perf annotate
@@ -104,7 +108,7 @@ class MainScreen(Screen):
         yield Static(self._title(), id="title")
         yield PaneBar()
         with Horizontal(id="top"):
-            yield Pane("hot", TITLES["hot"], self.hot)
+            yield Pane("hot", TITLES["hot"], self.hot, self.functions)
             yield Pane("asm", TITLES["asm"], self.asm_header, self.asm)
             yield Pane("alp", TITLES["alp"], self.alp)
         with Container(id="bottom"):
@@ -155,7 +159,7 @@ class MainScreen(Screen):
             category = self.restored.view.category
             if category in badges.categories:  # a category filter waits for the badges
                 view = self.hot.model.view
-                self.hot.apply(HotView(view.sort, view.text, category))
+                self.hot.apply(replace(view, category=category))
             self._retitle()
 
     # -- layout --------------------------------------------------------------------------
@@ -209,6 +213,8 @@ class MainScreen(Screen):
             self._guide_for_pc()
         if name == "search" and self.search.results.count:
             self.search.results.focus()  # back to the hits; / goes to the query
+        elif name == "hot" and self.functions.display:
+            self.functions.focus()
         else:
             self.query_one(FOCUS[name]).focus()
 
@@ -237,6 +243,7 @@ class MainScreen(Screen):
         """How the command palette runs a binding: on the app, this screen, or the widget
         of its pane (focused first). Plain cursor motions are left out."""
         targets = {"app": self.app, "main": self, "hot": self.hot, "asm": self.asm,
+                   "functions": self.functions,
                    "findings": self.findings.ideas, "evidence": self.findings.evidence,
                    "calls": self.calls.calls_tree, "search": self.search.input,
                    "guide": self.guide.sections_list}
@@ -260,18 +267,38 @@ class MainScreen(Screen):
         self._follow_asm()
         self.action_show_pane("asm")
 
+    # -- functions (perf report's first level) -------------------------------------------
+    def on_hot_windows_list_functions_requested(self, event) -> None:
+        self._show_functions(True)
+
+    def on_function_list_back(self, event: FunctionList.Back) -> None:
+        self._show_functions(False)
+
+    def on_function_list_function_chosen(self, event: FunctionList.FunctionChosen) -> None:
+        self.hot.apply(HotView(self.hot.model.view.sort, function=event.name))
+        self._show_functions(False)
+
+    def _show_functions(self, shown: bool) -> None:
+        self.functions.display = shown
+        self.hot.display = not shown
+        (self.functions if shown else self.hot).focus()
+        self.query_one("#pane-hot", Pane).set_status(
+            self.functions.describe() if shown else self.hot.describe())
+
     def on_hot_windows_list_view_changed(self, event: HotWindowsList.ViewChanged) -> None:
         self._retitle()
 
     def on_virtual_list_highlighted(self, event: VirtualList.Highlighted) -> None:
         if event.source is self.hot:
             self.query_one("#pane-hot", Pane).set_status(self.hot.describe())
+        elif event.source is self.functions:
+            self.query_one("#pane-hot", Pane).set_status(self.functions.describe())
 
     def on_hot_windows_list_filter_requested(self, event) -> None:
         def done(text: str | None) -> None:
             if text is not None:
                 view = self.hot.model.view
-                self.hot.apply(HotView(view.sort, text, view.category))
+                self.hot.apply(replace(view, text=text))
 
         self.command.ask("filter windows (function, module, label or PC)", done,
                          value=self.hot.model.view.text)
@@ -290,7 +317,8 @@ class MainScreen(Screen):
         self._retitle()
 
     def _retitle(self) -> None:
-        self.query_one("#pane-hot", Pane).set_status(self.hot.describe())
+        hot = self.functions if self.functions.display else self.hot
+        self.query_one("#pane-hot", Pane).set_status(hot.describe())
         self.query_one("#pane-asm", Pane).set_status(self.asm.describe())
         self.asm_header.update(self.asm.header())
         if self.alp.pc is not None:
