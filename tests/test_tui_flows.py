@@ -397,3 +397,16 @@ async def test_function_view_drills_down_like_perf_report(indexed) -> None:
         assert screen.hot.has_focus and screen.hot.display
         await pilot.press("C")
         assert len(screen.hot.model) == len(profile.windows)
+
+
+async def test_goto_leaves_the_assembly_active_and_focused_in_tabs(indexed) -> None:
+    """The prompt hands the focus back before its answer moves it on: the pane the answer
+    opens is the active one (its keys, its copy), not the pane the prompt was asked from."""
+    app = indexed.app()
+    async with app.run_test(size=SMALL) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("colon", *"runtime_dispatch+0x4", "enter")
+        await pilot.pause()
+        assert screen.active == "asm" and screen.asm.has_focus
+        await pilot.press("Y")
+        assert app.clipboard == "pc:0x2004 BLR X3"
