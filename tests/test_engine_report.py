@@ -16,6 +16,7 @@ TOP = {"pcscope", "profile", "model", "ideas", "rejected", "calls", "cost", "run
 PROFILE = {"path", "instructions", "windows", "functions", "total", "selected_windows",
            "coverage"}
 IDEA = {"id", "title", "category", "target", "claim", "recommendation", "pcs", "evidence",
+        "window_weight", "mechanisms", "upside", "upside_how",
         "weight", "pc_weight", "confidence", "basis", "merged_from"}
 CALL = {"id", "wave", "parent", "model", "status", "input_tokens", "output_tokens",
         "cached_tokens", "seconds"}
@@ -37,7 +38,7 @@ def check_report(report: dict, workload) -> None:
             assert store.exists(evidence_id), evidence_id
         for pc in idea["pcs"]:
             assert store.row(int(pc, 16)) is not None
-    scores = [i["weight"] * i["confidence"] for i in report["ideas"]]
+    scores = [i["upside"] for i in report["ideas"]]
     assert scores == sorted(scores, reverse=True)
 
 

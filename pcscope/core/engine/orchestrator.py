@@ -1,6 +1,6 @@
-"""The orchestrator: plans slices, runs bounded calls in waves under budgets, validates
-every output, merges findings into ideas, deepens open questions, records everything and
-publishes events.
+"""The orchestrator: plans calls on ranked candidates (mechanisms, unexplained hot windows)
+within the run's call bound, runs them in waves under budgets, validates every output,
+merges findings into ideas, deepens open questions, records everything and publishes events.
 
 Waves run one after another; inside a wave up to ``concurrency`` calls run at once (in
 plan order, i.e. by weight). A budget that runs out stops the run cleanly: calls not yet
@@ -21,8 +21,11 @@ from typing import TYPE_CHECKING, Any
 from pcscope.core.alp import AlpRecord
 from pcscope.core.backends.base import Backend, CallRequest, CallResponse, Usage
 from pcscope.core.engine import calls as status
+from pcscope.core.engine.briefs import brief, pattern_rows
 from pcscope.core.engine.budget import Budget, Limits, Reservation
 from pcscope.core.engine.calls import CallPlan, CallRecord, ToolUse, call_id
+from pcscope.core.engine.candidates import Plan, first_wave_calls
+from pcscope.core.engine.candidates import plan as plan_calls
 from pcscope.core.engine.events import (
     BudgetReached,
     CallFinished,
@@ -43,7 +46,6 @@ from pcscope.core.engine.ideas import Accepted, Idea, finding_id, windows_of
 from pcscope.core.engine.presets import Settings
 from pcscope.core.engine.prompt import SYSTEM, tokens
 from pcscope.core.engine.record import SessionStore
-from pcscope.core.engine.slices import plan_slices
 from pcscope.core.engine.tools import SharedMemory, ToolBox, search_guides, tool_specs
 from pcscope.core.engine.validation import Verdict, validate
 from pcscope.core.evidence import Evidence, EvidenceStore
@@ -80,6 +82,8 @@ class RunResult:
     accepted: list[Accepted]
     hints: list[Hint]
     seconds: float
+    plan: Plan | None = None  # the first wave's candidates: what was examined, left out
+    plan_seconds: float = 0.0
     resumed: bool = False
 
     @property
@@ -132,6 +136,8 @@ class Orchestrator:
         self._announced = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self.run_id = 0
+        self.plan: Plan | None = None
+        self.plan_seconds = 0.0
         self.result: RunResult | None = None
 
     # -- control -------------------------------------------------------------------------
@@ -184,7 +190,7 @@ class Orchestrator:
                  if settings.max_seconds else None)
         self._semaphore = asyncio.Semaphore(settings.concurrency)
         try:
-            plans = self._slice_plans(selection, hints)
+            plans = self._first_wave(selection, hints)
             for wave in range(1, settings.depth + 1):
                 if not plans or self._stop:
                     break
@@ -198,6 +204,7 @@ class Orchestrator:
                                               ideas=tuple(i.to_json() for i in self._ideas)))
                 if last:
                     break
+                asked = asked[: self._calls_left(wave + 1)]
                 plans = [self._question_plan(q, wave + 1, n) for n, q in enumerate(asked, 1)]
         except asyncio.CancelledError:
             self._cancelled = True
@@ -250,7 +257,8 @@ class Orchestrator:
                 self._save(record)
         # A reviewer's last word stands; the rule gatekeeper sees every finding accepted.
         reviewed = self._reviewer is not None and self._reviewed
-        ideas = self._ideas if reviewed else merge(self._accepted, self.workload.profile)
+        ideas = self._ideas if reviewed else merge(self._accepted, self.workload.profile,
+                                        self.workload.mechanisms)
         for idea in ideas:
             if len(idea.merged_from) > 1:
                 self.bus.publish(IdeasMerged(run=self.run_id, idea=idea.id,
@@ -259,7 +267,8 @@ class Orchestrator:
             run=self.run_id, model=self.backend.name, settings=self.settings,
             selection=selection, stop_reason=reason, ideas=ideas,
             records=list(self._records.values()), accepted=list(self._accepted), hints=hints,
-            seconds=time.monotonic() - started, resumed=resumed,
+            seconds=time.monotonic() - started, plan=self.plan,
+            plan_seconds=self.plan_seconds, resumed=resumed,
         )
         self.session.save_ideas(self.run_id, [i.to_json() for i in ideas])
         run_status = {COMPLETE: "done", CANCELLED: "cancelled"}.get(reason, "stopped")
@@ -275,12 +284,14 @@ class Orchestrator:
         """Merge and rank everything accepted so far; pick the questions for the next wave.
         A reviewer (e.g. a model) may also reject findings, recorded with its reason."""
         if self._reviewer is None:
-            self._ideas = merge(self._accepted, self.workload.profile)
+            self._ideas = merge(self._accepted, self.workload.profile,
+                                        self.workload.mechanisms)
             self._reviewed = True
             return questions(self._ideas, fresh, limit)
         review = await self._review_call(wave, limit)
         if review is None:  # not run (a budget) or failed before answering
-            self._ideas = merge(self._accepted, self.workload.profile)
+            self._ideas = merge(self._accepted, self.workload.profile,
+                                        self.workload.mechanisms)
             return []
         for fid, reason in review.rejected.items():
             self._withdraw(fid, f"review: {reason}")
@@ -347,23 +358,49 @@ class Orchestrator:
                                          title=found.finding.title))
 
     # -- planning ------------------------------------------------------------------------
-    def _slice_plans(self, selection: HotSelection, hints: list[Hint]) -> list[CallPlan]:
+    def _first_wave(self, selection: HotSelection, hints: list[Hint]) -> list[CallPlan]:
+        """One call per group of ranked candidates, as many as the call bound leaves for
+        the first wave; the plan (and what it left out) is kept for the report."""
         s = self.settings
-        self.shared.alp.preload(selection.pcs(self.workload.profile).tolist())
-        slices = plan_slices(
-            self.workload, selection, windows_per_slice=s.windows_per_slice,
-            token_cap=s.slice_tokens, guide_k=s.guide_k, hints=hints,
-            alp_line=self._alp_line,
-            guide_search=lambda query, k: search_guides(self.shared, query, k),
-        )
+        clock = time.perf_counter()
+        self.plan = plan_calls(self.workload, selection,
+                               calls=first_wave_calls(s, self._reviewer is not None),
+                               windows_per_call=s.windows_per_slice, hints=hints)
+        self.shared.alp.preload(self._planned_pcs())
+        marked = pattern_rows(self.workload)
         run_wide = tuple(h.id for h in hints if h.pc is None and h.window is None)
         plans = []
-        for sl in slices:
-            given = sl.given() + tuple(i for i in run_wide if i not in sl.given())
-            plans.append(CallPlan(id=call_id(1, sl.number), wave=1, parent=None,
-                                  title=sl.title, brief=sl.brief(), given=given,
-                                  seed=sl.seed(s.focus), weight=sl.weight))
+        for group in self.plan.calls:
+            made = brief(self.workload, group, token_cap=s.slice_tokens, guide_k=s.guide_k,
+                         alp_line=self._alp_line, marked=marked, hints=hints,
+                         guide_search=lambda query, k: search_guides(self.shared, query, k))
+            given = made.given() + tuple(i for i in run_wide if i not in made.given())
+            plans.append(CallPlan(id=call_id(1, group.number), wave=1, parent=None,
+                                  title=made.title, brief=made.text(), given=given,
+                                  seed=made.seed(s.focus), weight=made.share))
+        self.plan_seconds = time.perf_counter() - clock
         return plans
+
+    def _planned_pcs(self) -> list[int]:
+        """The PCs the first wave's briefs can show (their ALP records are read at once)."""
+        profile = self.workload.profile
+        pcs: list[int] = []
+        for group in self.plan.calls if self.plan else ():
+            for c in group.candidates:
+                if c.mechanism is not None:
+                    pcs += c.mechanism.pcs
+                else:
+                    pcs += profile.pc[profile.window_rows(c.windows[0])].tolist()
+        return pcs
+
+    def _calls_left(self, wave: int) -> int:
+        """Calls a deeper wave may make: the bound less the calls made and the reviews
+        still to come."""
+        limit = self.settings.max_calls
+        if limit is None:
+            return self.settings.max_questions
+        reviews = (self.settings.depth - wave + 1) if self._reviewer is not None else 0
+        return max(0, min(self.settings.max_questions, limit - self.budget.calls - reviews))
 
     def _alp_line(self, pc: int) -> tuple[str, AlpRecord] | None:
         rendered = self.shared.alp.get(pc)

@@ -1,0 +1,320 @@
+"""Briefs: what one call is given, anchored on its candidates (candidates.py).
+
+A mechanism's part names it (kind, category, own share), gives the metrics computed from
+the profile's counts and the code-shape checks that passed, then its hottest sites, each
+with the assembly of its counted instructions and the ALP record beside each instruction.
+A window's part (heat no mechanism explains) shows its hottest PCs in address order with
+their ``pat:`` hits and ALP. Then come the guide sections retrieved for the call's kinds and
+categories (BM25 over guide sections, queried from the categories, ALP signals and
+distinctive mnemonics) and the engineers' notes that concern it; everything else the call
+reads through the tools. A brief stays under a token cap (characters / 4): its parts show
+fewer instructions until it fits.
+
+This module decides what goes into a brief, as data; ``brief_text`` renders it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pcscope.core.alp import AlpRecord
+from pcscope.core.engine.brief_text import render
+from pcscope.core.engine.candidates import CallGroup, Candidate, hinted_window
+from pcscope.core.engine.hints import Hint
+from pcscope.core.engine.prompt import tokens
+from pcscope.core.ids import alp_id, hex_pc, pat_id, pc_id
+from pcscope.core.mechanisms import Mechanism, Site
+from pcscope.core.workload import Workload
+
+MAX_PCS = 24  # hottest PCs shown per window
+MAX_PATTERN_PCS = 8  # extra PCs shown because a pattern hit them
+WINDOW_SHARE = 0.95  # show a window's PCs until they hold this share of it
+MAX_SITES = 6  # a mechanism's hottest sites shown; the rest through the tools
+MIN_PCS = 4  # a part trimmed to fit the cap keeps at least this many PCs
+GUIDE_EXCERPT = 600  # characters of each retrieved guide section in the brief
+_DISTINCTIVE = (
+    "br", "blr", "braa", "blraa", "ldxr", "ldaxr", "stxr", "stlxr", "cas", "casal", "ldadd",
+    "ldaddal", "swp", "swpal", "dmb", "dsb", "isb", "ldar", "stlr", "ldapr", "udiv", "sdiv",
+    "fdiv", "fsqrt", "yield", "wfe", "prfm", "fmadd", "fmla",
+)
+
+GuideSearch = Callable[[str, int], list[tuple[str, str, str]]]  # -> [(id, heading, text)]
+AlpLine = Callable[[int], tuple[str, AlpRecord] | None]  # pc -> (brief line, record), if any
+
+
+@dataclass(frozen=True)
+class Part:
+    """One candidate as the call sees it."""
+
+    header: tuple[str, ...]
+    pcs: tuple[int, ...]  # shown PCs
+    lines: tuple[tuple[str, str | None], ...]  # per shown PC: (instruction, its ALP line)
+    windows: tuple[str, ...]  # win: IDs holding the shown PCs
+    ids: tuple[str, ...]  # mech:, win:, fn:, pc:, pat: IDs
+    alp_ids: tuple[str, ...]
+    categories: tuple[str, ...]
+    signals: tuple[str, ...]  # words from the ALP figures, for guide retrieval
+    mnemonics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Brief:
+    number: int
+    candidates: tuple[str, ...]  # candidate IDs
+    parts: tuple[Part, ...]
+    guides: tuple[tuple[str, str, str], ...]  # (id, heading, excerpt)
+    notes: tuple[Hint, ...]
+    share: float  # own share of its candidates
+
+    @property
+    def title(self) -> str:
+        more = f" +{len(self.candidates) - 1}" if len(self.candidates) > 1 else ""
+        return f"call {self.number}: {self.candidates[0]}{more} ({self.share:.2%})"
+
+    def text(self) -> str:
+        return render(self)
+
+    def given(self) -> tuple[str, ...]:
+        ids: list[str] = []
+        for part in self.parts:
+            ids += part.ids
+            ids += part.alp_ids
+        ids += [g[0] for g in self.guides]
+        ids += [n.id for n in self.notes]
+        return tuple(dict.fromkeys(ids))
+
+    def seed(self, focus: Sequence[str]) -> dict:
+        """The same brief as structured data, for rule-based backends."""
+        return {
+            "slice": self.number,
+            "mechanisms": [c for c in self.candidates if c.startswith("mech:")],
+            "windows": list(dict.fromkeys(w for p in self.parts for w in p.windows)),
+            "pcs": [hex_pc(int(pc)) for p in self.parts for pc in p.pcs],
+            "patterns": [i for p in self.parts for i in p.ids if i.startswith("pat:")],
+            "alp": [i for p in self.parts for i in p.alp_ids],
+            "guides": [g[0] for g in self.guides],
+            "notes": [{"id": n.id, "pc": hex_pc(n.pc) if n.pc is not None else None,
+                       "window": n.window, "text": n.text} for n in self.notes],
+            "focus": list(focus),
+        }
+
+
+def brief(workload: Workload, group: CallGroup, *, token_cap: int, guide_k: int,
+          alp_line: AlpLine, marked: np.ndarray, hints: Sequence[Hint] = (),
+          guide_search: GuideSearch | None = None) -> Brief:
+    """The brief of one call, its parts trimmed until it fits ``token_cap``."""
+    limit = MAX_PCS + MAX_PATTERN_PCS
+    while True:
+        parts = tuple(_part(workload, c, limit, alp_line, marked) for c in group.candidates)
+        guides = _guides(parts, group.candidates, guide_k, guide_search)
+        windows = {hinted for c in group.candidates for hinted in c.windows}
+        notes = tuple(h for h in hints if _concerns(workload, h, windows))
+        made = Brief(group.number, tuple(c.id for c in group.candidates), parts, guides, notes,
+                     group.share)
+        if limit <= MIN_PCS or tokens(made.text()) <= token_cap:
+            return made
+        limit = max(MIN_PCS, limit * 2 // 3)
+
+
+def _concerns(workload: Workload, hint: Hint, windows: set[int]) -> bool:
+    if hint.pc is None and hint.window is None:
+        return True
+    return hinted_window(workload, hint) in windows
+
+
+def _part(workload: Workload, c: Candidate, limit: int, alp_line: AlpLine,
+          marked: np.ndarray) -> Part:
+    if c.mechanism is not None:
+        return mechanism_part(workload, c.mechanism, limit, alp_line, marked)
+    return window_part(workload, c.windows[0], limit, alp_line, marked)
+
+
+def pattern_rows(workload: Workload) -> np.ndarray:
+    """Per row: does any pattern hit it."""
+    marked = np.zeros(len(workload.profile), dtype=bool)
+    for category, hits in workload.patterns.counts().items():
+        if hits:
+            marked[workload.patterns.rows(category)] = True
+    return marked
+
+
+def shown_rows(workload: Workload, w: int, limit: int, marked: np.ndarray) -> np.ndarray:
+    """The window's hottest rows up to ``WINDOW_SHARE`` of its value, plus rows a pattern
+    hit (with samples), at most ``limit``, in address order."""
+    profile = workload.profile
+    rows = profile.window_rows(w)
+    values = profile.value[rows]
+    order = np.lexsort((rows, -values))
+    total = int(values.sum())
+    chosen: list[int] = []
+    running = 0
+    for i in order[: min(MAX_PCS, limit)]:
+        if total and running >= WINDOW_SHARE * total:
+            break
+        chosen.append(int(rows[i]))
+        running += int(values[i])
+    taken = set(chosen)
+    extra = [int(r) for r in rows[(values > 0) & marked[rows]] if int(r) not in taken]
+    chosen += extra[: max(0, min(MAX_PATTERN_PCS, limit - len(chosen)))]
+    return np.sort(np.asarray(chosen, dtype=np.int64))
+
+
+def window_part(workload: Workload, w: int, limit: int, alp_line: AlpLine,
+                marked: np.ndarray) -> Part:
+    profile = workload.profile
+    win = profile.windows[w]
+    rows = shown_rows(workload, w, limit, marked)
+    fn = profile.functions[win.function] if win.function >= 0 else None
+    module = profile.modules[win.module] if win.module >= 0 else ""
+    header = (f"window {win.id} {fn.id if fn else '(no function)'}"
+              f"{' ' + fn.name if fn and fn.name and fn.id != 'fn:' + fn.name else ''}"
+              f"{' module ' + module if module else ''}: weight {win.weight:.2%}, "
+              f"{win.n} instructions {hex_pc(win.first_pc)}-{hex_pc(win.last_pc)}, "
+              f"showing {len(rows)}")
+    shown = _instructions(workload, rows, alp_line, marked)
+    return Part(header=(header,), windows=(win.id,),
+                ids=tuple(dict.fromkeys([win.id, *([fn.id] if fn else []), *shown.ids])),
+                **shown.fields())
+
+
+def mechanism_part(workload: Workload, m: Mechanism, limit: int, alp_line: AlpLine,
+                   marked: np.ndarray) -> Part:
+    """The mechanism, its metrics and checks, then its hottest sites' instructions."""
+    profile = workload.profile
+    sites = sorted(m.sites, key=lambda s: (-s.share, s.pc))[:MAX_SITES]
+    names = ", ".join(m.functions[:6]) + (" …" if len(m.functions) > 6 else "")
+    header = [f"mechanism {m.id}: kind {m.kind}, category {m.category}, own share "
+              f"{m.share:.2%} over {len(m.sites)} sites in {len(m.functions)} functions "
+              f"({names}); showing {len(sites)} sites"]
+    header += [f"metric {x.name}: {x.value:.3g} {x.unit} ({x.how})" for x in m.metrics]
+    if m.checks:
+        header.append("checks passed: " + "; ".join(m.checks))
+    ids, windows, rows_all = [m.id], [], []
+    for site in sites:
+        rows = _site_rows(workload, site, limit)
+        if not len(rows):
+            continue
+        win = profile.windows[int(profile.window[rows[0]])]
+        fn = profile.functions.index_of(site.function)
+        ids += [win.id] + ([profile.functions[fn].id] if fn is not None else [])
+        windows.append(win.id)
+        rows_all.append((site, rows))
+    lines: list[tuple[str, str | None]] = []
+    merged = _Shown()
+    for site, rows in rows_all:
+        lines.append((f"site {pc_id(site.pc)} in {site.function}: share {site.share:.3%}",
+                      None))
+        shown = _instructions(workload, rows, alp_line, marked)
+        merged.add(shown)
+        lines += shown.lines
+    fields = merged.fields()
+    fields["lines"] = tuple(lines)
+    return Part(header=tuple(header), windows=tuple(dict.fromkeys(windows)),
+                ids=tuple(dict.fromkeys([*ids, *merged.ids])), **fields)
+
+
+def _site_rows(workload: Workload, site: Site, limit: int) -> np.ndarray:
+    """The site's counted instructions, hottest first up to ``limit``, in address order."""
+    profile = workload.profile
+    rows = [r for r in (profile.row_of(pc) for pc in (site.pcs or (site.pc,))) if r is not None]
+    rows.sort(key=lambda r: (-int(profile.value[r]), r))
+    key = profile.row_of(site.pc)
+    chosen = rows[: max(1, limit // 2)]
+    if key is not None and key not in chosen:
+        chosen.append(key)
+    return np.sort(np.asarray(chosen, dtype=np.int64))
+
+
+class _Shown:
+    """Instruction lines and the IDs and words they bring."""
+
+    def __init__(self) -> None:
+        self.pcs: list[int] = []
+        self.lines: list[tuple[str, str | None]] = []
+        self.ids: list[str] = []
+        self.alp_ids: list[str] = []
+        self.categories: list[str] = []
+        self.signals: list[str] = []
+        self.mnemonics: list[str] = []
+
+    def add(self, other: _Shown) -> None:
+        for name in vars(self):
+            getattr(self, name).extend(getattr(other, name))
+
+    def fields(self) -> dict:
+        return {"pcs": tuple(self.pcs), "lines": tuple(self.lines),
+                "alp_ids": tuple(dict.fromkeys(self.alp_ids)),
+                "categories": tuple(dict.fromkeys(self.categories)),
+                "signals": tuple(dict.fromkeys(self.signals)),
+                "mnemonics": tuple(dict.fromkeys(self.mnemonics))}
+
+
+def _instructions(workload: Workload, rows: np.ndarray, alp_line: AlpLine,
+                  marked: np.ndarray) -> _Shown:
+    profile = workload.profile
+    out = _Shown()
+    for r in rows:
+        pc = int(profile.pc[r])
+        cats = workload.patterns.categories_at(pc) if marked[r] else []
+        pats = [pat_id(c, pc) for c in cats]
+        out.pcs.append(pc)
+        out.ids += [pc_id(pc), *pats]
+        out.categories += cats
+        out.mnemonics.append(profile.mnemonics[int(profile.mnemonic[r])])
+        tag = f"  {' '.join(pats)}" if pats else ""
+        line = f"{pc_id(pc)}  {profile.asm(r)}  share {profile.share(r):.3%}{tag}"
+        shown = alp_line(pc)
+        out.lines.append((line, shown[0] if shown is not None else None))
+        if shown is not None:
+            out.alp_ids.append(alp_id(pc))
+            out.signals += alp_signals(shown[1])
+    return out
+
+
+def alp_signals(record: AlpRecord) -> list[str]:
+    """Words naming what an ALP record measures as costly (for guide retrieval)."""
+    out = []
+    branch, mem = record.branch, record.mem
+    if branch is not None and (branch.mispredict_rate or 0) >= 0.05:
+        out.append("indirect branch mispredict" if "indirect" in branch.kind
+                   else "conditional branch mispredict")
+    if mem is not None:
+        if (mem.l1d_miss_rate or 0) >= 0.1:
+            out.append("cache miss")
+        if (mem.tlb_miss_rate or 0) >= 0.01:
+            out.append("tlb miss")
+    if (record.issue_wait or 0) >= 10:
+        out.append("issue wait")
+    return out
+
+
+def guide_query(parts: Sequence[Part], kinds: Sequence[str] = ()) -> str:
+    words: list[str] = [k.replace("-", " ") for k in kinds]
+    for part in parts:
+        words += [c.replace("-", " ") for c in part.categories]
+        words += list(part.signals)
+        words += [m for m in part.mnemonics if m in _DISTINCTIVE]
+    if not words:
+        for part in parts:
+            words += list(part.mnemonics[:3])
+    return " ".join(dict.fromkeys(words))
+
+
+def _guides(parts: Sequence[Part], candidates: Sequence[Candidate], k: int,
+            search: GuideSearch | None) -> tuple[tuple[str, str, str], ...]:
+    if search is None or k <= 0:
+        return ()
+    kinds = [c.mechanism.kind for c in candidates if c.mechanism is not None]
+    query = guide_query(parts, kinds)
+    if not query:
+        return ()
+    hits = search(query, k)
+    return tuple((gid, heading, _excerpt(text)) for gid, heading, text in hits[:k])
+
+
+def _excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= GUIDE_EXCERPT else flat[: GUIDE_EXCERPT - 1] + "…"

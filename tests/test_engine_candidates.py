@@ -1,0 +1,107 @@
+"""The planner: candidates (mechanisms, unexplained hot windows) ranked by own share ×
+modelled penalty; the preset's call bound holds for the whole run whatever the profile's
+size; the hottest candidate of every category gets a call; shares add up."""
+
+from __future__ import annotations
+
+import pytest
+from engine_helpers import run
+
+from pcscope.core.engine.candidates import candidates, first_wave_calls, plan
+from pcscope.core.engine.penalties import PENALTIES, UNEXPLAINED
+from pcscope.core.engine.presets import load_preset
+from pcscope.core.mechanisms import Mechanism, MechanismTable, Site
+from pcscope.index.store import open_workload
+
+WINDOWS = 6000
+BODIES = {  # every 50th window holds one of these; the rest is plain arithmetic
+    0: ["ldaxr w1, [x0]", "add w1, w1, #1", "stlxr w2, w1, [x0]", "cbnz w2, {pc0}"],
+    1: ["ldr x3, [x1, #8]", "blr x3", "add x0, x0, #1", "ret"],
+    2: ["udiv x1, x2, x3", "add x0, x0, x1", "subs x4, x4, #1", "b.ne {pc0}"],
+    3: ["dmb ish", "ldr x1, [x0]", "add x1, x1, #1", "str x1, [x0]"],
+}
+PLAIN = ["add x0, x0, #1", "eor x1, x1, x0", "subs x2, x2, #1", "b.ne {pc0}"]
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    """6,000 windows of 4 instructions with a long-tailed weight (the 90% selection holds
+    thousands of windows), and a mechanism on every 7th LL/SC window."""
+    folder = tmp_path_factory.mktemp("big")
+    lines = ["function,window,pc,samples,asm"]
+    for w in range(WINDOWS):
+        base = 0x100000 + w * 0x100
+        body = BODIES[w // 50 % 4] if w % 50 == 7 else PLAIN
+        weight = 1_000_000 // (w + 10) + 5
+        for i, asm in enumerate(body):
+            text = asm.format(pc0=hex(base))
+            lines.append(f'f{w // 3},w{w},{hex(base + 4 * i)},{weight},"{text}"')
+    (folder / "big.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    workload = open_workload(folder / "big.csv", index_dir=folder / "idx")
+    profile = workload.profile
+    mechanisms = []
+    for w in range(7, WINDOWS, 50 * 4 * 7):  # LL/SC windows, one in seven
+        base = 0x100000 + w * 0x100
+        pcs = tuple(base + 4 * i for i in range(4))
+        share = sum(int(profile.value[profile.row_of(pc)]) for pc in pcs) / profile.total
+        site = Site(base, f"f{w // 3}", pcs, share)
+        mechanisms.append(Mechanism("llsc", "atomic-llsc", base, (site,), (f"f{w // 3}",),
+                                    share))
+    mechanisms.sort(key=lambda m: -m.share)
+    workload.mechanism_loader = lambda: MechanismTable(tuple(mechanisms))
+    return workload
+
+
+@pytest.mark.parametrize("preset", ["quick", "standard", "deep"])
+def test_the_call_bound_holds_for_the_whole_run_at_every_preset(big, preset, tmp_path):
+    settings = load_preset(preset)
+    result = run(big, "scripted:question", session=tmp_path / "s.sqlite", preset=preset,
+                 **{k: getattr(settings, k) for k in ("max_calls", "coverage", "depth",
+                                                      "max_questions", "windows_per_slice")})
+    assert len(result.selection.windows) > 4 * settings.max_calls  # slices would not fit
+    assert 0 < len(result.calls) <= settings.max_calls
+    assert result.stop_reason == "complete"
+    assert "skipped" not in [r.status for r in result.records]
+    plan_ = result.plan
+    assert plan_.left_out and 0 < plan_.examined_share < 1
+    if settings.depth > 1:
+        assert max(c.wave for c in result.calls) > 1  # deeper waves ran inside the bound
+
+
+def test_the_hottest_candidate_of_every_category_gets_a_call(big):
+    selection = big.hot(coverage=0.9)
+    ranked = candidates(big, selection)
+    made = plan(big, selection, calls=first_wave_calls(load_preset("quick"), False),
+                windows_per_call=4)
+    planned = {c.id for g in made.calls for c in g.candidates}
+    categories = {cat for c in ranked for cat in c.categories}
+    assert {"atomic-llsc", "indirect-branch", "division", "barrier", UNEXPLAINED} <= categories
+    for category in categories:
+        hottest = next(c for c in ranked if category in c.categories)
+        assert hottest.id in planned, category
+    assert len(made.calls) <= 12
+    # ranked by own share × the penalty of the category
+    scores = [c.share * PENALTIES[c.category].fraction for c in ranked]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_shares_add_up(big):
+    selection = big.hot(coverage=0.9)
+    ranked = candidates(big, selection)
+    mechanisms = [c for c in ranked if c.mechanism is not None]
+    windows = [c for c in ranked if c.mechanism is None]
+    assert len(mechanisms) == len(big.mechanisms)
+    assert all(c.share == m.share for c, m in zip(mechanisms, big.mechanisms, strict=False))
+    # a selected window is a candidate of its own unless a mechanism holds it
+    profile = big.profile
+    claimed = {w for c in mechanisms for w in c.windows if w in set(selection.windows)}
+    assert sum(c.share for c in windows) + sum(profile.windows[w].weight for w in claimed) \
+        == pytest.approx(selection.coverage)
+    # with no bound every selected cycle is examined
+    whole = plan(big, selection, calls=None, windows_per_call=4)
+    assert not whole.left_out and whole.examined_share == pytest.approx(1.0)
+    # under a bound, the examined share is the examined windows' and mechanisms' own
+    bounded = plan(big, selection, calls=10, windows_per_call=4)
+    seen = sum(profile.windows[w].weight for w in bounded.examined_windows)
+    seen += sum(c.share for g in bounded.calls for c in g.candidates if c.mechanism)
+    assert bounded.examined_share * bounded.selected_share == pytest.approx(seen)
