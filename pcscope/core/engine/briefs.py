@@ -33,7 +33,8 @@ MAX_PCS = 24  # hottest PCs shown per window
 MAX_PATTERN_PCS = 8  # extra PCs shown because a pattern hit them
 WINDOW_SHARE = 0.95  # show a window's PCs until they hold this share of it
 MAX_SITES = 6  # a mechanism's hottest sites shown; the rest through the tools
-MIN_PCS = 4  # a part trimmed to fit the cap keeps at least this many PCs
+MIN_PCS = 4  # a part shows at least this many PCs, whatever the cap
+LIMITS = (MIN_PCS, 6, 9, 13, 20, MAX_PCS + MAX_PATTERN_PCS)  # PCs per part, tried in turn
 GUIDE_EXCERPT = 600  # characters of each retrieved guide section in the brief
 _DISTINCTIVE = (
     "br", "blr", "braa", "blraa", "ldxr", "ldaxr", "stxr", "stlxr", "cas", "casal", "ldadd",
@@ -105,18 +106,26 @@ class Brief:
 def brief(workload: Workload, group: CallGroup, *, token_cap: int, guide_k: int,
           alp_line: AlpLine, marked: np.ndarray, hints: Sequence[Hint] = (),
           guide_search: GuideSearch | None = None) -> Brief:
-    """The brief of one call, its parts trimmed until it fits ``token_cap``."""
-    limit = MAX_PCS + MAX_PATTERN_PCS
-    while True:
-        parts = tuple(_part(workload, c, limit, alp_line, marked) for c in group.candidates)
-        guides = _guides(parts, group.candidates, guide_k, guide_search)
-        windows = {hinted for c in group.candidates for hinted in c.windows}
-        notes = tuple(h for h in hints if _concerns(workload, h, windows))
-        made = Brief(group.number, tuple(c.id for c in group.candidates), parts, guides, notes,
-                     group.share)
-        if limit <= MIN_PCS or tokens(made.text()) <= token_cap:
-            return made
-        limit = max(MIN_PCS, limit * 2 // 3)
+    """The brief of one call: its parts show more instructions, step by step, while it
+    stays under ``token_cap`` (growing, not trimming: rows are rendered, ALP included, only
+    when they may be shown)."""
+    memo: Rows = {}
+    windows = {w for c in group.candidates for w in c.windows}
+    notes = tuple(h for h in hints if _concerns(workload, h, windows))
+    guides: tuple[tuple[str, str, str], ...] | None = None
+    made: Brief | None = None
+    for limit in LIMITS:
+        parts = tuple(_part(workload, c, limit, alp_line, marked, memo)
+                      for c in group.candidates)
+        if guides is None:  # retrieved once, from what the smallest brief shows
+            guides = _guides(parts, group.candidates, guide_k, guide_search)
+        bigger = Brief(group.number, tuple(c.id for c in group.candidates), parts, guides,
+                       notes, group.share)
+        if made is not None and tokens(bigger.text()) > token_cap:
+            break
+        made = bigger
+    assert made is not None
+    return made
 
 
 def _concerns(workload: Workload, hint: Hint, windows: set[int]) -> bool:
@@ -126,10 +135,10 @@ def _concerns(workload: Workload, hint: Hint, windows: set[int]) -> bool:
 
 
 def _part(workload: Workload, c: Candidate, limit: int, alp_line: AlpLine,
-          marked: np.ndarray) -> Part:
+          marked: np.ndarray, memo: Rows) -> Part:
     if c.mechanism is not None:
-        return mechanism_part(workload, c.mechanism, limit, alp_line, marked)
-    return window_part(workload, c.windows[0], limit, alp_line, marked)
+        return mechanism_part(workload, c.mechanism, limit, alp_line, marked, memo)
+    return window_part(workload, c.windows[0], limit, alp_line, marked, memo)
 
 
 def pattern_rows(workload: Workload) -> np.ndarray:
@@ -163,7 +172,7 @@ def shown_rows(workload: Workload, w: int, limit: int, marked: np.ndarray) -> np
 
 
 def window_part(workload: Workload, w: int, limit: int, alp_line: AlpLine,
-                marked: np.ndarray) -> Part:
+                marked: np.ndarray, memo: Rows) -> Part:
     profile = workload.profile
     win = profile.windows[w]
     rows = shown_rows(workload, w, limit, marked)
@@ -174,14 +183,14 @@ def window_part(workload: Workload, w: int, limit: int, alp_line: AlpLine,
               f"{' module ' + module if module else ''}: weight {win.weight:.2%}, "
               f"{win.n} instructions {hex_pc(win.first_pc)}-{hex_pc(win.last_pc)}, "
               f"showing {len(rows)}")
-    shown = _instructions(workload, rows, alp_line, marked)
+    shown = _instructions(workload, rows, alp_line, marked, memo)
     return Part(header=(header,), windows=(win.id,),
                 ids=tuple(dict.fromkeys([win.id, *([fn.id] if fn else []), *shown.ids])),
                 **shown.fields())
 
 
 def mechanism_part(workload: Workload, m: Mechanism, limit: int, alp_line: AlpLine,
-                   marked: np.ndarray) -> Part:
+                   marked: np.ndarray, memo: Rows) -> Part:
     """The mechanism, its metrics and checks, then its hottest sites' instructions."""
     profile = workload.profile
     sites = sorted(m.sites, key=lambda s: (-s.share, s.pc))[:MAX_SITES]
@@ -207,7 +216,7 @@ def mechanism_part(workload: Workload, m: Mechanism, limit: int, alp_line: AlpLi
     for site, rows in rows_all:
         lines.append((f"site {pc_id(site.pc)} in {site.function}: share {site.share:.3%}",
                       None))
-        shown = _instructions(workload, rows, alp_line, marked)
+        shown = _instructions(workload, rows, alp_line, marked, memo)
         merged.add(shown)
         lines += shown.lines
     fields = merged.fields()
@@ -228,6 +237,23 @@ def _site_rows(workload: Workload, site: Site, limit: int) -> np.ndarray:
     return np.sort(np.asarray(chosen, dtype=np.int64))
 
 
+@dataclass(frozen=True)
+class _Row:
+    """One instruction rendered for a brief, and the IDs and words it brings."""
+
+    pc: int
+    line: str
+    alp: str | None
+    ids: tuple[str, ...]  # pc: and pat: IDs
+    alp_id: str | None
+    categories: tuple[str, ...]
+    signals: tuple[str, ...]
+    mnemonic: str
+
+
+Rows = dict[int, _Row]  # profile row -> its rendering, shared by one brief's attempts
+
+
 class _Shown:
     """Instruction lines and the IDs and words they bring."""
 
@@ -244,6 +270,16 @@ class _Shown:
         for name in vars(self):
             getattr(self, name).extend(getattr(other, name))
 
+    def add_row(self, row: _Row) -> None:
+        self.pcs.append(row.pc)
+        self.lines.append((row.line, row.alp))
+        self.ids += row.ids
+        if row.alp_id is not None:
+            self.alp_ids.append(row.alp_id)
+        self.categories += row.categories
+        self.signals += row.signals
+        self.mnemonics.append(row.mnemonic)
+
     def fields(self) -> dict:
         return {"pcs": tuple(self.pcs), "lines": tuple(self.lines),
                 "alp_ids": tuple(dict.fromkeys(self.alp_ids)),
@@ -253,25 +289,35 @@ class _Shown:
 
 
 def _instructions(workload: Workload, rows: np.ndarray, alp_line: AlpLine,
-                  marked: np.ndarray) -> _Shown:
+                  marked: np.ndarray, memo: Rows) -> _Shown:
+    """The rows' renderings (each row rendered once per brief, its arrays read at once)."""
     profile = workload.profile
+    missing = np.asarray([r for r in rows.tolist() if r not in memo], dtype=np.int64)
+    if len(missing):
+        columns = zip(missing.tolist(), profile.pc[missing].tolist(),
+                      profile.value[missing].tolist(), profile.mnemonic[missing].tolist(),
+                      marked[missing].tolist(), strict=True)
+        for r, pc, value, mnemonic, hit in columns:
+            memo[r] = _render_row(workload, r, pc, value, mnemonic, hit, alp_line)
     out = _Shown()
-    for r in rows:
-        pc = int(profile.pc[r])
-        cats = workload.patterns.categories_at(pc) if marked[r] else []
-        pats = [pat_id(c, pc) for c in cats]
-        out.pcs.append(pc)
-        out.ids += [pc_id(pc), *pats]
-        out.categories += cats
-        out.mnemonics.append(profile.mnemonics[int(profile.mnemonic[r])])
-        tag = f"  {' '.join(pats)}" if pats else ""
-        line = f"{pc_id(pc)}  {profile.asm(r)}  share {profile.share(r):.3%}{tag}"
-        shown = alp_line(pc)
-        out.lines.append((line, shown[0] if shown is not None else None))
-        if shown is not None:
-            out.alp_ids.append(alp_id(pc))
-            out.signals += alp_signals(shown[1])
+    for r in rows.tolist():
+        out.add_row(memo[r])
     return out
+
+
+def _render_row(workload: Workload, r: int, pc: int, value: int, mnemonic: int, hit: bool,
+                alp_line: AlpLine) -> _Row:
+    profile = workload.profile
+    cats = tuple(workload.patterns.categories_at(pc)) if hit else ()
+    pats = tuple(pat_id(c, pc) for c in cats)
+    tag = f"  {' '.join(pats)}" if pats else ""
+    share = value / profile.total if profile.total else 0.0
+    line = f"{pc_id(pc)}  {profile.asm(r)}  share {share:.3%}{tag}"
+    shown = alp_line(pc)
+    return _Row(pc, line, shown[0] if shown is not None else None, (pc_id(pc), *pats),
+                alp_id(pc) if shown is not None else None, cats,
+                tuple(alp_signals(shown[1])) if shown is not None else (),
+                profile.mnemonics[mnemonic])
 
 
 def alp_signals(record: AlpRecord) -> list[str]:

@@ -39,7 +39,6 @@ class Candidate:
     share: float  # own share of the profile total
     penalty: float
     windows: tuple[int, ...]  # the windows holding it, hottest site first
-    functions: tuple[str, ...]
     mechanism: Mechanism | None = None
 
     @property
@@ -130,16 +129,15 @@ def _mechanism(profile: Profile, m: Mechanism) -> Candidate:
     rows = _rows(profile, [s.pc for s in sites])
     windows = tuple(dict.fromkeys(int(profile.window[r]) for r in rows))
     return Candidate(m.id, m.category, (m.category,), m.share, penalty(m.category).fraction,
-                     windows, m.functions, m)
+                     windows, m)
 
 
 def _window(profile: Profile, w: int, categories: tuple[str, ...]) -> Candidate:
     win = profile.windows[w]
-    fn = profile.functions[win.function].id if win.function >= 0 else ""
     category = max(categories, key=lambda c: penalty(c).fraction) if categories \
         else UNEXPLAINED
     return Candidate(win.id, category, categories or (UNEXPLAINED,), win.weight,
-                     penalty(category).fraction, (w,), (fn,) if fn else ())
+                     penalty(category).fraction, (w,))
 
 
 def _rows(profile: Profile, pcs: Sequence[int]) -> list[int]:

@@ -28,7 +28,7 @@ class Settings:
     depth: int = 2
     concurrency: int = 8
     windows_per_slice: int = 4
-    slice_tokens: int = 6000
+    slice_tokens: int = 2000
     guide_k: int = 3
     max_calls: int | None = 60  # the whole run: every wave and review
     max_tokens: int | None = 8_000_000
