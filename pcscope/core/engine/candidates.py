@@ -23,6 +23,7 @@ import numpy as np
 from pcscope.core.engine.hints import Hint
 from pcscope.core.engine.penalties import UNEXPLAINED, penalty
 from pcscope.core.engine.presets import Settings
+from pcscope.core.ids import win_id
 from pcscope.core.mechanisms import Mechanism
 from pcscope.core.profile import HotSelection, Profile
 from pcscope.core.workload import Workload
@@ -100,7 +101,11 @@ def candidates(workload: Workload, selection: HotSelection) -> list[Candidate]:
     claimed = {w for c in out for w in c.windows}
     free = [w for w in selection.windows if w not in claimed]
     found = _window_categories(workload, free)
-    out += [_window(profile, w, found.get(w, ())) for w in free]
+    # read as arrays: a selection of a large profile holds tens of thousands of windows
+    first_pcs = profile.windows.first_pcs()[free].tolist()
+    weights = profile.windows.weights()[free].tolist()
+    out += [_window(w, win_id(pc), weight, found.get(w, ()))
+            for w, pc, weight in zip(free, first_pcs, weights, strict=True)]
     return sorted(out, key=lambda c: (-c.score, -c.share, c.id))
 
 
@@ -132,11 +137,10 @@ def _mechanism(profile: Profile, m: Mechanism) -> Candidate:
                      windows, m)
 
 
-def _window(profile: Profile, w: int, categories: tuple[str, ...]) -> Candidate:
-    win = profile.windows[w]
+def _window(w: int, wid: str, weight: float, categories: tuple[str, ...]) -> Candidate:
     category = max(categories, key=lambda c: penalty(c).fraction) if categories \
         else UNEXPLAINED
-    return Candidate(win.id, category, categories or (UNEXPLAINED,), win.weight,
+    return Candidate(wid, category, categories or (UNEXPLAINED,), weight,
                      penalty(category).fraction, (w,))
 
 
@@ -170,7 +174,8 @@ def _hinted_windows(workload: Workload, ranked: list[Candidate],
     for hint in hints:
         w = hinted_window(workload, hint)
         if w is not None and w not in held and w not in extra:
-            extra[w] = _window(workload.profile, w, ())
+            win = workload.profile.windows[w]
+            extra[w] = _window(w, win.id, win.weight, ())
     return list(extra.values())
 
 
