@@ -4,11 +4,11 @@ A mechanism's part names it (kind, category, own share), gives the metrics compu
 the profile's counts and the code-shape checks that passed, then its hottest sites, each
 with the assembly of its counted instructions and the ALP record beside each instruction.
 A window's part (heat no mechanism explains) shows its hottest PCs in address order with
-their ``pat:`` hits and ALP. Then come the guide sections retrieved for the call's kinds and
-categories (BM25 over guide sections, queried from the categories, ALP signals and
-distinctive mnemonics) and the engineers' notes that concern it; everything else the call
-reads through the tools. A brief stays under a token cap (characters / 4): its parts show
-fewer instructions until it fits.
+their ``pat:`` hits and ALP. Then come the guide sections for the call's kinds and
+categories (the guide table's, core/guide_map.py; for unexplained heat, BM25 over the
+guides queried from ALP signals and distinctive mnemonics) and the engineers' notes that
+concern it; everything else the call reads through the tools. A brief stays under a token
+cap (characters / 4): its parts show more instructions while it fits.
 
 This module decides what goes into a brief, as data; ``brief_text`` renders it.
 """
@@ -24,9 +24,12 @@ from pcscope.core.alp import AlpRecord
 from pcscope.core.engine.brief_text import render
 from pcscope.core.engine.candidates import CallGroup, Candidate, hinted_window
 from pcscope.core.engine.hints import Hint
+from pcscope.core.engine.penalties import UNEXPLAINED
 from pcscope.core.engine.prompt import tokens
+from pcscope.core.guide_map import sections_for
 from pcscope.core.ids import alp_id, hex_pc, pat_id, pc_id
 from pcscope.core.mechanisms import Mechanism, Site
+from pcscope.core.readers.guides import GuideSection, section_index
 from pcscope.core.workload import Workload
 
 MAX_PCS = 24  # hottest PCs shown per window
@@ -43,7 +46,8 @@ _DISTINCTIVE = (
 )
 
 GuideSearch = Callable[[str, int], list[tuple[str, str, str]]]  # -> [(id, heading, text)]
-AlpLine = Callable[[int], tuple[str, AlpRecord] | None]  # pc -> (brief line, record), if any
+# pcs -> per pc (its brief line, its record), or None without a record; one call a batch
+AlpLines = Callable[[list[int]], list[tuple[str, AlpRecord] | None]]
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,7 @@ class Brief:
 
 
 def brief(workload: Workload, group: CallGroup, *, token_cap: int, guide_k: int,
-          alp_line: AlpLine, marked: np.ndarray, hints: Sequence[Hint] = (),
+          alp_lines: AlpLines, marked: np.ndarray, hints: Sequence[Hint] = (),
           guide_search: GuideSearch | None = None) -> Brief:
     """The brief of one call: its parts show more instructions, step by step, while it
     stays under ``token_cap`` (growing, not trimming: rows are rendered, ALP included, only
@@ -115,10 +119,11 @@ def brief(workload: Workload, group: CallGroup, *, token_cap: int, guide_k: int,
     guides: tuple[tuple[str, str, str], ...] | None = None
     made: Brief | None = None
     for limit in LIMITS:
-        parts = tuple(_part(workload, c, limit, alp_line, marked, memo)
+        parts = tuple(_part(workload, c, limit, alp_lines, marked, memo)
                       for c in group.candidates)
         if guides is None:  # retrieved once, from what the smallest brief shows
-            guides = _guides(parts, group.candidates, guide_k, guide_search)
+            guides = _guides(parts, group.candidates, guide_k, guide_search,
+                             section_index(workload.guides))
         bigger = Brief(group.number, tuple(c.id for c in group.candidates), parts, guides,
                        notes, group.share)
         if made is not None and tokens(bigger.text()) > token_cap:
@@ -134,11 +139,11 @@ def _concerns(workload: Workload, hint: Hint, windows: set[int]) -> bool:
     return hinted_window(workload, hint) in windows
 
 
-def _part(workload: Workload, c: Candidate, limit: int, alp_line: AlpLine,
+def _part(workload: Workload, c: Candidate, limit: int, alp_lines: AlpLines,
           marked: np.ndarray, memo: Rows) -> Part:
     if c.mechanism is not None:
-        return mechanism_part(workload, c.mechanism, limit, alp_line, marked, memo)
-    return window_part(workload, c.windows[0], limit, alp_line, marked, memo)
+        return mechanism_part(workload, c.mechanism, limit, alp_lines, marked, memo)
+    return window_part(workload, c.windows[0], limit, alp_lines, marked, memo)
 
 
 def pattern_rows(workload: Workload) -> np.ndarray:
@@ -171,7 +176,7 @@ def shown_rows(workload: Workload, w: int, limit: int, marked: np.ndarray) -> np
     return np.sort(np.asarray(chosen, dtype=np.int64))
 
 
-def window_part(workload: Workload, w: int, limit: int, alp_line: AlpLine,
+def window_part(workload: Workload, w: int, limit: int, alp_lines: AlpLines,
                 marked: np.ndarray, memo: Rows) -> Part:
     profile = workload.profile
     win = profile.windows[w]
@@ -183,13 +188,13 @@ def window_part(workload: Workload, w: int, limit: int, alp_line: AlpLine,
               f"{' module ' + module if module else ''}: weight {win.weight:.2%}, "
               f"{win.n} instructions {hex_pc(win.first_pc)}-{hex_pc(win.last_pc)}, "
               f"showing {len(rows)}")
-    shown = _instructions(workload, rows, alp_line, marked, memo)
+    shown = _instructions(workload, rows, alp_lines, marked, memo)
     return Part(header=(header,), windows=(win.id,),
                 ids=tuple(dict.fromkeys([win.id, *([fn.id] if fn else []), *shown.ids])),
                 **shown.fields())
 
 
-def mechanism_part(workload: Workload, m: Mechanism, limit: int, alp_line: AlpLine,
+def mechanism_part(workload: Workload, m: Mechanism, limit: int, alp_lines: AlpLines,
                    marked: np.ndarray, memo: Rows) -> Part:
     """The mechanism, its metrics and checks, then its hottest sites' instructions."""
     profile = workload.profile
@@ -216,7 +221,7 @@ def mechanism_part(workload: Workload, m: Mechanism, limit: int, alp_line: AlpLi
     for site, rows in rows_all:
         lines.append((f"site {pc_id(site.pc)} in {site.function}: share {site.share:.3%}",
                       None))
-        shown = _instructions(workload, rows, alp_line, marked, memo)
+        shown = _instructions(workload, rows, alp_lines, marked, memo)
         merged.add(shown)
         lines += shown.lines
     fields = merged.fields()
@@ -288,17 +293,18 @@ class _Shown:
                 "mnemonics": tuple(dict.fromkeys(self.mnemonics))}
 
 
-def _instructions(workload: Workload, rows: np.ndarray, alp_line: AlpLine,
+def _instructions(workload: Workload, rows: np.ndarray, alp_lines: AlpLines,
                   marked: np.ndarray, memo: Rows) -> _Shown:
     """The rows' renderings (each row rendered once per brief, its arrays read at once)."""
     profile = workload.profile
     missing = np.asarray([r for r in rows.tolist() if r not in memo], dtype=np.int64)
     if len(missing):
-        columns = zip(missing.tolist(), profile.pc[missing].tolist(),
-                      profile.value[missing].tolist(), profile.mnemonic[missing].tolist(),
-                      marked[missing].tolist(), strict=True)
-        for r, pc, value, mnemonic, hit in columns:
-            memo[r] = _render_row(workload, r, pc, value, mnemonic, hit, alp_line)
+        pcs = profile.pc[missing].tolist()
+        columns = zip(missing.tolist(), pcs, profile.value[missing].tolist(),
+                      profile.mnemonic[missing].tolist(), marked[missing].tolist(),
+                      alp_lines(pcs), strict=True)
+        for r, pc, value, mnemonic, hit, shown in columns:
+            memo[r] = _render_row(workload, r, pc, value, mnemonic, hit, shown)
     out = _Shown()
     for r in rows.tolist():
         out.add_row(memo[r])
@@ -306,14 +312,13 @@ def _instructions(workload: Workload, rows: np.ndarray, alp_line: AlpLine,
 
 
 def _render_row(workload: Workload, r: int, pc: int, value: int, mnemonic: int, hit: bool,
-                alp_line: AlpLine) -> _Row:
+                shown: tuple[str, AlpRecord] | None) -> _Row:
     profile = workload.profile
     cats = tuple(workload.patterns.categories_at(pc)) if hit else ()
     pats = tuple(pat_id(c, pc) for c in cats)
     tag = f"  {' '.join(pats)}" if pats else ""
     share = value / profile.total if profile.total else 0.0
     line = f"{pc_id(pc)}  {profile.asm(r)}  share {share:.3%}{tag}"
-    shown = alp_line(pc)
     return _Row(pc, line, shown[0] if shown is not None else None, (pc_id(pc), *pats),
                 alp_id(pc) if shown is not None else None, cats,
                 tuple(alp_signals(shown[1])) if shown is not None else (),
@@ -350,8 +355,19 @@ def guide_query(parts: Sequence[Part], kinds: Sequence[str] = ()) -> str:
 
 
 def _guides(parts: Sequence[Part], candidates: Sequence[Candidate], k: int,
-            search: GuideSearch | None) -> tuple[tuple[str, str, str], ...]:
-    if search is None or k <= 0:
+            search: GuideSearch | None, sections: dict[str, GuideSection]) -> tuple[
+                tuple[str, str, str], ...]:
+    """The sections the guide table names for the candidates' kinds and categories (first
+    ones first), else — for unexplained heat, or guides without those sections — the best
+    BM25 matches of what the parts show."""
+    if k <= 0:
+        return ()
+    named = [sid for c in candidates if c.category != UNEXPLAINED
+             for sid in sections_for(c.category, c.mechanism.kind if c.mechanism else None)]
+    found = [sections[sid] for sid in dict.fromkeys(named) if sid in sections][:k]
+    if found:
+        return tuple((g.id, g.heading, _excerpt(g.text)) for g in found)
+    if search is None:
         return ()
     kinds = [c.mechanism.kind for c in candidates if c.mechanism is not None]
     query = guide_query(parts, kinds)

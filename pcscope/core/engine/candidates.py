@@ -159,10 +159,10 @@ def _window_categories(workload: Workload, windows: list[int]) -> dict[int, tupl
         if not hits:
             continue
         rows = patterns.rows(category)
-        rows = rows[profile.value[rows] > 0]
-        for w in np.unique(profile.window[rows]):
-            if wanted[w]:
-                found.setdefault(int(w), []).append(category)
+        hit = np.zeros(len(profile.windows), dtype=bool)
+        hit[profile.window[rows[profile.value[rows] > 0]]] = True
+        for w in np.flatnonzero(hit & wanted).tolist():
+            found.setdefault(w, []).append(category)
     return {w: tuple(c) for w, c in found.items()}
 
 

@@ -366,13 +366,13 @@ class Orchestrator:
         self.plan = plan_calls(self.workload, selection,
                                calls=first_wave_calls(s, self._reviewer is not None),
                                windows_per_call=s.windows_per_slice, hints=hints)
-        self.shared.alp.preload(self._planned_pcs())
+        self.shared.alp.preload(self._planned_pcs())  # one pass; briefs render what they show
         marked = pattern_rows(self.workload)
         run_wide = tuple(h.id for h in hints if h.pc is None and h.window is None)
         plans = []
         for group in self.plan.calls:
             made = brief(self.workload, group, token_cap=s.slice_tokens, guide_k=s.guide_k,
-                         alp_line=self._alp_line, marked=marked, hints=hints,
+                         alp_lines=self._alp_lines, marked=marked, hints=hints,
                          guide_search=lambda query, k: search_guides(self.shared, query, k))
             given = made.given() + tuple(i for i in run_wide if i not in made.given())
             plans.append(CallPlan(id=call_id(1, group.number), wave=1, parent=None,
@@ -382,7 +382,7 @@ class Orchestrator:
         return plans
 
     def _planned_pcs(self) -> list[int]:
-        """The PCs the first wave's briefs can show (their ALP records are read at once)."""
+        """Every PC the first wave's briefs could show."""
         profile = self.workload.profile
         pcs: list[int] = []
         for group in self.plan.calls if self.plan else ():
@@ -402,9 +402,12 @@ class Orchestrator:
         reviews = (self.settings.depth - wave + 1) if self._reviewer is not None else 0
         return max(0, min(self.settings.max_questions, limit - self.budget.calls - reviews))
 
-    def _alp_line(self, pc: int) -> tuple[str, AlpRecord] | None:
-        rendered = self.shared.alp.get(pc)
-        return None if rendered is None else (rendered[2], self.shared.alp.record(pc))
+    def _alp_lines(self, pcs: list[int]) -> list[tuple[str, AlpRecord] | None]:
+        """Brief lines of the ALP records of ``pcs`` (built in one pass)."""
+        alp = self.shared.alp
+        alp.preload(pcs)
+        return [None if (rendered := alp.get(pc)) is None else (rendered[2], alp.record(pc))
+                for pc in pcs]
 
     def _question_plan(self, question: Question, wave: int, n: int) -> CallPlan:
         accepted = question.finding
