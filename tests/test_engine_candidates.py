@@ -105,3 +105,47 @@ def test_shares_add_up(big):
     seen = sum(profile.windows[w].weight for w in bounded.examined_windows)
     seen += sum(c.share for g in bounded.calls for c in g.candidates if c.mechanism)
     assert bounded.examined_share * bounded.selected_share == pytest.approx(seen)
+
+
+def test_a_brief_is_anchored_on_its_mechanism(tmp_path):
+    from engine_helpers import mini_workload
+
+    from pcscope.core.engine.briefs import brief, pattern_rows
+    from pcscope.core.engine.candidates import CallGroup
+    from pcscope.core.engine.tools import SharedMemory
+    from pcscope.core.evidence import EvidenceStore
+
+    workload = mini_workload(tmp_path)
+    profile = workload.profile
+    pcs = (0x3000, 0x3004, 0x3008, 0x300C)
+    share = sum(int(profile.value[profile.row_of(pc)]) for pc in pcs) / profile.total
+    mech = Mechanism("llsc", "atomic-llsc", 0x3000,
+                     (Site(0x3000, "<unknown_02>", pcs, share),), ("<unknown_02>",), share,
+                     metrics=(), checks=("exclusive pair with a retry branch",))
+    workload.mechanism_loader = lambda: MechanismTable((mech,))
+    made = plan(workload, workload.hot(coverage=1.0), calls=None, windows_per_call=4)
+    group = next(g for g in made.calls if g.candidates[0].id == mech.id)
+    assert isinstance(group, CallGroup) and len(group.candidates) == 1
+    alp = SharedMemory(EvidenceStore(workload)).alp
+
+    def lines(wanted):
+        return [None if alp.get(pc) is None else (alp.get(pc)[2], alp.record(pc))
+                for pc in wanted]
+
+    made_brief = brief(workload, group, token_cap=2000, guide_k=2, alp_lines=lines,
+                       marked=pattern_rows(workload))
+    text = made_brief.text()
+    assert text.startswith("<evidence>\nmechanism mech:llsc:0x3000: kind llsc")
+    assert "checks passed: exclusive pair with a retry branch" in text
+    assert "site pc:0x3000 in <unknown_02>" in text
+    assert all(f"pc:{hex(pc)}" in text for pc in pcs)  # every site instruction, in order
+    assert text.index("pc:0x3000") < text.index("pc:0x3004") < text.index("pc:0x300c")
+    # the guide table's sections for LL/SC, not a text search
+    assert [g[0] for g in made_brief.guides] == ["guide:uarch/atomics/exclusive-monitor",
+                                                 "guide:swopt/synchronization/"
+                                                 "atomic-instruction-choice"]
+    given = made_brief.given()
+    assert mech.id in given and "win:0x3000" in given
+    assert made_brief.seed(())["mechanisms"] == [mech.id]
+    # the mechanism claims its window: no window candidate for it
+    assert "win:0x3000" not in {c.id for g in made.calls for c in g.candidates}

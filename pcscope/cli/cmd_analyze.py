@@ -209,6 +209,12 @@ def _summary(result: RunResult, report: dict, stream) -> None:
     print(f"{analyst_label(result.model)}: {len(result.ideas)} ideas from {cost['calls']} calls "
           f"({len(result.rejected)} findings rejected), stopped: {result.stop_reason}, "
           f"{cost['seconds']:.1f} s, run {result.run}", file=stream)
+    plan = result.plan
+    if plan is not None:
+        print(f"examined {plan.examined_share:.1%} of the selected cycles in {len(plan.calls)} "
+              f"first-wave calls; left out {len(plan.left_out):,} of {plan.candidates:,} "
+              f"candidates ({sum(c.share for c in plan.left_out):.2%} of the total)",
+              file=stream)
     for rank, idea in enumerate(result.ideas[:20], 1):
         pcs = ", ".join(f"0x{pc:x}" for pc in idea.pcs[:3])
         print(f"{rank:>3}. {idea.score:7.3%} upside ({idea.weight:.2%} own)  {idea.category:<18} "
