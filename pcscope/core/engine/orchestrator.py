@@ -66,6 +66,7 @@ for the next wave and the findings it rejected; the default is the rule gatekeep
 OUTPUT_ALLOWANCE = 1000  # tokens reserved for a call's answer before it runs
 REVIEW_TOKENS_PER_FINDING = 150  # a finding's entry in a review prompt, about
 COMPLETE = "complete"
+COVERAGE = "coverage"  # every planned call ran; the call bound left candidates out
 CANCELLED = "cancelled"
 SKIPPED = "skipped"  # queued but never started (a budget ran out or the run was cancelled)
 
@@ -250,7 +251,8 @@ class Orchestrator:
         if self._cancelled:
             reason = CANCELLED
         else:
-            reason = self.budget.exhausted or COMPLETE
+            left_out = self.plan is not None and bool(self.plan.left_out)
+            reason = self.budget.exhausted or (COVERAGE if left_out else COMPLETE)
         for record in self._records.values():
             if record.status in ("queued", "running", status.CANCELLED):
                 record.status = SKIPPED if record.status == "queued" else status.CANCELLED
@@ -271,7 +273,8 @@ class Orchestrator:
             plan_seconds=self.plan_seconds, resumed=resumed,
         )
         self.session.save_ideas(self.run_id, [i.to_json() for i in ideas])
-        run_status = {COMPLETE: "done", CANCELLED: "cancelled"}.get(reason, "stopped")
+        run_status = {COMPLETE: "done", COVERAGE: "done",
+                      CANCELLED: "cancelled"}.get(reason, "stopped")
         self.session.finish_run(self.run_id, run_status, reason,
                                 build_report(self.result, self.workload))
         self.bus.publish(RunDone(run=self.run_id, stop_reason=reason, ideas=len(ideas),
