@@ -149,3 +149,28 @@ def test_a_brief_is_anchored_on_its_mechanism(tmp_path):
     assert made_brief.seed(())["mechanisms"] == [mech.id]
     # the mechanism claims its window: no window candidate for it
     assert "win:0x3000" not in {c.id for g in made.calls for c in g.candidates}
+
+
+def test_measured_alp_costs_give_unexplained_windows_a_category(tmp_path):
+    from engine_helpers import generated
+
+    from pcscope.core.alp_columns import AlpRecords
+    from pcscope.core.engine.measured import _from_columns, _from_records, measured_categories
+
+    workload, truth = generated(tmp_path, "B", 102)
+    records = workload.alp.records
+    assert isinstance(records, AlpRecords)
+    # the column pass and the record pass agree, PC by PC
+    pcs, flags = _from_columns(records)
+    pcs_r, flags_r = _from_records(records.values())
+    assert (pcs == pcs_r).all()
+    for name, flag in flags.items():
+        assert (flag == flags_r[name]).all(), name
+    selection = workload.hot(coverage=0.9)
+    found = measured_categories(workload, selection.windows)
+    profile = workload.profile
+    measured = {"branch-mispredict", "cache-miss", "store-forwarding", "tlb-miss"}
+    for planted in truth["planted"]:
+        if planted["category"] in measured:
+            w = int(profile.window[profile.row_of(int(planted["pc"], 16))])
+            assert planted["category"] in found.get(w, ()), planted

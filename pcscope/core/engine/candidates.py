@@ -2,7 +2,8 @@
 
 A candidate is a mechanism (``Workload.mechanisms``) or a selected hot window that holds no
 mechanism (unexplained heat still gets a look). It ranks by its own share × the modelled
-penalty of its category (penalties.py). The run's call bound (``max_calls``, shared by every
+penalty of its category (penalties.py); a window takes the costliest category its pattern
+hits or its measured ALP figures show (measured.py), else ``unexplained``. The run's call bound (``max_calls``, shared by every
 wave and review) fixes how many first-wave calls there are, whatever the profile's size;
 candidates that do not fit are left out and reported (the coverage stop). The hottest
 candidate of every category present always gets a call, and so does every window or
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pcscope.core.engine.hints import Hint
+from pcscope.core.engine.measured import measured_categories
 from pcscope.core.engine.penalties import UNEXPLAINED, penalty
 from pcscope.core.engine.presets import Settings
 from pcscope.core.ids import win_id
@@ -101,6 +103,8 @@ def candidates(workload: Workload, selection: HotSelection) -> list[Candidate]:
     claimed = {w for c in out for w in c.windows}
     free = [w for w in selection.windows if w not in claimed]
     found = _window_categories(workload, free)
+    for w, measured in measured_categories(workload, free).items():
+        found[w] = tuple(dict.fromkeys(found.get(w, ()) + measured))
     # read as arrays: a selection of a large profile holds tens of thousands of windows
     first_pcs = profile.windows.first_pcs()[free].tolist()
     weights = profile.windows.weights()[free].tolist()
