@@ -31,7 +31,7 @@ from pcscope.core.backends.registry import backend_for
 from pcscope.core.engine.full_prompt import FullPromptOrchestrator
 from pcscope.core.engine.orchestrator import Orchestrator
 from pcscope.core.engine.presets import load_preset
-from pcscope.core.engine.record import SessionStore
+from pcscope.core.engine.session_store import SessionStore
 from pcscope.index.store import open_workload
 from pcscope.samples import bundled, guides
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from engine_helpers import mini_workload
 
+from pcscope.core.contract.findings import Finding
 from pcscope.core.engine.gatekeeper import merge, questions
 from pcscope.core.engine.ideas import Accepted, windows_of
 from pcscope.core.engine.penalties import penalty
-from pcscope.core.engine.schema import Finding
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Site
 from pcscope.index.store import open_workload
 

@@ -25,7 +25,7 @@ from pcscope.core.engine.brief_text import render
 from pcscope.core.engine.candidates import CallGroup, Candidate, hinted_window
 from pcscope.core.engine.hints import Hint
 from pcscope.core.engine.penalties import UNEXPLAINED
-from pcscope.core.engine.prompt import tokens
+from pcscope.core.engine.system_prompt import tokens
 from pcscope.core.guide_map import sections_for
 from pcscope.core.ids import alp_id, hex_pc, pat_id, pc_id
 from pcscope.core.mechanisms import Mechanism, Site

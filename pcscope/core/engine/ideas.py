@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pcscope.core.contract.findings import Finding
 from pcscope.core.engine.penalties import Penalty, penalty
-from pcscope.core.engine.schema import Finding
 from pcscope.core.ids import hex_pc
 from pcscope.core.mechanisms import MechanismTable
 from pcscope.core.profile import Profile
