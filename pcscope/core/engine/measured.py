@@ -3,7 +3,7 @@ say "worth a look", as idea categories.
 
 A window that no mechanism and no pattern explains may still show a cost the simulator
 measured — mispredicting branches, missing loads, DTLB misses, loads that fail to forward,
-instructions waiting to issue. The planner ranks such a window by that category's penalty
+instructions waiting to issue (FP ones: an accumulation chain). The planner ranks such a window by that category's penalty
 instead of the unexplained one, and the hottest window of each measured category gets a call
 like any category. The thresholds are deliberately low (a look, not an idea: the analyst
 decides); read column by column, so a 200k-PC ALP costs milliseconds.
@@ -47,6 +47,11 @@ def measured_categories(workload: Workload, windows: list[int]) -> dict[int, tup
     inside[inside] = profile.value[rows[inside]] > 0
     window_of = np.full(len(pcs), -1, dtype=np.int64)
     window_of[inside] = profile.window[rows[inside]]
+    # an FP instruction waiting to issue is the mark of an accumulation chain
+    fp_mnemonic = np.asarray([m.startswith("f") for m in profile.mnemonics] + [False])
+    fp = np.zeros(len(pcs), dtype=bool)
+    fp[inside] = fp_mnemonic[profile.mnemonic[rows[inside]]]
+    flags["fp-dependency"] = flags["other"] & fp
     wanted = np.zeros(len(profile.windows), dtype=bool)
     wanted[windows] = True
     found: dict[int, list[str]] = {}
