@@ -97,9 +97,12 @@ def first_wave_calls(settings: Settings, reviewed: bool) -> int | None:
 
 
 def candidates(workload: Workload, selection: HotSelection) -> list[Candidate]:
-    """Every mechanism and every selected window holding none, best score first."""
+    """Every mechanism with a site in the selection, and every selected window holding
+    none, best score first."""
     profile = workload.profile
-    out = [_mechanism(profile, m) for m in workload.mechanisms]
+    selected = set(selection.windows)
+    out = [c for c in (_mechanism(profile, m) for m in workload.mechanisms)
+           if selected.intersection(c.windows)]
     claimed = {w for c in out for w in c.windows}
     free = [w for w in selection.windows if w not in claimed]
     found = _window_categories(workload, free)
