@@ -179,3 +179,19 @@ def test_measured_alp_costs_give_unexplained_windows_a_category(tmp_path):
         if planted["category"] in measured:
             w = int(profile.window[profile.row_of(int(planted["pc"], 16))])
             assert planted["category"] in found.get(w, ()), planted
+
+
+def test_calls_no_question_needs_go_to_what_the_first_wave_left_out(big, tmp_path):
+    settings = load_preset("standard")
+    bound = {k: getattr(settings, k) for k in ("max_calls", "coverage", "depth",
+                                               "max_questions", "windows_per_slice")}
+    result = run(big, "scripted:ok", session=tmp_path / "s.sqlite", **bound)
+    first = [c for c in result.calls if c.wave == 1]
+    more = [c for c in result.calls if c.wave == 2]
+    assert len(first) == settings.max_calls - settings.max_questions
+    assert len(more) == settings.max_questions and all(c.parent is None for c in more)
+    assert len(result.calls) == settings.max_calls and result.stop_reason == "coverage"
+    planned = [c.id for g in result.plan.calls for c in g.candidates]
+    assert len(planned) == len(set(planned))  # nothing examined twice
+    assert not set(planned) & {c.id for c in result.plan.left_out}
+    assert [c.id for c in more] == [f"w2.c{n}" for n in range(1, len(more) + 1)]

@@ -11,7 +11,9 @@ mechanism an engineer's note names.
 
 A call holds one mechanism and up to two related ones (same kind or category, sharing a
 function), or up to ``windows_per_slice`` windows. When forced candidates alone need more
-calls than the bound allows, they share the least-filled calls instead.
+calls than the bound allows, they share the least-filled calls instead. Calls the deeper
+waves leave unused (no open question needed them) go to the best candidates left out
+(``extend``).
 """
 
 from __future__ import annotations
@@ -123,16 +125,31 @@ def plan(workload: Workload, selection: HotSelection, *, calls: int | None,
     forced = _forced(ranked, _hinted_ids(workload, ranked, hints))
     order = [c for c in ranked if c.id in forced] + [c for c in ranked if c.id not in forced]
     groups, left_out = _pack(order, forced, calls, windows_per_call)
-    examined = frozenset(w for g in groups for c in g if c.mechanism is None
+    made = [CallGroup(n, tuple(g)) for n, g in enumerate(groups, 1)]
+    return _plan_of(workload, selection, made, left_out, len(order))
+
+
+def extend(workload: Workload, selection: HotSelection, done: Plan, *, calls: int,
+           windows_per_call: int) -> tuple[Plan, list[CallGroup]]:
+    """Up to ``calls`` more calls on the best candidates ``done`` left out (numbered after
+    its calls), and the plan that includes them."""
+    groups, left_out = _pack(list(done.left_out), set(), calls, windows_per_call)
+    more = [CallGroup(n, tuple(g)) for n, g in enumerate(groups, len(done.calls) + 1)]
+    return _plan_of(workload, selection, [*done.calls, *more], left_out,
+                    done.candidates), more
+
+
+def _plan_of(workload: Workload, selection: HotSelection, groups: list[CallGroup],
+             left_out: list[Candidate], count: int) -> Plan:
+    examined = frozenset(w for g in groups for c in g.candidates if c.mechanism is None
                          for w in c.windows)
-    mechanisms = [c.mechanism for g in groups for c in g if c.mechanism is not None]
+    mechanisms = [c.mechanism for g in groups for c in g.candidates if c.mechanism is not None]
     selected_share, examined_share = _coverage(profile=workload.profile, selection=selection,
                                                windows=examined, mechanisms=mechanisms)
     return Plan(
-        calls=tuple(CallGroup(n, tuple(g)) for n, g in enumerate(groups, 1)),
-        left_out=tuple(left_out), candidates=len(order), selected_share=selected_share,
-        examined_share=examined_share, examined_windows=examined,
-        examined_mechanisms=frozenset(m.id for m in mechanisms),
+        calls=tuple(groups), left_out=tuple(left_out), candidates=count,
+        selected_share=selected_share, examined_share=examined_share,
+        examined_windows=examined, examined_mechanisms=frozenset(m.id for m in mechanisms),
     )
 
 

@@ -23,7 +23,7 @@ from pcscope.core.contract.backend import Backend, CallRequest, CallResponse, Us
 from pcscope.core.engine import calls as status
 from pcscope.core.engine.briefs import brief, pattern_rows
 from pcscope.core.engine.calls import CallPlan, CallRecord, ToolUse, call_id
-from pcscope.core.engine.candidates import Plan, first_wave_calls
+from pcscope.core.engine.candidates import CallGroup, Plan, extend, first_wave_calls
 from pcscope.core.engine.candidates import plan as plan_calls
 from pcscope.core.engine.events import (
     BudgetReached,
@@ -207,6 +207,7 @@ class Orchestrator:
                     break
                 asked = asked[: self._calls_left(wave + 1)]
                 plans = [self._question_plan(q, wave + 1, n) for n, q in enumerate(asked, 1)]
+                plans += self._continuation(selection, hints, wave + 1, len(plans))
         except asyncio.CancelledError:
             self._cancelled = True
             self._finish(selection, hints, started, resumed)
@@ -369,32 +370,62 @@ class Orchestrator:
         self.plan = plan_calls(self.workload, selection,
                                calls=first_wave_calls(s, self._reviewer is not None),
                                windows_per_call=s.windows_per_slice, hints=hints)
-        self.shared.alp.preload(self._planned_pcs())  # one pass; briefs render what they show
+        plans = self._briefed(list(self.plan.calls), 1, 0, hints)
+        self.plan_seconds = time.perf_counter() - clock
+        return plans
+
+    def _continuation(self, selection: HotSelection, hints: list[Hint], wave: int,
+                      taken: int) -> list[CallPlan]:
+        """The calls a deeper wave's questions leave unused, on the best candidates the
+        plan left out (numbered after the questions)."""
+        spare = self._calls_spare(wave) - taken
+        if self.plan is None or not self.plan.left_out or spare <= 0:
+            return []
+        self.plan, groups = extend(self.workload, selection, self.plan, calls=spare,
+                                   windows_per_call=self.settings.windows_per_slice)
+        first = groups[0].number if groups else 0
+        return self._briefed(groups, wave, taken - first + 1, hints)
+
+    def _briefed(self, groups: list[CallGroup], wave: int, offset: int,
+                 hints: list[Hint]) -> list[CallPlan]:
+        """A call plan per group: its brief built and the IDs it is given; call numbers are
+        the groups' plus ``offset``."""
+        s = self.settings
+        self.shared.alp.preload(self._planned_pcs(groups))  # one pass for every brief
         marked = pattern_rows(self.workload)
         run_wide = tuple(h.id for h in hints if h.pc is None and h.window is None)
         plans = []
-        for group in self.plan.calls:
+        for group in groups:
             made = brief(self.workload, group, token_cap=s.slice_tokens, guide_k=s.guide_k,
                          alp_lines=self._alp_lines, marked=marked, hints=hints,
                          guide_search=lambda query, k: search_guides(self.shared, query, k))
             given = made.given() + tuple(i for i in run_wide if i not in made.given())
-            plans.append(CallPlan(id=call_id(1, group.number), wave=1, parent=None,
-                                  title=made.title, brief=made.text(), given=given,
-                                  seed=made.seed(s.focus), weight=made.share))
-        self.plan_seconds = time.perf_counter() - clock
+            plans.append(CallPlan(id=call_id(wave, group.number + offset), wave=wave,
+                                  parent=None, title=made.title, brief=made.text(),
+                                  given=given, seed=made.seed(s.focus), weight=made.share))
         return plans
 
-    def _planned_pcs(self) -> list[int]:
-        """Every PC the first wave's briefs could show."""
+    def _planned_pcs(self, groups: list[CallGroup]) -> list[int]:
+        """Every PC the groups' briefs could show."""
         profile = self.workload.profile
         pcs: list[int] = []
-        for group in self.plan.calls if self.plan else ():
+        for group in groups:
             for c in group.candidates:
                 if c.mechanism is not None:
                     pcs += c.mechanism.pcs
                 else:
                     pcs += profile.pc[profile.window_rows(c.windows[0])].tolist()
         return pcs
+
+    def _calls_spare(self, wave: int) -> int:
+        """Calls wave ``wave`` may make while keeping the later waves' questions and the
+        reviews still to come."""
+        s = self.settings
+        if s.max_calls is None:
+            return 0
+        reviews = (s.depth - wave + 1) if self._reviewer is not None else 0
+        later = (s.depth - wave) * s.max_questions
+        return max(0, s.max_calls - self.budget.calls - reviews - later)
 
     def _calls_left(self, wave: int) -> int:
         """Calls a deeper wave may make: the bound less the calls made and the reviews

@@ -28,8 +28,8 @@ class Settings:
     depth: int = 2
     concurrency: int = 8
     windows_per_slice: int = 4
-    slice_tokens: int = 2000
-    guide_k: int = 3
+    slice_tokens: int = 1600
+    guide_k: int = 2
     max_calls: int | None = 60  # the whole run: every wave and review
     max_tokens: int | None = 8_000_000
     max_seconds: float | None = 3600.0
