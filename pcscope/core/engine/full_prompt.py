@@ -158,7 +158,7 @@ class FullPromptOrchestrator(Orchestrator):
         self._tools = ()
         self.prompt: FullPrompt | None = None
 
-    def _slice_plans(self, selection: HotSelection, hints) -> list:
+    def _first_wave(self, selection: HotSelection, hints) -> list:
         context, max_tokens = context_of(self.backend)
         prompt = build(self.workload, selection, input_budget(context, max_tokens))
         self.prompt = prompt

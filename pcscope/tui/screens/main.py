@@ -369,7 +369,8 @@ class MainScreen(Screen):
                     raise EvidenceError(f"evidence id does not resolve: {evidence_id}")
                 self.show_pc(fn.first_pc)
                 return
-            pc = pc_of(evidence_id)
+            pc = int(evidence_id.rsplit(":", 1)[1], 16) if kind == "mech" \
+                else pc_of(evidence_id)  # a mechanism opens at its anchor PC
             if pc is not None:
                 if kind == "win":
                     self.hot.show_window(int(self.workload.profile.window[

@@ -1,8 +1,10 @@
 """The findings pane: the run's ideas (best first), one idea in full, its evidence as links.
 
-Ideas are the report's idea objects (formats.md §4). The engineer's triage — accepted,
-rejected or undecided, plus a note — lives beside them (kept in the session store by the
-screen); Enter on an evidence ID asks the screen to jump to it.
+Ideas are the report's idea objects (formats.md §4), each showing its own share (its PCs and
+its mechanisms' sites), grouped by mechanism: ideas about the same mechanism sit together, in
+the rank of the best of them. The engineer's triage — accepted, rejected or undecided, plus
+a note — lives beside them (kept in the session store by the screen); Enter on an evidence
+ID, a mechanism's included, asks the screen to jump to it.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ class IdeasList(VirtualList):
 
     def set_ideas(self, ideas: list[dict]) -> None:
         current = self.idea["id"] if self.idea else None
-        self.ideas = list(ideas)
+        self.ideas = by_mechanism(ideas)
         ids = [i["id"] for i in self.ideas]
         self.reset(len(self.ideas), ids.index(current) if current in ids else 0)
 
@@ -98,11 +100,31 @@ class IdeasList(VirtualList):
         text = Row()
         text.append(f" {VERDICT_MARK.get(verdict, '?')}", self.cell_style(f"idea--{verdict}"))
         text.append(f"{NOTE_MARK if triage.note else ' '} ", self.cell_style("idea--category"))
-        text.append(f"{render.share(idea.get('weight', 0.0))} ", self.cell_style("idea--weight"))
+        text.append(f"{render.share(idea.get('weight', 0.0))} own ",
+                    self.cell_style("idea--weight"))
         text.append(f"c{idea.get('confidence', 0.0):.2f} ", self.cell_style("idea--weight"))
         text.append(f"{idea.get('category', ''):<17} ", self.cell_style("idea--category"))
+        mechanisms = idea.get("mechanisms") or []
+        if mechanisms:
+            text.append(f"{mechanisms[0].removeprefix('mech:')} ",
+                        self.cell_style("idea--category"))
         text.append(idea.get("title", ""))
         return text
+
+
+def by_mechanism(ideas: list[dict]) -> list[dict]:
+    """Ideas in rank order, except that those sharing a first mechanism follow the best of
+    them."""
+    groups: dict[str, list[dict]] = {}
+    for idea in ideas:
+        mechanisms = idea.get("mechanisms") or []
+        groups.setdefault(mechanisms[0] if mechanisms else idea["id"], []).append(idea)
+    return [idea for group in groups.values() for idea in group]
+
+
+def evidence_links(idea: dict) -> list[str]:
+    """The idea's mechanisms, then its evidence, each once."""
+    return list(dict.fromkeys([*(idea.get("mechanisms") or []), *idea.get("evidence", [])]))
 
 
 class EvidenceList(VirtualList):
@@ -162,12 +184,19 @@ def idea_detail(idea: dict, verdict: Verdict) -> Content:
             (idea.get("id", ""), muted), "  ", (idea.get("category", ""), "$pcscope-badge"),
             (" target ", muted), idea.get("target", ""), (" basis ", muted),
             idea.get("basis", ""), (" confidence ", muted), f"{idea.get('confidence', 0):.2f}",
-            (" weight ", muted), render.share(idea.get("weight", 0.0)),
+            (" own share ", muted), render.share(idea.get("weight", 0.0)),
+            (" windows ", muted), render.share(idea.get("window_weight", 0.0)),
+            (" upside ", muted), render.share(idea.get("upside", 0.0)),
             (" verdict ", muted), verdict.verdict),
         Content.assemble(("Claim ", "bold"), idea.get("claim", "")),
         Content.assemble(("Recommendation ", "bold"), idea.get("recommendation", "")),
         Content.assemble(("PCs ", "bold"), (" ".join(idea.get("pcs", [])), "$pcscope-link")),
     ]
+    if idea.get("mechanisms"):
+        parts.append(Content.assemble(("Mechanism ", "bold"),
+                                      (" ".join(idea["mechanisms"]), "$pcscope-link")))
+    if idea.get("upside_how"):
+        parts.append(Content.assemble(("Upside ", muted), idea["upside_how"]))
     if idea.get("merged_from"):
         parts.append(Content.assemble(("merged from ", muted), " ".join(idea["merged_from"])))
     return Content("\n").join(parts)
@@ -213,5 +242,6 @@ class FindingsView(Vertical):
             self.evidence.set_ids([])
             return
         self.detail.update(idea_detail(idea, self.ideas.verdict_of(idea["id"])))
-        if self.evidence.ids != idea.get("evidence", []):
-            self.evidence.set_ids(idea.get("evidence", []))
+        links = evidence_links(idea)
+        if self.evidence.ids != links:
+            self.evidence.set_ids(links)
