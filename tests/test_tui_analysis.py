@@ -4,7 +4,7 @@ are kept across reopening, runs can be cancelled, evidence links jump, reports e
 from __future__ import annotations
 
 import pytest
-from tui_support import build_index, fresh_session, ready, screen_text, until
+from tui_support import build_index, fresh_session, gatekeeper_batch, ready, screen_text, until
 
 from pcscope.core.engine import events as ev
 from pcscope.core.engine.session_store import SessionStore
@@ -42,7 +42,8 @@ async def test_offline_analysis_shows_calls_and_findings(indexed) -> None:
         assert run.calls and all(c.status == "ok" for c in run.calls.values())
         # The tree holds one node per call under its wave.
         tree = screen.calls.calls_tree
-        leaves = [n for wave in tree.root.children for n in wave.children]
+        leaves = [n for wave in tree.root.children for n in wave.children
+                  if not str(n.data).startswith("gate:")]
         assert sorted(n.data for n in leaves) == sorted(run.calls)
         ideas = screen.findings.ideas.ideas
         assert ideas, "the offline analyst found nothing in the planted hot spots"
@@ -229,15 +230,16 @@ async def test_a_budget_stopped_run_says_so_and_counts_skipped_calls(indexed) ->
     app = indexed.app()
     async with app.run_test(size=WIDE) as pilot:
         screen = await ready(pilot)
-        screen.settings = replace(screen.settings, max_calls=1, windows_per_slice=1)
+        screen.settings = replace(screen.settings, max_tokens=1)
         await analyze_all(pilot, screen)
         run = screen.analysis.run
-        assert run.stop_reason == "max-calls"
+        assert run.stop_reason == "max-tokens"
         skipped = [c for c in run.calls.values() if c.status == "skipped"]
-        assert skipped, "a one-call budget over several slices leaves calls unrun"
+        assert skipped, "a budget spent before the first call leaves every call unrun"
         status = str(screen.command.status.render())
-        assert "stopped by max-calls" in status
-        assert f"1 done · {len(skipped)} skipped of {len(run.calls)} calls" in status
+        assert "stopped by max-tokens" in status
+        calls = "1 call" if len(run.calls) == 1 else f"{len(run.calls)} calls"
+        assert f"0 done · {len(skipped)} skipped of {calls}" in status
         assert "complete" not in status
 
 
@@ -322,3 +324,38 @@ async def test_export_and_copy_without_any_analysis(indexed, tmp_path) -> None:
     assert "| 2 | `win:0x2000` | runtime_dispatch |" in listing
     code = window.read_text(encoding="utf-8")
     assert "# main_loop · win:0x1000" in code and "0x100c" in code and "samples" in code
+
+
+async def test_the_gatekeeper_is_watched_live(indexed) -> None:
+    """Merges (updated in place as an idea grows), a reviewer's rejection and a question
+    sent deeper appear under their wave as they happen, with why; a merge shows the
+    evidence kept from both sides; the status line counts it all."""
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        controller = screen.analysis
+        controller.run = RunView(model="offline")
+        screen.calls.start(controller.run, "test run")
+        idea, batch = gatekeeper_batch()
+        controller.apply(batch)
+        await pilot.pause()
+        tree = screen.calls.calls_tree
+        gate = next(n for n in tree.root.children[0].children if n.data == "gate:1")
+        assert str(gate.label) == "gatekeeper  1 merged · 1 rejected · 1 deeper"
+        labels = [str(n.label) for n in gate.children]
+        assert labels[0] == f"⊕ {idea['id']} ← 2 findings"
+        assert labels[1] == "✗ Chase" and labels[2] == "? is the table hot? → w2.c1"
+        # The idea grows in the next wave: the same entry, relabelled (no new line).
+        controller.apply([ev.IdeasMerged(
+            run=1, idea=idea["id"], wave=1, reason="same mechanism mech:x",
+            merged_from=("finding:w1.c1.f1", "finding:w1.c2.f1", "finding:w1.c2.f2"))])
+        assert [str(n.label) for n in gate.children][0] == f"⊕ {idea['id']} ← 3 findings"
+        assert len(gate.children) == 3
+        await pilot.press("5")
+        tree.move_cursor(gate.children[0])
+        await pilot.pause()
+        text = screen_text(app)
+        assert "why same mechanism mech:x" in text
+        assert "evidence kept (both sides) (3)" in text and "mech:dispatch:0x2004" in text
+        status = str(screen.command.status.render())
+        assert "findings +3 −0" in status and "1 merge ·" in status

@@ -162,16 +162,24 @@ class AnalysisController:
         self._status()
 
     def _status(self) -> None:
+        """One compact line: calls by state, findings, ideas, merges, tokens, time and
+        what the call budget has left."""
         run = self.run
         counts = run.counts()
         tokens_in, tokens_out = run.tokens()
         seconds = time.monotonic() - self._started
         wave = max(run.waves, default=0)
         ideas = len(self.screen.findings.ideas.ideas)
+        accepted, rejected = run.findings()
         text = (f" analysis r{run.run or '?'} · {run_state(run, wave, counts)} · "
-                f"{calls_summary(counts, len(run.calls))} · {render.plural(ideas, 'idea')} · "
+                f"{calls_summary(counts, len(run.calls))} · findings +{accepted} −{rejected} · "
+                f"{render.plural(ideas, 'idea')} · {render.plural(run.merges(), 'merge')} · "
                 f"{render.count(tokens_in)}/{render.count(tokens_out)} tokens · "
                 f"{seconds:.1f} s")
+        limit = self.screen.settings.max_calls
+        if limit is not None and not run.done:
+            started = sum(n for s, n in counts.items() if s != "queued")
+            text += f" · {max(0, limit - started)} calls left"
         if run.budget:
             text += f" · {run.budget}"
         if self.running:
@@ -202,6 +210,8 @@ def run_state(run: RunView, wave: int, counts: dict[str, int]) -> str:
     reason = run.stop_reason or ""
     if reason in ("complete", "cancelled", "recorded"):
         return reason
+    if reason == "coverage":  # every planned call ran; the call bound left candidates out
+        return "complete (coverage stop)"
     return f"stopped by {reason}"
 
 

@@ -57,6 +57,22 @@ def code_shape(a: Accepted, profile: Profile) -> tuple[str, tuple[str, ...]] | N
     return function, tuple(profile.mnemonics[int(profile.mnemonic[r])] for r in rows)
 
 
+def merge_reason(idea: Idea, findings: Iterable[Accepted], profile: Profile) -> str:
+    """Why the gatekeeper made one idea of these findings, in the order it looks: one
+    mechanism, one code shape in one function, or a PC they share."""
+    if idea.mechanisms:
+        return f"same mechanism {', '.join(idea.mechanisms)}"
+    members = [a for a in findings if a.id in set(idea.merged_from)]
+    shapes = {code_shape(a, profile) for a in members}
+    if len(shapes) == 1 and None not in shapes:
+        function = next(iter(shapes))[0] or "(no function)"  # type: ignore[index]
+        return f"same category and code shape in {function}"
+    shared = set.intersection(*(set(a.pcs) for a in members)) if members else set()
+    if shared:
+        return f"same category at {', '.join(hex_pc(pc) for pc in sorted(shared)[:3])}"
+    return "same category, linked through other findings (shared PCs or shapes)"
+
+
 def _order(finding_id: str) -> tuple:
     """Finding IDs sort by wave, call number, finding number (not as text: c10 > c9)."""
     parts = finding_id.removeprefix("finding:").split(".")

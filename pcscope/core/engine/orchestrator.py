@@ -35,11 +35,12 @@ from pcscope.core.engine.events import (
     FindingRejected,
     IdeasMerged,
     IdeasUpdated,
+    QuestionAsked,
     RunDone,
     ToolUsed,
     WaveStarted,
 )
-from pcscope.core.engine.gatekeeper import Question, merge, questions
+from pcscope.core.engine.gatekeeper import Question, merge, merge_reason, questions
 from pcscope.core.engine.hints import Hint, HintText, parse_hints
 from pcscope.core.engine.ideas import Accepted, Idea, finding_id, windows_of
 from pcscope.core.engine.presets import Settings
@@ -125,6 +126,7 @@ class Orchestrator:
         self._reviewer = reviewer
         self._selection = selection
         self._ideas: list[Idea] = []
+        self._merged: dict[str, tuple[str, ...]] = {}  # idea -> findings, as last announced
         self._reviewed = False
         self._tools = tool_specs()
         self._records: dict[str, CallRecord] = {}
@@ -201,12 +203,17 @@ class Orchestrator:
                 last = wave == settings.depth or self._stop
                 asked = await self._review(wave, self._accepted[before:],
                                            0 if last else settings.max_questions)
+                self._announce_merges(wave, self._ideas)
                 self.bus.publish(IdeasUpdated(run=self.run_id,
                                               ideas=tuple(i.to_json() for i in self._ideas)))
                 if last:
                     break
                 asked = asked[: self._calls_left(wave + 1)]
                 plans = [self._question_plan(q, wave + 1, n) for n, q in enumerate(asked, 1)]
+                for question, plan in zip(asked, plans, strict=True):
+                    self.bus.publish(QuestionAsked(
+                        run=self.run_id, wave=wave, question=question.text,
+                        finding=question.finding.id, idea=question.idea, call=plan.id))
                 plans += self._continuation(selection, hints, wave + 1, len(plans))
         except asyncio.CancelledError:
             self._cancelled = True
@@ -262,10 +269,7 @@ class Orchestrator:
         reviewed = self._reviewer is not None and self._reviewed
         ideas = self._ideas if reviewed else merge(self._accepted, self.workload.profile,
                                         self.workload.mechanisms)
-        for idea in ideas:
-            if len(idea.merged_from) > 1:
-                self.bus.publish(IdeasMerged(run=self.run_id, idea=idea.id,
-                                             merged_from=idea.merged_from))
+        self._announce_merges(max((r.wave for r in self._records.values()), default=0), ideas)
         self.result = RunResult(
             run=self.run_id, model=self.backend.name, settings=self.settings,
             selection=selection, stop_reason=reason, ideas=ideas,
@@ -348,6 +352,17 @@ class Orchestrator:
         self._settle(reservation, record, record.input_tokens + record.output_tokens
                      + record.cached_tokens)
         return review
+
+    def _announce_merges(self, wave: int, ideas: list[Idea]) -> None:
+        """Each merge once, as the gatekeeper makes it (an idea that grows is announced
+        again with all its findings)."""
+        for idea in ideas:
+            if len(idea.merged_from) < 2 or self._merged.get(idea.id) == idea.merged_from:
+                continue
+            self._merged[idea.id] = idea.merged_from
+            self.bus.publish(IdeasMerged(
+                run=self.run_id, idea=idea.id, merged_from=idea.merged_from, wave=wave,
+                reason=merge_reason(idea, self._accepted, self.workload.profile)))
 
     def _withdraw(self, fid: str, reason: str) -> None:
         found = next((a for a in self._accepted if a.id == fid), None)
