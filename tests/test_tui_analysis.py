@@ -359,3 +359,19 @@ async def test_the_gatekeeper_is_watched_live(indexed) -> None:
         assert "evidence kept (both sides) (3)" in text and "mech:dispatch:0x2004" in text
         status = str(screen.command.status.render())
         assert "findings +3 −0" in status and "1 merge ·" in status
+
+
+async def test_the_idea_detail_scrolls_from_the_list(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await ready(pilot)
+        await analyze_all(pilot, screen)
+        await pilot.press("4")
+        scroll = screen.query_one("#idea-detail-scroll")
+        assert scroll.max_scroll_y > 0, "the detail fits: nothing to scroll at 80x24?"
+        await pilot.press("J")
+        await pilot.pause()
+        assert scroll.scroll_y == 3 and screen.findings.ideas.has_focus
+        await pilot.press("K")
+        await pilot.pause()
+        assert scroll.scroll_y == 0

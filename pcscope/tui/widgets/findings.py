@@ -84,6 +84,15 @@ class IdeasList(VirtualList):
         self.invalidate()
         self.post_message(self.VerdictChanged(idea.id, changed))
 
+    def action_scroll_detail(self, lines: int) -> None:
+        """J / K: read a long claim without leaving the list."""
+        self.post_message(self.DetailScrolled(lines))
+
+    class DetailScrolled(Message):
+        def __init__(self, lines: int) -> None:
+            super().__init__()
+            self.lines = lines
+
     def action_note(self) -> None:
         if self.idea is not None:
             self.post_message(self.NoteRequested(self.idea.id))
@@ -219,6 +228,11 @@ class FindingsView(Vertical):
 
     def on_ideas_list_verdict_changed(self, event: IdeasList.VerdictChanged) -> None:
         self._draw()  # the screen also hears it (bubbling) and stores it
+
+    def on_ideas_list_detail_scrolled(self, event: IdeasList.DetailScrolled) -> None:
+        event.stop()
+        scroll = self.query_one("#idea-detail-scroll", VerticalScroll)
+        scroll.scroll_relative(y=event.lines, animate=False)
 
     def on_ideas_list_opened(self, event: IdeasList.Opened) -> None:
         event.stop()
