@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pcscope.core.backends import prompting
 from pcscope.core.backends.anthropic_config import AnthropicConfig
 from pcscope.core.backends.base import CallRequest, CallResponse, Emit, ToolRunner, Usage
-from pcscope.core.backends.budget import TurnBudget, engine_budget
+from pcscope.core.backends.budget import TurnBudget, engine_budget, estimate_input_tokens
 from pcscope.core.backends.conversation import Conversation, Outcome, Task
 from pcscope.core.backends.messages_client import ModelClient
 from pcscope.core.backends.pacing import AdaptiveLimit
@@ -36,16 +36,17 @@ INSTRUCTION = ("Analyse the evidence above (use the tools for more), then call "
 
 
 def call_content(request: CallRequest) -> list[dict]:
-    """The first user message of a bounded call: its evidence, its IDs, the instruction."""
-    ids = "\n".join(request.evidence_ids)
+    """The first user message of a bounded call: its evidence (IDs stand where their data
+    is; no separate list) and the instruction."""
     return [{"type": "text", "text": prompting.data("evidence", request.brief)},
-            {"type": "text", "text": prompting.data("evidence-ids", ids)},
             {"type": "text", "text": INSTRUCTION}]
 
 
 class WaveWarmup:
     """The first call of each wave sends alone; the rest start once its response has
-    begun, by which time the shared prefix (tools, system) is in the prompt cache."""
+    begun, by which time the shared prefix (tools, system) is in the prompt cache. A
+    prefix shorter than the model's minimum cacheable length is never cached, so then
+    nobody waits."""
 
     def __init__(self) -> None:
         self._started: dict[int, asyncio.Event] = {}
@@ -126,6 +127,17 @@ class ModelBackend:
     def cost(self, usage: Usage) -> float | None:
         return self.config.cost(self.model, usage)
 
+    def stable_prefix(self, task: Task) -> tuple[list[dict], list[dict]]:
+        """(tools, system blocks) as every call of the run sends them."""
+        return (prompting.tool_definitions(task.tools, task.answer_tool),
+                prompting.system_blocks(task.system, task.answer_tool.name, task.shared))
+
+    def cacheable(self, task: Task) -> bool:
+        """Whether the stable prefix reaches the model's minimum cacheable length."""
+        tools, system = self.stable_prefix(task)
+        size = estimate_input_tokens({"tools": tools, "system": system})
+        return size >= self.config.cache_minimum(self.model)
+
     async def run(self, request: CallRequest, use_tool: ToolRunner, emit: Emit) -> CallResponse:
         # Without tools (the full-prompt baseline) a call is one turn: nothing to re-read.
         task = Task(request.system, call_content(request), request.tools, CallOutput,
@@ -139,12 +151,13 @@ class ModelBackend:
 
     async def ask(self, task: Task, use_tool: ToolRunner, ctx: TurnContext) -> Outcome:
         """Any structured call (bounded analysis, judge, model review) through one loop."""
-        first = await self.warmup.enter(ctx.wave)
+        first = await self.warmup.enter(ctx.wave) if self.cacheable(task) else None
         if first is not None:
             ctx.on_started = first.set
         span = self.tracer.call(ctx, self.model)
         conversation = Conversation(self.client, self.model, self.config.max_tokens,
-                                    lambda: self.budget, self.tracer)
+                                    lambda: self.budget, self.tracer,
+                                    self.config.request_fields(), self.config.cache_ttl)
         outcome: Outcome | None = None
         try:
             outcome = await conversation.run(task, use_tool, ctx)

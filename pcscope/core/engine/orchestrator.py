@@ -365,9 +365,8 @@ class Orchestrator:
                                   seed=sl.seed(s.focus), weight=sl.weight))
         return plans
 
-    def _alp_line(self, pc: int) -> tuple[str, AlpRecord] | None:
-        rendered = self.shared.alp.get(pc)
-        return None if rendered is None else (rendered[2], self.shared.alp.record(pc))
+    def _alp_line(self, pc: int) -> AlpRecord | None:
+        return self.shared.alp.record(pc)
 
     def _question_plan(self, question: Question, wave: int, n: int) -> CallPlan:
         accepted = question.finding

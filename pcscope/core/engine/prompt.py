@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
+from pcscope.core.engine.evidence_text import LEGEND
 from pcscope.core.engine.schema import CATEGORIES
 
 _ENCODER = msgspec.json.Encoder()
@@ -23,9 +24,8 @@ Use the tools to read more (assembly around a PC, a whole window, text or regex 
 grouping, ALP records, guide sections, other calls' findings and named sets). Every ID a
 tool returns becomes citable by you; nothing else is.
 
-Propose ideas only where the evidence shows a cost: a measured figure (ALP mispredict
-rate, miss rates, avg_latency, issue wait = issue - dispatch, execute latency = complete -
-issue, retire wait = retire - complete, store_forwarded / accesses) at the cited PCs gives
+Propose ideas only where the evidence shows a cost: a measured ALP figure (mispredict
+or miss rates, latency, issue/execute/retire waits; read below) at the cited PCs gives
 basis "measured"; a pattern and its weight alone give basis "profile-only", with low
 confidence and the measurement that would confirm it in the claim. Stay quiet about cold
 code and about patterns whose measured figures are healthy.
@@ -41,6 +41,8 @@ Categories: {", ".join(CATEGORIES)}. Targets: software, compiler, hardware.
 Recommendations must be specific to the evidence (flags, instructions, layouts) and cite
 the guide sections they follow. Ask at most a few open questions a deeper call could
 answer with the tools. Finish by submitting your findings in the output schema.
+
+{LEGEND}
 """
 
 
