@@ -5,6 +5,7 @@ in any stored byte."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import re
 
 import pytest
@@ -15,6 +16,7 @@ from scripted_analyst import analyst
 from pcscope.core.backends.replay import Recorder
 from pcscope.core.engine.events import CallFinished
 from pcscope.core.engine.full_prompt import RULE, FullPromptOrchestrator
+from pcscope.core.engine.prompt import FULL_SYSTEM
 from pcscope.core.engine.model_review import model_reviewer
 from pcscope.core.engine.orchestrator import Orchestrator
 from pcscope.core.engine.presets import resolve
@@ -140,19 +142,26 @@ async def test_full_prompt_is_one_call_without_tools(work, tmp_path):
     assert report["ideas"]
 
 
-async def test_full_prompt_truncates_by_its_stated_rule(work, tmp_path):
+async def test_full_prompt_fits_the_whole_request_in_the_context(work, tmp_path):
     with MockMessagesServer(analyst) as server:
         with SessionStore(tmp_path / "s.sqlite") as session:
             async with backend(server, max_tokens=512) as model:
-                model.config = model.config.__class__(**{**model.config.__dict__,
-                                                         "context_tokens": {"default": 640}})
+                empty = await model.measure(FULL_SYSTEM, "")
+                model.config = replace(model.config,
+                                       context_tokens={"default": 512 + empty + 150})
                 orchestrator = FullPromptOrchestrator(work, model, SETTINGS, session)
                 await orchestrator.run()
+        sent = server.messages_seen()[-1]
     prompt = orchestrator.prompt
-    assert prompt.budget == int((640 - 512) * 0.9)
+    assert prompt.room == empty + 150 and prompt.measured <= prompt.room
     assert prompt.windows_dropped > 0 and prompt.windows >= 1
     assert prompt.windows + prompt.windows_dropped == 3
     assert f"Dropped: {prompt.windows_dropped} windows" in prompt.brief
+    usage = sent.usage
+    assert usage["input_tokens"] + usage["cache_read_input_tokens"] + \
+        usage["cache_creation_input_tokens"] <= prompt.room  # what the server saw fits
+    system = sent.body["system"][0]["text"]
+    assert "tools" not in system.split("How to work:")[1]  # its own prompt: no tool protocol
 
 
 def reviewing(body: dict) -> Reply:

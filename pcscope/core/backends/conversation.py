@@ -79,7 +79,7 @@ class Conversation:
 
     async def run(self, task: Task, use_tool: ToolRunner, ctx: TurnContext) -> Outcome:
         name = task.answer_tool.name
-        system = prompting.system_blocks(task.system, name, task.shared)
+        system = prompting.system_blocks(task.system, name, task.shared, bool(task.tools))
         tools = prompting.tool_definitions(task.tools, task.answer_tool)
         messages: list[dict] = [{"role": "user", "content": list(task.content)}]
         out = Outcome(None, "")

@@ -22,7 +22,7 @@ from pcscope.core.backends.messages_client import ModelClient
 from pcscope.core.backends.pacing import AdaptiveLimit
 from pcscope.core.backends.retry import RetryingClient, RetryPolicy
 from pcscope.core.backends.trace import Tracer
-from pcscope.core.backends.turns import TurnContext
+from pcscope.core.backends.turns import TurnContext, canonical
 from pcscope.core.engine.schema import CallOutput
 
 SUBMIT_FINDINGS = prompting.answer_tool(
@@ -130,7 +130,20 @@ class ModelBackend:
     def stable_prefix(self, task: Task) -> tuple[list[dict], list[dict]]:
         """(tools, system blocks) as every call of the run sends them."""
         return (prompting.tool_definitions(task.tools, task.answer_tool),
-                prompting.system_blocks(task.system, task.answer_tool.name, task.shared))
+                prompting.system_blocks(task.system, task.answer_tool.name, task.shared,
+                                        bool(task.tools)))
+
+    async def measure(self, system: str, brief: str) -> int:
+        """Input tokens of a one-turn call without tools (the full prompt), every part
+        counted: by the endpoint's count_tokens, else at 3 characters per token."""
+        request = CallRequest("measure", 1, system, brief, (), ())
+        task = self._task(request)
+        tools, blocks = self.stable_prefix(task)
+        body = prompting.request_body(self.model, self.config.max_tokens, blocks, tools,
+                                      [{"role": "user", "content": task.content}],
+                                      task.cache_first, fields=self.config.request_fields())
+        counted = await self.client.count(body)
+        return counted if counted is not None else -(-len(canonical(body)) // 3)
 
     def cacheable(self, task: Task) -> bool:
         """Whether the stable prefix reaches the model's minimum cacheable length."""
@@ -139,15 +152,19 @@ class ModelBackend:
         return size >= self.config.cache_minimum(self.model)
 
     async def run(self, request: CallRequest, use_tool: ToolRunner, emit: Emit) -> CallResponse:
-        # Without tools (the full-prompt baseline) a call is one turn: nothing to re-read.
-        task = Task(request.system, call_content(request), request.tools, CallOutput,
-                    SUBMIT_FINDINGS, request.max_turns,
-                    cache_first=-1 if request.tools else None)
+        task = self._task(request)
         ctx = TurnContext(request.call_id, request.wave,
                           int(request.seed.get("depth", request.wave)),
                           evidence_ids=request.evidence_ids, emit=emit)
         outcome = await self.ask(task, use_tool, ctx)
         return CallResponse(outcome.output, outcome.raw, outcome.usage, outcome.error)
+
+    @staticmethod
+    def _task(request: CallRequest) -> Task:
+        # Without tools (the full-prompt baseline) a call is one turn: nothing to re-read.
+        return Task(request.system, call_content(request), request.tools, CallOutput,
+                    SUBMIT_FINDINGS, request.max_turns,
+                    cache_first=-1 if request.tools else None)
 
     async def ask(self, task: Task, use_tool: ToolRunner, ctx: TurnContext) -> Outcome:
         """Any structured call (bounded analysis, judge, model review) through one loop."""

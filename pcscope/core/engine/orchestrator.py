@@ -122,6 +122,7 @@ class Orchestrator:
         self._ideas: list[Idea] = []
         self._reviewed = False
         self._tools = tool_specs()
+        self._system = SYSTEM
         self._records: dict[str, CallRecord] = {}
         self._accepted: list[Accepted] = []
         self._reuse: dict[str, CallRecord] = {}
@@ -420,7 +421,7 @@ class Orchestrator:
             if reused is not None and reused.key != plan.key:
                 reused = None
             estimate = (reused.input_tokens + reused.output_tokens if reused
-                        else tokens(SYSTEM) + tokens(plan.brief) + OUTPUT_ALLOWANCE)
+                        else tokens(self._system) + tokens(plan.brief) + OUTPUT_ALLOWANCE)
             reservation = self.budget.reserve(estimate)
             if reservation is None:
                 self._announce_budget()
@@ -459,7 +460,7 @@ class Orchestrator:
                             list(reused.fetched), list(reused.tools))
         toolbox = ToolBox(self.store, self.shared, plan.id, plan.given,
                           on_use=lambda use: self._tool_used(plan.id, use))
-        request = CallRequest(call_id=plan.id, wave=plan.wave, system=SYSTEM, brief=plan.brief,
+        request = CallRequest(call_id=plan.id, wave=plan.wave, system=self._system, brief=plan.brief,
                               evidence_ids=plan.given, tools=self._tools, seed=plan.seed)
         task = asyncio.ensure_future(self.backend.run(request, toolbox.use,
                                                       lambda kind, payload: self._emit(
@@ -493,7 +494,7 @@ class Orchestrator:
         usage = response.usage
         if not (usage.input_tokens or usage.output_tokens):
             tool_text = "".join(t.text for t in outcome.tools)
-            usage = Usage(tokens(SYSTEM) + tokens(plan.brief) + tokens(tool_text),
+            usage = Usage(tokens(self._system) + tokens(plan.brief) + tokens(tool_text),
                           tokens(record.raw))
         _count_usage(record, usage)
         if response.error is not None:
