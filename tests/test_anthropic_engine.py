@@ -70,9 +70,14 @@ async def test_bounded_run_produces_validated_ideas_and_rejects_fabrication(work
                                                 if "0x2004" in c.brief and c.wave == 1)}]
     assert "Fabricated support" not in json.dumps(report["ideas"])
     # usage reached the call records; later calls read the cached prefix
-    assert sum(c["input_tokens"] for c in report["calls"]) > 0
-    assert sum(c["cached_tokens"] for c in report["calls"]) == sum(
-        s.usage["cache_read_input_tokens"] for s in seen) > 0
+    # uncached input, cache writes and cache reads each reach the records apart
+    for ours, theirs in (("input_tokens", "input_tokens"),
+                         ("cache_write_tokens", "cache_creation_input_tokens"),
+                         ("cached_tokens", "cache_read_input_tokens")):
+        assert sum(c[ours] for c in report["calls"]) == sum(s.usage[theirs] for s in seen)
+    assert sum(s.usage["cache_read_input_tokens"] for s in seen) > 0
+    assert report["cost"]["cache_read_tokens"] == sum(c["cached_tokens"]
+                                                      for c in report["calls"])
 
 
 async def test_a_failed_call_costs_nothing_else(work, tmp_path):

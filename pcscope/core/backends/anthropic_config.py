@@ -35,11 +35,26 @@ class Price:
     def cost(self, usage: Usage, cache_ttl: str = "5m") -> float:
         """Uncached input, cache writes (at the TTL's price), cache reads and output, each
         at its own price."""
-        write = self.cache_write if cache_ttl == "5m" else (
-            self.cache_write_1h if self.cache_write_1h is not None else 2 * self.input)
         return (usage.input_tokens * self.input + usage.output_tokens * self.output
-                + usage.cache_write_tokens * write
+                + usage.cache_write_tokens * self.write_price(cache_ttl)
                 + usage.cache_read_tokens * self.cache_read) / 1e6
+
+    def write_price(self, cache_ttl: str) -> float:
+        if cache_ttl == "5m":
+            return self.cache_write
+        return self.cache_write_1h if self.cache_write_1h is not None else 2 * self.input
+
+
+def weighed_tokens(usage: Usage, price: Price | None, cache_ttl: str = "5m") -> int:
+    """Tokens for a token budget: cache writes and reads weighed by their price relative
+    to uncached input (reads ~0.1, writes ~1.25); every token counts 1 without a price."""
+    if price is None or not price.input:
+        return (usage.input_tokens + usage.output_tokens + usage.cache_read_tokens
+                + usage.cache_write_tokens)
+    write = price.write_price(cache_ttl)
+    return round(usage.input_tokens + usage.output_tokens
+                 + usage.cache_write_tokens * write / price.input
+                 + usage.cache_read_tokens * price.cache_read / price.input)
 
 
 def _longest_prefix(table: dict, model: str):
@@ -75,6 +90,9 @@ class AnthropicConfig:
     def cost(self, model: str, usage: Usage) -> float | None:
         price = self.price(model)
         return None if price is None else price.cost(usage, self.cache_ttl)
+
+    def weigh(self, model: str, usage: Usage) -> int:
+        return weighed_tokens(usage, self.price(model), self.cache_ttl)
 
     def context_window(self, model: str) -> int:
         return _longest_prefix(self.context_tokens, model)

@@ -67,7 +67,8 @@ STOPPED = {"refusal": "the model refused",
 class Conversation:
     def __init__(self, client: ModelClient, model: str, max_tokens: int,
                  budget: Callable[[], TurnBudget | None], tracer: Tracer,
-                 fields: dict | None = None, cache_ttl: str = "5m") -> None:
+                 fields: dict | None = None, cache_ttl: str = "5m",
+                 weigh: Callable[[Usage], int] = total_tokens) -> None:
         self.client = client
         self.model = model
         self.max_tokens = max_tokens
@@ -75,6 +76,7 @@ class Conversation:
         self.tracer = tracer
         self.fields = fields or {}
         self.cache_ttl = cache_ttl
+        self.weigh = weigh  # usage -> tokens against the budget
         self._counted: tuple[int, int] | None = None  # (estimate, count) of the first turn
 
     async def run(self, task: Task, use_tool: ToolRunner, ctx: TurnContext) -> Outcome:
@@ -163,7 +165,7 @@ class Conversation:
             return None
         finally:
             if hold is not None:
-                budget.settle(hold, total_tokens(spent))
+                budget.settle(hold, self.weigh(spent))
         out.usage.add(turn.usage)
         out.attempts += turn.attempts
         self.tracer.chat_done(span, turn, turn.usage, turn.attempts)

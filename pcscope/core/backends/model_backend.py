@@ -127,6 +127,10 @@ class ModelBackend:
     def cost(self, usage: Usage) -> float | None:
         return self.config.cost(self.model, usage)
 
+    def weigh(self, usage: Usage) -> int:
+        """Tokens against a token budget, cache writes and reads weighed by price."""
+        return self.config.weigh(self.model, usage)
+
     def stable_prefix(self, task: Task) -> tuple[list[dict], list[dict]]:
         """(tools, system blocks) as every call of the run sends them."""
         return (prompting.tool_definitions(task.tools, task.answer_tool),
@@ -174,7 +178,8 @@ class ModelBackend:
         span = self.tracer.call(ctx, self.model)
         conversation = Conversation(self.client, self.model, self.config.max_tokens,
                                     lambda: self.budget, self.tracer,
-                                    self.config.request_fields(), self.config.cache_ttl)
+                                    self.config.request_fields(), self.config.cache_ttl,
+                                    self.weigh)
         outcome: Outcome | None = None
         try:
             outcome = await conversation.run(task, use_tool, ctx)

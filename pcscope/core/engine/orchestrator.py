@@ -331,8 +331,7 @@ class Orchestrator:
                 self.bus.publish(FindingRejected(run=self.run_id, call=record.id,
                                                  reason=rejection["reason"],
                                                  title=rejection["title"]))
-        self._settle(reservation, record, record.input_tokens + record.output_tokens
-                     + record.cached_tokens)
+        self._settle(reservation, record, self._weighed(record))
         return review
 
     def _withdraw(self, fid: str, reason: str) -> None:
@@ -455,7 +454,8 @@ class Orchestrator:
                        reused: CallRecord | None) -> _Outcome | None:
         """Run the backend (or replay a recorded call); None when the call was cancelled."""
         if reused is not None:
-            usage = Usage(reused.input_tokens, reused.output_tokens, reused.cached_tokens)
+            usage = Usage(reused.input_tokens, reused.output_tokens, reused.cached_tokens,
+                          reused.cache_write_tokens)
             return _Outcome(CallResponse(None, reused.raw, usage, reused.error),
                             list(reused.fetched), list(reused.tools))
         toolbox = ToolBox(self.store, self.shared, plan.id, plan.given,
@@ -503,7 +503,16 @@ class Orchestrator:
             allowed = set(plan.given) | set(outcome.fetched)
             verdict = validate(response.output, record.raw, allowed, self.store)
             self._accept(plan, record, verdict)
-        return record.input_tokens + record.output_tokens + record.cached_tokens
+        return self._weighed(record)
+
+    def _weighed(self, record: CallRecord) -> int:
+        """The call's tokens against the token budget: a model backend weighs cache writes
+        and reads by their prices relative to input; others count every token."""
+        weigh = getattr(self.backend, "weigh", None)
+        if weigh is None:
+            return record.tokens
+        return weigh(Usage(record.input_tokens, record.output_tokens, record.cached_tokens,
+                           record.cache_write_tokens))
 
     def _accept(self, plan: CallPlan, record: CallRecord, verdict: Verdict) -> None:
         record.status = status.REJECTED if verdict.malformed else status.OK
@@ -554,7 +563,8 @@ class Orchestrator:
 
 
 def _count_usage(record: CallRecord, usage: Usage) -> None:
-    """A call's token counts: cache writes are input, cache reads are counted apart."""
-    record.input_tokens = usage.input_tokens + usage.cache_write_tokens
+    """A call's token counts, uncached input, cache writes and cache reads apart."""
+    record.input_tokens = usage.input_tokens
+    record.cache_write_tokens = usage.cache_write_tokens
     record.output_tokens = usage.output_tokens
     record.cached_tokens = usage.cache_read_tokens
