@@ -85,6 +85,7 @@ class ModelBackend:
                  wrap: Callable[[ModelClient], ModelClient] | None = None) -> None:
         self.name = name
         self.model = model
+        self.endpoint = str(getattr(client, "base_url", name))  # for error messages
         self.config = config
         self.budget: TurnBudget | None = None
         self.limit = AdaptiveLimit(concurrency)

@@ -77,6 +77,7 @@ class ChatClient:
 
     def __init__(self, base_url: str, api_key: str | None, timeout: float) -> None:
         headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        self.base_url = base_url
         self._http = httpx.AsyncClient(base_url=base_url.rstrip("/") + "/", headers=headers,
                                        timeout=timeout)
         self.timeout = timeout

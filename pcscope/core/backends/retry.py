@@ -73,6 +73,10 @@ def classify(exc: BaseException) -> Failure:
         return Failure("timeout", True)
     if isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError
                   | httpx.TransportError):
+        cause = exc.__cause__ or exc
+        if isinstance(cause, httpx2.ConnectError | httpx.ConnectError | ConnectionError):
+            return Failure("cannot connect to the endpoint", True,
+                           detail=f"{type(cause).__name__}: {cause}"[:300])
         return Failure(f"connection lost: {type(exc).__name__}", True)
     return Failure(f"{type(exc).__name__}: {exc}", False)
 
