@@ -1,9 +1,10 @@
 """Brief sizes: what a bounded call's prompt costs before and after the compact rendering.
 
-For every first-wave brief of a standard run on the bundled sample C and on the 1M-row
-benchmark input (bench/out/big, when generated), with ALP and the bundled guides, the
-stable prefix (system text + tool definitions, cached across calls) and the
-evidence (the brief), each before and after, in tokens estimated as characters / 4.
+For every first-wave brief of a standard run (its heaviest slices, up to its call budget)
+on the bundled sample C and on the 1M-row benchmark input (bench/out/big, when
+generated), with ALP and the bundled guides: the stable prefix (system text + tool
+definitions, cached across calls) and the evidence (the brief), each before and after, in
+tokens estimated as characters / 4.
 "Before" is the rendering this change replaced, rebuilt here from the same slices: one
 line per instruction with "share 4.210%", the ALP records as JSON lines after all the
 instructions, guide sections cut at 600 characters, and a separate list of every given ID;
@@ -22,12 +23,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pcscope.core.backends import prompting
-from pcscope.core.backends.model_backend import SUBMIT_FINDINGS
+from pcscope.core.backends.llm import request_bodies
+from pcscope.core.backends.llm.model_backend import SUBMIT_FINDINGS
 from pcscope.core.engine import evidence_text
 from pcscope.core.engine.presets import resolve
-from pcscope.core.engine.prompt import SYSTEM, compact, tokens
 from pcscope.core.engine.slices import Slice, plan_slices
+from pcscope.core.engine.system_prompt import SYSTEM, compact, tokens
 from pcscope.core.engine.tools import SharedMemory, search_guides, tool_specs
 from pcscope.core.evidence import EvidenceStore
 from pcscope.index.store import open_workload
@@ -66,8 +67,8 @@ def old_brief(workload, sl: Slice) -> str:
             blocks.append(f'{gid} "{heading}": {cut}')
     blocks.append("</evidence>")
     ids = "\n".join(sl.given())
-    return (prompting.data("evidence", "\n".join(blocks))
-            + prompting.data("evidence-ids", ids))
+    return (request_bodies.data("evidence", "\n".join(blocks))
+            + request_bodies.data("evidence-ids", ids))
 
 
 def alp_part(line: str) -> str:
@@ -88,7 +89,9 @@ def measure(folder: Path) -> dict:
                              token_cap=settings.slice_tokens, guide_k=settings.guide_k,
                              alp_line=shared.alp.record,
                              guide_search=lambda q, k: search_guides(shared, q, k))
-        tools = prompting.tool_definitions(tool_specs(), SUBMIT_FINDINGS)
+        planned = len(slices)
+        slices = slices[:settings.max_calls]  # the run's call budget: heaviest slices first
+        tools = request_bodies.tool_definitions(tool_specs(), SUBMIT_FINDINGS)
         tool_tokens = tokens(json.dumps(tools))
         old_system = SYSTEM.replace("\n" + evidence_text.LEGEND + "\n", "")
         prefix_before = tokens(old_system) + tool_tokens
@@ -97,7 +100,7 @@ def measure(folder: Path) -> dict:
         alp_before = alp_after = 0
         for sl in slices:
             before = old_brief(workload, sl)
-            after = prompting.data("evidence", sl.brief())
+            after = request_bodies.data("evidence", sl.brief())
             rows.append({"brief": sl.number, "windows": len(sl.parts),
                          "evidence_before": tokens(before), "evidence_after": tokens(after)})
             alp_before += sum(tokens(line) for line in before.splitlines()
@@ -110,7 +113,8 @@ def measure(folder: Path) -> dict:
         raw_alp = (raw_alp + 3) // 4  # tokens of the raw file, as tokens() counts
     total_before = sum(r["evidence_before"] for r in rows)
     total_after = sum(r["evidence_after"] for r in rows)
-    return {"input": str(folder), "briefs": rows, "prefix_before": prefix_before,
+    return {"input": str(folder), "briefs": rows, "planned": planned,
+            "max_calls": settings.max_calls, "prefix_before": prefix_before,
             "prefix_after": prefix_after, "evidence_before": total_before,
             "evidence_after": total_after,
             "reduction": round(1 - total_after / total_before, 3) if total_before else 0.0,
@@ -120,8 +124,9 @@ def measure(folder: Path) -> dict:
 
 
 def report(m: dict) -> list[str]:
-    lines = [f"briefs of a standard run on {m['input']} (tokens = characters / 4; stable "
-             f"prefix = system text + tools, cached):",
+    lines = [f"briefs of a standard run on {m['input']}: {len(m['briefs'])} first-wave calls "
+             f"({m['planned']} slices planned, --max-calls {m['max_calls']}); tokens = "
+             f"characters / 4; stable prefix = system text + tools, cached:",
              f"{'brief':>5} {'windows':>7} {'prefix before':>13} {'prefix after':>12} "
              f"{'evidence before':>15} {'evidence after':>14} {'change':>7}"]
     shown = m["briefs"][:SHOWN]

@@ -43,7 +43,7 @@ def analyst(body: dict) -> Reply:
     for evidence_id, mnemonic, rest in lines[:2]:
         pc = evidence_id.removeprefix("pc:")
         alp = f"alp:{pc}"
-        measured = "| n " in rest  # the line carries the PC's ALP figures
+        measured = "  |" in rest  # the line carries the PC's ALP record
         indirect = mnemonic.lower() in ("br", "blr")
         findings.append({
             "title": f"Hot {'indirect branch' if indirect else 'instruction'} at {pc}",

@@ -90,3 +90,18 @@ async def test_refusal_and_context_exceeded_end_the_call_with_their_reason():
                 response = await model.run(request(), Tools(), Events())
             sent = len(server.messages_seen())
         assert sent == 1 and response.output is None and response.error == reason
+
+
+def test_the_default_model_is_one_the_installed_sdk_lists_and_prices_are_dated():
+    from typing import get_args
+
+    from anthropic.types.model_param import ModelParam
+
+    from pcscope.core.backends.llm.anthropic_config import load_config
+
+    listed = next(get_args(a) for a in get_args(ModelParam) if get_args(a))
+    config = load_config()
+    assert config.default_model in listed
+    sonnets = [m for m in listed if m.startswith("claude-sonnet-")]
+    assert config.default_model == sonnets[0]  # the SDK lists the newest first
+    assert config.prices_checked and config.price(config.default_model) is not None

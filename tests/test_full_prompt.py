@@ -9,7 +9,7 @@ from anthropic_helpers import backend
 from mock_messages_server import MockMessagesServer
 
 from pcscope.core.engine import full_prompt as fp
-from pcscope.core.engine.prompt import FULL_SYSTEM
+from pcscope.core.engine.system_prompt import FULL_SYSTEM
 from pcscope.index.store import open_workload
 from pcscope.samples import bundled
 

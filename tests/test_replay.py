@@ -20,8 +20,8 @@ from anthropic_helpers import (
 )
 from mock_messages_server import Fault, MockMessagesServer, Reply, text, tool
 
+from pcscope.core.backends.doubles.replay import Recorder, ReplayMissing, create, replay_backend
 from pcscope.core.backends.registry import BackendOptions
-from pcscope.core.backends.replay import Recorder, ReplayMissing, create, replay_backend
 from pcscope.core.errors import InputError, UsageError
 
 
@@ -46,7 +46,7 @@ async def record_run(tmp_path, name="run.jsonl.gz"):
     path = tmp_path / name
     recorder = Recorder(path, max_tokens=config().max_tokens)
     with MockMessagesServer(analyst) as server:
-        server.then(Fault.rate_limited(retry_after="0"))  # one retried turn
+        server.on("slice one", Fault.rate_limited(retry_after="0"))  # one retried turn
         server.on("slice three", Fault.truncate(2), times=None)  # one failed call
         async with backend(server, wrap=recorder.wrap, max_attempts=2) as model:
             responses = await asyncio.gather(*(model.run(r, Tools(), Events())

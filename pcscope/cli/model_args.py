@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pcscope.core.backends.anthropic_config import CACHE_TTLS, EFFORTS, THINKING
+from pcscope.core.backends.llm.anthropic_config import CACHE_TTLS, EFFORTS, THINKING
 from pcscope.core.backends.registry import BackendOptions, backend_for
 from pcscope.core.workload import Workload
 
@@ -47,7 +47,7 @@ def backend_options(args: argparse.Namespace, workload: Workload, *, concurrency
     extra: dict = {"concurrency": concurrency, "thinking": args.thinking,
                    "effort": args.effort, "cache_ttl": args.cache_ttl}
     if args.redact:
-        from pcscope.core.backends.redact import Redactor
+        from pcscope.core.backends.llm.redact import Redactor
 
         extra["redactor"] = Redactor.for_workload(workload)
     if trace:

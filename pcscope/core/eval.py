@@ -30,10 +30,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pcscope.core.backends import prompting
-from pcscope.core.backends.base import ToolResult
-from pcscope.core.backends.conversation import Task
-from pcscope.core.backends.turns import TurnContext
+from pcscope.core.backends.llm import request_bodies
+from pcscope.core.backends.llm.conversation import Task
+from pcscope.core.backends.llm.turns import TurnContext
+from pcscope.core.contract.backend import ToolResult
 from pcscope.core.errors import EvidenceError, UsageError
 from pcscope.core.evidence import EvidenceStore
 
@@ -101,7 +101,7 @@ class Judgment(BaseModel):
     preferred: Literal["set_1", "set_2", "tie"]
 
 
-SUBMIT_SCORES = prompting.answer_tool(
+SUBMIT_SCORES = request_bodies.answer_tool(
     "submit_scores", "Submit your rationale, then both sets' scores (0-5 per criterion) and "
     "your preference.", Judgment)
 
@@ -248,12 +248,12 @@ def prompts(a: list[dict], b: list[dict], evidence: str, profile: str,
 def judge_task(prompt: JudgePrompt) -> Task:
     # What every judgment shares (profile, cited evidence) comes first and is cached.
     content = [
-        {"type": "text", "text": prompting.data("profile", prompt.profile)},
-        {"type": "text", "text": prompting.data(
+        {"type": "text", "text": request_bodies.data("profile", prompt.profile)},
+        {"type": "text", "text": request_bodies.data(
             "cited-evidence", prompt.evidence + ("\n\ncited guide sections:\n" + prompt.guides
                                                  if prompt.guides else ""))},
-        {"type": "text", "text": prompting.data("set-1", json.dumps(prompt.set_1, indent=1))},
-        {"type": "text", "text": prompting.data("set-2", json.dumps(prompt.set_2, indent=1))},
+        {"type": "text", "text": request_bodies.data("set-1", json.dumps(prompt.set_1, indent=1))},
+        {"type": "text", "text": request_bodies.data("set-2", json.dumps(prompt.set_2, indent=1))},
         {"type": "text", "text": f"Judgment {prompt.trial}.{ORDERS.index(prompt.order) + 1} "
                                  f"of {prompt.trials}: write your rationale, score both "
                                  f"sets, then call submit_scores."},
@@ -335,7 +335,7 @@ async def run_side(side: Side, workload, backend, settings, session,
 
     bind = getattr(backend, "bind", None)
     if bind is not None:  # every turn reserves against the side's token and time budget
-        from pcscope.core.backends.budget import run_budget
+        from pcscope.core.backends.llm.turn_budget import run_budget
 
         bind(budget=run_budget(settings.max_tokens, settings.max_seconds))
     if side.evidence == "no-alp":

@@ -20,7 +20,7 @@ from pcscope.core.alp import AlpRecord, round_sig
 from pcscope.core.ids import pat_id, pc_id
 from pcscope.core.workload import Workload
 
-GUIDE_CAP = 1300  # characters of one guide section in a brief (the bundled ones fit whole)
+GUIDE_CAP = 1600  # characters of one guide section in a brief (most bundled leaves fit whole)
 TRY = "What to try"
 INSTRUCTION_BYTES = 4  # AArch64: a PC gap of 4 bytes is the next instruction
 SHARE_UNITS = {"cycles": "cyc", "samples": "smp"}
@@ -29,6 +29,7 @@ BRANCH_KINDS = {"direct": "b", "conditional": "b.cond", "indirect": "br", "call"
 MEM_RATES = (("l1d_miss", "L1D miss"), ("l2_miss", "L2 miss"), ("llc_miss", "LLC miss"),
              ("tlb_miss", "TLB miss"), ("store_forwarded", "fwd"))
 PREDICTED_KINDS = ("conditional", "indirect", "indirect_call")  # mispredict 0% is news
+MIN_WAIT = 1.0  # cycles: a wait this short is the pipeline's minimum, not a cost
 
 LEGEND = """\
 How evidence reads (one line per instruction, figures separated by two spaces):
@@ -38,13 +39,14 @@ all samples (executions).
 - "~ N" between lines: N instructions (by address) not shown; "-- fn:…" a function \
 boundary.
 - After "|": the simulator's ALP record of that PC, citable as alp:<the same PC>. \
-n = executions simulated; iw = issue wait (issue - dispatch), ex = execute latency \
-(complete - issue), rw = retire wait (retire - complete), all in cycles ("c"); a branch \
+n = executions simulated (left out when the same as on the line above); iw = issue wait \
+(issue - dispatch), ex = execute latency (complete - issue), rw = retire wait (retire - \
+complete), all in cycles ("c") and shown only above 1 cycle; a branch \
 kind (b, b.cond, br, bl, blr, ret) with taken and mispred as % of its executions; a \
 memory kind (load, store, atomic, prefetch) with L1D/L2/LLC/TLB miss as % of its \
 accesses, fwd = % served by store forwarding, lat = average load-to-use latency in \
 cycles. brn/acc: branch executions / memory accesses when they differ from n. A figure \
-not shown is zero or not measured.
+not shown is zero or not measured; a bare "|" is a record with nothing notable.
 - Guide sections appear as guide:<id> "<heading>": text (long ones are cut at a \
 sentence, marked "…", and keep their "What to try" part)."""
 
@@ -78,12 +80,13 @@ def share_text(share: float, basis: str) -> str:
     return f"{percent(share)}{SHARE_UNITS.get(basis, basis)}"
 
 
-def alp_text(record: AlpRecord) -> str:
-    """The record's informative figures in the fixed compact form of ``LEGEND``."""
-    parts = [f"n {record.iterations}"]
+def alp_text(record: AlpRecord, n_above: int | None = None) -> str:
+    """The record's informative figures in the fixed compact form of ``LEGEND``
+    (``n_above``: the executions shown on the line above, not repeated)."""
+    parts = [] if record.iterations == n_above else [f"n {record.iterations}"]
     for name, value in (("iw", record.issue_wait), ("ex", record.execute_latency),
                         ("rw", record.retire_wait)):
-        if value:
+        if value is not None and round_sig(value) > MIN_WAIT:
             parts.append(f"{name} {number(value)}c")
     branch = record.branch
     if branch is not None:
@@ -110,11 +113,12 @@ def alp_text(record: AlpRecord) -> str:
     return "  ".join(parts)
 
 
-def instruction_line(item: Shown, basis: str) -> str:
+def instruction_line(item: Shown, basis: str, n_above: int | None = None) -> str:
     fields = [f"{item.mark}{pc_id(item.pc)}", item.asm, share_text(item.share, basis)]
     fields += [pat_id(c, item.pc) for c in item.patterns]
     line = "  ".join(fields)
-    return f"{line}  | {alp_text(item.alp)}" if item.alp is not None else line
+    return f"{line}  | {alp_text(item.alp, n_above)}".rstrip() if item.alp is not None \
+        else line
 
 
 def instruction_lines(items: Sequence[Shown], basis: str,
@@ -131,7 +135,10 @@ def instruction_lines(items: Sequence[Shown], basis: str,
         function = previous.function if previous is not None else first_function
         if item.function != function and item.function is not None:
             lines.append(f"-- {item.function}")
-        lines.append(instruction_line(item, basis))
+        # n carries over only from the line right above (never across a marker)
+        above = previous.alp.iterations if previous is not None and previous.alp is not None \
+            and lines and lines[-1].startswith(pc_id(previous.pc)) else None
+        lines.append(instruction_line(item, basis, above))
         previous = item
     return lines
 

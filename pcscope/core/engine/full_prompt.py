@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from pcscope.core.engine import evidence_text
 from pcscope.core.engine.calls import CallPlan, call_id
 from pcscope.core.engine.orchestrator import Orchestrator
-from pcscope.core.engine.prompt import FULL_SYSTEM
+from pcscope.core.engine.system_prompt import FULL_SYSTEM
 from pcscope.core.ids import alp_id, hex_pc, pat_id, pc_id
 from pcscope.core.profile import HotSelection
 from pcscope.core.workload import Workload

@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ValidationError
 
-from pcscope.core.backends import prompting
-from pcscope.core.backends.base import ToolResult, ToolRunner, ToolSpec, Usage
-from pcscope.core.backends.budget import TurnBudget, estimate_input_tokens
-from pcscope.core.backends.messages_client import ModelClient
-from pcscope.core.backends.trace import Tracer
-from pcscope.core.backends.turns import ToolCall, Turn, TurnContext, TurnFailed, total_tokens
+from pcscope.core.backends.llm import request_bodies
+from pcscope.core.backends.llm.messages_client import ModelClient
+from pcscope.core.backends.llm.trace import Tracer
+from pcscope.core.backends.llm.turn_budget import TurnBudget, estimate_input_tokens
+from pcscope.core.backends.llm.turns import ToolCall, Turn, TurnContext, TurnFailed, total_tokens
+from pcscope.core.contract.backend import ToolResult, ToolRunner, ToolSpec, Usage
 
 REASK_INVALID = ("{tool} input is invalid: {error}\nCall {tool} again with corrected input "
                  "(this is the only retry).")
@@ -81,16 +81,16 @@ class Conversation:
 
     async def run(self, task: Task, use_tool: ToolRunner, ctx: TurnContext) -> Outcome:
         name = task.answer_tool.name
-        system = prompting.system_blocks(task.system, name, task.shared, bool(task.tools))
-        tools = prompting.tool_definitions(task.tools, task.answer_tool)
+        system = request_bodies.system_blocks(task.system, name, task.shared, bool(task.tools))
+        tools = request_bodies.tool_definitions(task.tools, task.answer_tool)
         messages: list[dict] = [{"role": "user", "content": list(task.content)}]
         out = Outcome(None, "")
         for number in range(1, task.max_turns + 1):
             ctx.turn = number
             if number == task.max_turns and number > 1 and messages[-1]["role"] == "user":
                 _say(messages, [{"type": "text",
-                                 "text": prompting.LAST_TURN.format(answer=name)}])
-            body = prompting.request_body(self.model, self.max_tokens, system, tools, messages,
+                                 "text": request_bodies.LAST_TURN.format(answer=name)}])
+            body = request_bodies.request_body(self.model, self.max_tokens, system, tools, messages,
                                           task.cache_first, fields=self.fields,
                                           cache_ttl=self.cache_ttl)
             turn = await self._turn(body, ctx, out)
@@ -189,7 +189,7 @@ class Conversation:
             if call.name == task.answer_tool.name:
                 text = REASK_INVALID.format(tool=call.name, error=problem) if problem else \
                     f"{call.name} must be the only tool call in its turn; call it again."
-                results.append(prompting.tool_result(call.id, text, error=True))
+                results.append(request_bodies.tool_result(call.id, text, error=True))
                 continue
             out.tool_calls += 1
             results.append(await self._run_tool(call, known, use_tool, ctx))
@@ -203,13 +203,13 @@ class Conversation:
             error = f"unknown tool {call.name!r}"
         if error is not None:
             self.tracer.tool_done(span, "", (), error)
-            return prompting.tool_result(call.id, error, error=True)
+            return request_bodies.tool_result(call.id, error, error=True)
         result: ToolResult = await use_tool(call.name, args)
         self.tracer.tool_done(span, result.text, result.ids, result.error)
         if result.error:
-            return prompting.tool_result(call.id, prompting.data(f"tool:{call.name}",
+            return request_bodies.tool_result(call.id, request_bodies.data(f"tool:{call.name}",
                                                                  result.error), error=True)
-        return prompting.tool_result(call.id, prompting.data(f"tool:{call.name}", result.text))
+        return request_bodies.tool_result(call.id, request_bodies.data(f"tool:{call.name}", result.text))
 
 
 def _say(messages: list[dict], content: list[dict]) -> None:

@@ -16,9 +16,9 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from pcscope.core.backends.base import Usage
-from pcscope.core.backends.budget import estimate_input_tokens
-from pcscope.core.backends.turns import Body, ToolCall, Turn, TurnContext
+from pcscope.core.backends.llm.turn_budget import estimate_input_tokens
+from pcscope.core.backends.llm.turns import Body, ToolCall, Turn, TurnContext
+from pcscope.core.contract.backend import Usage
 
 
 class ModelClient(Protocol):

@@ -13,19 +13,19 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pcscope.core.backends import prompting
-from pcscope.core.backends.anthropic_config import AnthropicConfig
-from pcscope.core.backends.base import CallRequest, CallResponse, Emit, ToolRunner, Usage
-from pcscope.core.backends.budget import TurnBudget, engine_budget, estimate_input_tokens
-from pcscope.core.backends.conversation import Conversation, Outcome, Task
-from pcscope.core.backends.messages_client import ModelClient
-from pcscope.core.backends.pacing import AdaptiveLimit
-from pcscope.core.backends.retry import RetryingClient, RetryPolicy
-from pcscope.core.backends.trace import Tracer
-from pcscope.core.backends.turns import TurnContext, canonical
-from pcscope.core.engine.schema import CallOutput
+from pcscope.core.backends.llm import request_bodies
+from pcscope.core.backends.llm.anthropic_config import AnthropicConfig
+from pcscope.core.backends.llm.conversation import Conversation, Outcome, Task
+from pcscope.core.backends.llm.messages_client import ModelClient
+from pcscope.core.backends.llm.pacing import AdaptiveLimit
+from pcscope.core.backends.llm.retry import RetryingClient, RetryPolicy
+from pcscope.core.backends.llm.trace import Tracer
+from pcscope.core.backends.llm.turn_budget import TurnBudget, engine_budget, estimate_input_tokens
+from pcscope.core.backends.llm.turns import TurnContext, canonical
+from pcscope.core.contract.backend import CallRequest, CallResponse, Emit, ToolRunner, Usage
+from pcscope.core.contract.findings import CallOutput
 
-SUBMIT_FINDINGS = prompting.answer_tool(
+SUBMIT_FINDINGS = request_bodies.answer_tool(
     "submit_findings",
     "Submit this call's findings (the final answer; call exactly once). Each finding cites "
     "evidence IDs given to this call or returned by its tools, and the PCs it is about.",
@@ -38,7 +38,7 @@ INSTRUCTION = ("Analyse the evidence above (use the tools for more), then call "
 def call_content(request: CallRequest) -> list[dict]:
     """The first user message of a bounded call: its evidence (IDs stand where their data
     is; no separate list) and the instruction."""
-    return [{"type": "text", "text": prompting.data("evidence", request.brief)},
+    return [{"type": "text", "text": request_bodies.data("evidence", request.brief)},
             {"type": "text", "text": INSTRUCTION}]
 
 
@@ -134,8 +134,8 @@ class ModelBackend:
 
     def stable_prefix(self, task: Task) -> tuple[list[dict], list[dict]]:
         """(tools, system blocks) as every call of the run sends them."""
-        return (prompting.tool_definitions(task.tools, task.answer_tool),
-                prompting.system_blocks(task.system, task.answer_tool.name, task.shared,
+        return (request_bodies.tool_definitions(task.tools, task.answer_tool),
+                request_bodies.system_blocks(task.system, task.answer_tool.name, task.shared,
                                         bool(task.tools)))
 
     async def measure(self, system: str, brief: str) -> int:
@@ -144,7 +144,7 @@ class ModelBackend:
         request = CallRequest("measure", 1, system, brief, (), ())
         task = self._task(request)
         tools, blocks = self.stable_prefix(task)
-        body = prompting.request_body(self.model, self.config.max_tokens, blocks, tools,
+        body = request_bodies.request_body(self.model, self.config.max_tokens, blocks, tools,
                                       [{"role": "user", "content": task.content}],
                                       task.cache_first, fields=self.config.request_fields())
         counted = await self.client.count(body)

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from pcscope.core.backends.anthropic_config import AnthropicConfig, load_config
-from pcscope.core.backends.messages_client import ModelClient, SdkClient
-from pcscope.core.backends.model_backend import ModelBackend, Secret
-from pcscope.core.backends.trace import Tracer
+from pcscope.core.backends.llm.anthropic_config import AnthropicConfig, load_config
+from pcscope.core.backends.llm.messages_client import ModelClient, SdkClient
+from pcscope.core.backends.llm.model_backend import ModelBackend, Secret
+from pcscope.core.backends.llm.trace import Tracer
 from pcscope.core.errors import UsageError
 
 KEY_ENV = "ANTHROPIC_API_KEY"
@@ -61,7 +61,7 @@ def create(argument: str, options) -> ModelBackend | object:
     ``trace_dir``, a ``redactor`` (``--redact``), which wraps the backend, and the
     ``thinking``, ``effort`` and ``cache_ttl`` settings the command line overrides.
     """
-    from pcscope.core.backends.replay import Recorder
+    from pcscope.core.backends.doubles.replay import Recorder
 
     extra = options.extra
     config = overridden(load_config(), extra)
@@ -75,6 +75,6 @@ def create(argument: str, options) -> ModelBackend | object:
                                 wrap=recorder.wrap if recorder else None)
     if redactor is None:
         return backend
-    from pcscope.core.backends.redact import RedactingBackend
+    from pcscope.core.backends.llm.redact import RedactingBackend
 
     return RedactingBackend(backend, redactor)
