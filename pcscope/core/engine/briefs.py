@@ -16,7 +16,7 @@ This module decides what goes into a brief, as data; ``brief_text`` renders it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -27,7 +27,6 @@ from pcscope.core.engine.candidates import CallGroup, Candidate, hinted_window
 from pcscope.core.engine.evidence_text import Shown
 from pcscope.core.engine.hints import Hint
 from pcscope.core.engine.penalties import UNEXPLAINED
-from pcscope.core.engine.system_prompt import tokens
 from pcscope.core.guide_map import sections_for
 from pcscope.core.ids import alp_id, hex_pc, pat_id, pc_id
 from pcscope.core.mechanisms import Mechanism, Site
@@ -120,6 +119,7 @@ def brief(workload: Workload, group: CallGroup, *, token_cap: int, guide_k: int,
     notes = tuple(h for h in hints if _concerns(workload, h, windows))
     guides: tuple[tuple[str, str, str], ...] | None = None
     made: Brief | None = None
+    size = _Size(workload.profile.basis)
     for limit in LIMITS:
         parts = tuple(_part(workload, c, limit, alp_records, marked, memo)
                       for c in group.candidates)
@@ -128,11 +128,40 @@ def brief(workload: Workload, group: CallGroup, *, token_cap: int, guide_k: int,
                              section_index(workload.guides))
         bigger = Brief(group.number, tuple(c.id for c in group.candidates), parts, guides,
                        notes, group.share, workload.profile.basis)
-        if made is not None and tokens(bigger.text()) > token_cap:
+        if made is not None and size.tokens(bigger) > token_cap:
             break
         made = bigger
     assert made is not None
     return made
+
+
+class _Size:
+    """A brief's size in tokens as rendered, from each instruction's line rendered once
+    (a brief grows step by step; rendering it whole at every step cost most of planning).
+    Tokens are characters / 4, as ``system_prompt.tokens`` counts them."""
+
+    MARKERS = 8  # characters allowed per line for the gap marker ("~ 12") that may precede it
+
+    def __init__(self, basis: str) -> None:
+        self.basis = basis
+        self.lines: dict[int, int] = {}  # pc -> characters of its line
+        self.rest: int | None = None  # guides, notes and delimiters
+
+    def tokens(self, made: Brief) -> int:
+        if self.rest is None:
+            self.rest = len(render(replace(made, parts=())))
+        chars = self.rest
+        for part in made.parts:
+            chars += sum(len(h) + 1 for h in part.header)
+            for heading, items in part.blocks:
+                chars += len(heading) + 1 if heading is not None else 0
+                chars += sum(self._line(item) + self.MARKERS for item in items)
+        return (chars + 3) // 4
+
+    def _line(self, item: Shown) -> int:
+        if item.pc not in self.lines:
+            self.lines[item.pc] = len(evidence_text.instruction_line(item, self.basis)) + 1
+        return self.lines[item.pc]
 
 
 def _concerns(workload: Workload, hint: Hint, windows: set[int]) -> bool:
