@@ -8,7 +8,13 @@ import json
 import time
 from pathlib import Path
 
-from pcscope.cli.common import add_input_args, add_selection_args, load_workload, positive_int
+from pcscope.cli.common import (
+    add_input_args,
+    add_selection_args,
+    load_workload,
+    positive_float,
+    positive_int,
+)
 from pcscope.cli.model_args import add_model_args, close_backend, open_backend, suffixed
 from pcscope.core import eval as ev
 from pcscope.core.errors import UsageError
@@ -49,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--concurrency", type=positive_int, metavar="N")
     p.add_argument("--max-calls", type=positive_int, metavar="N", help="per side")
     p.add_argument("--max-tokens", type=positive_int, metavar="N", help="per side")
-    p.add_argument("--max-seconds", type=float, metavar="S", help="per side")
+    p.add_argument("--max-seconds", type=positive_float, metavar="S", help="per side")
     p.add_argument("--json", metavar="FILE", help="write the result as JSON ('-': stdout)")
     p.add_argument("--session", metavar="FILE", help="session store (default: per profile)")
     add_model_args(p, record_metavar="DIR",

@@ -54,9 +54,24 @@ def _positive(text: str, kind: type, what: str):
         value = kind(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text} must be positive")
+    if not 0 < value < MAX_NUMBER:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"{text} must be positive and below {MAX_NUMBER:.0e}")
     return value
+
+
+MAX_NUMBER = 1e15  # larger option values are typing mistakes (and would overflow int64 maths)
+
+
+def output_file(text: str) -> str:
+    """An output path ('-' = stdout) checked before any work starts."""
+    from pcscope.core.errors import InputError
+    from pcscope.core.textio import check_output
+
+    try:
+        check_output(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(exc.one_line()) from None
+    return text
 
 
 def fraction(text: str) -> float:

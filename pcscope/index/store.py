@@ -105,7 +105,8 @@ def open_workload(
     )
     for _, p in inputs.files():
         if not p.is_file():
-            raise InputError(str(p), None, "no such file" if not p.exists() else "not a file")
+            raise InputError(str(p), None, "no such file" if not p.exists() else
+                             "is a directory, not a file" if p.is_dir() else "not a regular file")
     root = Path(index_dir) if index_dir else default_root()
     home = root / index_key(inputs)
     meta = _meta(inputs)

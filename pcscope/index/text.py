@@ -194,6 +194,11 @@ class TextIndex:
     def parse(self, query: str) -> tantivy.Query:
         """A query in Tantivy syntax (terms AND-ed, ``field:value``, ``"phrases"``, ``OR``,
         ``-term``, ``samples:>N``), after ``normalize_query``; UsageError if malformed."""
+        if len(query) > MAX_QUERY:
+            raise UsageError(f"bad query: longer than {MAX_QUERY} characters")
+        outside_phrases = re.sub(r'"[^"]*"', "", query)
+        if outside_phrases.count("(") != outside_phrases.count(")"):
+            raise UsageError(f"bad query {query!r}: unbalanced parentheses")
         text = normalize_query(query)
         if not text.strip():
             raise UsageError("empty query")
@@ -302,6 +307,7 @@ def _index_guides(directory: Path, sections: Iterable[GuideSection]) -> None:
 # --- query text ------------------------------------------------------------------------
 
 _FIELDS = {"asm"} | set(EXACT_FIELDS) | set(NUMERIC_FIELDS) | set(FIELD_ALIASES)
+MAX_QUERY = 1000  # characters in a query
 QUERY_TOKEN = re.compile(r'[+-]?[a-z_]+:[\[{][^\]}]*[\]}]|"[^"]*"|\S+')  # a range is one token
 _FIELD_VALUE = re.compile(r"^([+-]?)([a-z_]+):(.+)$", re.S)
 _CONDITIONAL = re.compile(r"^bc?\.[a-z]+$", re.IGNORECASE)
@@ -343,6 +349,8 @@ def _normalize_token(token: str) -> str:
             raise UsageError("PCs are not searchable terms: look a PC up with `pcscope show`")
         if field in _FIELDS:
             return sign + _field_term(FIELD_ALIASES.get(field, field), value)
+        raise UsageError(f"bad query: unknown field {field!r} (fields: "
+                         f"{', '.join(sorted(_FIELDS))}, win, fn)")
     return sign + _SPECIAL.sub(r"\\\1", token[len(sign) :])
 
 

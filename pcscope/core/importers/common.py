@@ -9,7 +9,7 @@ import os
 import sys
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from pcscope.core.errors import InputError
@@ -67,6 +67,28 @@ def input_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
 def display_name(path: str | os.PathLike) -> str:
     """How a path is named in errors: '<stdin>' for '-'."""
     return "<stdin>" if str(path) == STDIN else str(path)
+
+
+@dataclass
+class Skipped:
+    """Lines an importer passed over: counted, the first few kept by number for the user."""
+
+    count: int = 0
+    first: list[int] = field(default_factory=list)
+
+    SHOWN = 5
+
+    def add(self, line: int) -> None:
+        self.count += 1
+        if len(self.first) < self.SHOWN:
+            self.first.append(line)
+
+    def summary(self, what: str) -> str | None:
+        """One line for stderr, or None when nothing was skipped."""
+        if not self.count:
+            return None
+        lines = ", ".join(map(str, self.first)) + (", …" if self.count > len(self.first) else "")
+        return f"{self.count} line{'s' if self.count > 1 else ''} skipped: not {what} (line {lines})"
 
 
 @dataclass(frozen=True)
