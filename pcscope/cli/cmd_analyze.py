@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import signal
 import sys
 from pathlib import Path
@@ -26,6 +25,7 @@ from pcscope.core.engine.presets import Settings, available, resolve
 from pcscope.core.engine.record import SessionStore, default_path
 from pcscope.core.engine.schema import CATEGORIES
 from pcscope.core.errors import UsageError
+from pcscope.core.finite_json import dumps
 from pcscope.core.report import analyst_label, build_report, markdown_report
 from pcscope.core.textio import open_output
 
@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         report = build_report(result, workload)
     if args.json:
         with open_output(args.json) as f:
-            f.write(json.dumps(report, indent=2) + "\n")
+            f.write(dumps(report, indent=2) + "\n")
     if args.markdown:
         with open_output(args.markdown) as f:
             f.write(markdown_report(report, workload))

@@ -18,6 +18,7 @@ from pcscope.cli.common import (
 from pcscope.cli.model_args import add_model_args, close_backend, open_backend, suffixed
 from pcscope.core import eval as ev
 from pcscope.core.errors import UsageError
+from pcscope.core.finite_json import dumps
 from pcscope.core.textio import open_output
 
 EPILOG = """\
@@ -80,12 +81,12 @@ def run(args: argparse.Namespace) -> int:
     workload = load_workload(args)
     data = asyncio.run(_evaluate(args, workload, settings, a, b))
     if args.json == "-":
-        print(json.dumps(data, indent=2))
+        print(dumps(data, indent=2))
         return 0
     print(ev.text_table(data))
     if args.json:
         with open_output(args.json) as out:
-            out.write(json.dumps(data, indent=2) + "\n")
+            out.write(dumps(data, indent=2) + "\n")
     return 0
 
 

@@ -53,6 +53,7 @@ def request_of(args: argparse.Namespace):
         merge_duplicates=args.merge_duplicates,
         skip_bad_lines=args.skip_bad_lines,
         rebuild=args.rebuild,
+        verify=args.verify,
     )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -32,6 +31,9 @@ def add_input_args(parser: argparse.ArgumentParser, profile: bool = True) -> Non
                         help="skip and count malformed ALP lines instead of failing")
     parser.add_argument("--rebuild", action="store_true",
                         help="rebuild the index even when the inputs are unchanged")
+    parser.add_argument("--verify", action="store_true",
+                        help="check every index file's checksum before use (rebuilds a "
+                        "damaged index)")
 
 
 def add_selection_args(parser: argparse.ArgumentParser) -> None:
@@ -113,9 +115,12 @@ def load_workload(args: argparse.Namespace, profile: str | None = None) -> Workl
             merge_duplicates=args.merge_duplicates,
             skip_bad_lines=args.skip_bad_lines,
             rebuild=args.rebuild,
+            verify=args.verify,
             progress=say,
         )
 
 
 def print_json(data: object) -> None:
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    from pcscope.core.finite_json import dumps
+
+    sys.stdout.write(dumps(data, indent=2) + "\n")

@@ -30,8 +30,11 @@ polars in one vectorised pass and fed to ``add_json`` in chunks; only the fields
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 import time
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,9 +184,15 @@ class TextIndex:
             raise FileNotFoundError(f"no complete text index in {directory}") from None
         if meta.get("format") != FORMAT:
             raise FileNotFoundError(f"text index in {directory} has another format")
-        instructions = _register(tantivy.Index.open(str(directory / "instructions")))
-        guides = _register(tantivy.Index.open(str(directory / "guides")))
-        return cls(directory, instructions, guides, meta)
+        readable = directory
+        if not os.access(directory / "instructions", os.W_OK):
+            readable = _linked_copy(directory)
+        instructions = _register(tantivy.Index.open(str(readable / "instructions")))
+        guides = _register(tantivy.Index.open(str(readable / "guides")))
+        index = cls(directory, instructions, guides, meta)
+        if readable != directory:   # the links go when the index does
+            weakref.finalize(index, _remove_links, readable)
+        return index
 
     @property
     def build_stats(self) -> BuildStats:
@@ -312,6 +321,26 @@ QUERY_TOKEN = re.compile(r'[+-]?[a-z_]+:[\[{][^\]}]*[\]}]|"[^"]*"|\S+')  # a ran
 _FIELD_VALUE = re.compile(r"^([+-]?)([a-z_]+):(.+)$", re.S)
 _CONDITIONAL = re.compile(r"^bc?\.[a-z]+$", re.IGNORECASE)
 _SPECIAL = re.compile(r'([\[\]{}()!^~:"\\*?<>=+/])')
+
+
+def _linked_copy(directory: Path) -> Path:
+    """Tantivy takes a lock file beside the index even to read it, so an index in a folder
+    this user cannot write is opened through a private folder of symlinks to its files."""
+    links = Path(tempfile.mkdtemp(prefix="pcscope-text-"))
+    for part in ("instructions", "guides"):
+        (links / part).mkdir()
+        for f in (directory / part).iterdir():
+            if not f.name.startswith(".tantivy-"):   # lock files are made anew
+                os.symlink(f.resolve(), links / part / f.name)
+    return links
+
+
+def _remove_links(links: Path) -> None:
+    for part in ("instructions", "guides"):
+        for f in (links / part).iterdir():
+            f.unlink()
+        (links / part).rmdir()
+    links.rmdir()
 
 
 def normalize_query(query: str) -> str:

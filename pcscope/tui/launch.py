@@ -30,6 +30,7 @@ class OpenRequest:
     merge_duplicates: bool = False
     skip_bad_lines: bool = False
     rebuild: bool = False
+    verify: bool = False
 
     @property
     def index_root(self) -> Path:
@@ -59,6 +60,7 @@ def prepare(request: OpenRequest, progress: Callable[[str], None]) -> Prepared:
         merge_duplicates=request.merge_duplicates,
         skip_bad_lines=request.skip_bad_lines,
         rebuild=request.rebuild,
+        verify=request.verify,
         progress=progress,
     )
     session = (UiSession(request.session) if request.session

@@ -74,7 +74,9 @@ class SessionError(InputError):
                        "and start a new one", damaged=True)
         if "full" in text:
             return cls(path, "session store cannot be written: disk full")
-        if "readonly" in text or "unable to open" in text or "i/o" in text:
+        if "i/o" in text:   # what SQLite says when a write fails (EFBIG, ENOSPC, EIO)
+            return cls(path, "session store cannot be written: disk I/O error (disk full?)")
+        if "readonly" in text or "unable to open" in text:
             return cls(path, f"session store is unwritable ({exc})")
         return cls(path, f"session store error ({exc})")
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import gzip
-import json
 import os
 import sys
 import zlib
@@ -13,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from pcscope.core.errors import InputError
+from pcscope.core.finite_json import dumps
 from pcscope.core.ids import hex_pc
 from pcscope.core.textio import open_output, open_text_lines
 
@@ -119,7 +119,7 @@ def write_jsonl(records: Iterable[dict], path: str | os.PathLike) -> int:
     count = 0
     with open_output(path) as out:
         for record in records:
-            out.write(json.dumps(record, separators=(", ", ": ")))
+            out.write(dumps(record, separators=(", ", ": ")))
             out.write("\n")
             count += 1
     return count
