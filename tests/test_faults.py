@@ -97,7 +97,7 @@ def test_two_processes_building_one_index_both_succeed_with_one_build(tmp_path, 
     procs = [pcscope("index", str(profile), "--index-dir", str(idx), "--json")
              for _ in range(2)]
     outputs = [p.communicate(timeout=300) for p in procs]
-    for proc, (out, err) in zip(procs, outputs, strict=True):
+    for proc, (_out, err) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, err
     assert json.loads(outputs[0][0]) == json.loads(outputs[1][0])
     home = home_of(idx)
