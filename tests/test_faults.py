@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from pcscope.cli.main import main
-from pcscope.core.engine.record import SessionStore
+from pcscope.core.engine.session_store import SessionStore
 from pcscope.index.lock import writer_lock
 from pcscope.index.store import open_workload
 
