@@ -29,7 +29,6 @@ from pcscope.index.lock import writer_lock
 from pcscope.index.store import open_workload
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "pcscope" / "samples" / "data" / "A"
 
 
 def profile_text(rows: int) -> str:
@@ -111,7 +110,7 @@ def test_kill_9_during_a_build_leaves_the_last_index_and_the_next_build_cleans_u
     profile.write_text(profile_text(300))
     good = open_workload(profile, index_dir=idx)
     home = home_of(idx)
-    profile.write_text(profile_text(300_000))     # a build long enough to be caught
+    profile.write_text(profile_text(100_000))     # a build long enough to be caught
     child = pcscope("index", str(profile), "--index-dir", str(idx))
     try:
         deadline = time.monotonic() + 120
@@ -124,7 +123,7 @@ def test_kill_9_during_a_build_leaves_the_last_index_and_the_next_build_cleans_u
     assert (home / "current").resolve() == good.folder    # the last good index stays
     assert len(builds(home)) == 2                          # and the dead builder's folder
     again = open_workload(profile, index_dir=idx)
-    assert len(again.profile) == 300_000
+    assert len(again.profile) == 100_000
     assert builds(home) == [again.folder.name]             # the leftover is gone
 
 
@@ -257,14 +256,14 @@ def test_a_full_disk_while_importing_names_the_output_and_leaves_no_file(tmp_pat
 
 def test_a_full_disk_under_the_session_store_is_one_line(tmp_path):
     idx = tmp_path / "idx"
-    profile = str(SAMPLE / "profile.csv.gz")
-    open_workload(profile, index_dir=idx, guides=[ROOT / "pcscope" / "samples" / "guides" /
-                                                  "swopt.md"])   # the index fits; the run won't
+    profile = tmp_path / "p.csv"
+    profile.write_text(profile_text(2000))
+    guide = ROOT / "pcscope" / "samples" / "guides" / "swopt.md"
+    open_workload(profile, index_dir=idx, guides=[guide])   # the index fits; the run won't
     session = tmp_path / "s.sqlite"
-    child = pcscope("analyze", profile, "--index-dir", str(idx), "--model", "scripted:ok",
-                    "--top", "30", "--guide", str(ROOT / "pcscope" / "samples" / "guides" /
-                                                  "swopt.md"),
-                    "--session", str(session), "--quiet", preexec_fn=small_files(48 * 1024))
+    child = pcscope("analyze", str(profile), "--index-dir", str(idx), "--model", "scripted:ok",
+                    "--top", "40", "--guide", str(guide), "--session", str(session), "--quiet",
+                    preexec_fn=small_files(48 * 1024))
     _out, err = child.communicate(timeout=300)
     assert child.returncode == 2
     line = one_error_line(err)
@@ -291,8 +290,9 @@ def test_a_damaged_session_is_reported_and_only_fresh_starts_anew(tmp_path, caps
 
 def test_kill_9_during_an_analysis_keeps_finished_calls_and_resume_finishes(tmp_path, capsys):
     idx = tmp_path / "idx"
-    profile = str(SAMPLE / "profile.csv.gz")
-    common = ["analyze", profile, "--index-dir", str(idx), "--top", "30", "--depth", "1",
+    profile = tmp_path / "p.csv"
+    profile.write_text(profile_text(2000))      # 40 functions: a call per few windows
+    common = ["analyze", str(profile), "--index-dir", str(idx), "--top", "16", "--depth", "1",
               "--concurrency", "1", "--quiet", "--guide", str(ROOT / "pcscope" / "samples" /
                                                                "guides" / "swopt.md")]
     assert main([*common, "--model", "scripted:ok", "--session", str(tmp_path / "ref.sqlite")]) == 0
