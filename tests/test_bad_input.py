@@ -93,6 +93,8 @@ PROFILE_CASES = [
     profile("too many fields", rows("0x10,1,nop", "0x14,1,nop,extra"), "p.csv:3", "fields"),
     profile("too many fields after a quoted newline",
             rows('0x10,1,"ldr x0,\n[x1]"', "0x18,1,nop,extra"), "p.csv:4", "fields"),
+    profile("samples not a number after a quoted newline",
+            rows('0x10,1,"ldr x0,\n[x1]"', "0x18,abc,nop"), "p.csv:4", "samples"),
     profile("unterminated quote", rows('0x10,1,"nop', "0x14,1,ret"), "p.csv:2", "quote"),
     profile("invalid UTF-8", b"pc,samples,asm\n0x10,1,nop\n0x14,1,\xff\xfe\n", "p.csv:3",
             "UTF-8"),
@@ -581,3 +583,19 @@ def test_skipped_lines_are_counted_on_stderr(case, tmp_path, capsys):
     notes = [line for line in err.splitlines() if "warning" in line]
     assert len(notes) == 1, err
     assert case.says in notes[0] and f"(line {case.where.split(':')[1]}" in notes[0], err
+
+
+def test_skip_bad_lines_skips_and_counts_alp_records_that_break_the_field_rules(tmp_path,
+                                                                                 capsys):
+    (tmp_path / "p.csv").write_text(PROFILE)
+    (tmp_path / "a.jsonl").write_text("\n".join([
+        GOOD, br(pc="0x1004", executed=1, mispredicted=2).replace('"0x1000"', '"0x1004"'),
+        mem(accesses=1, l1d_miss=5).replace('"0x1000"', '"0x1008"'),
+        rec(stages={"fetch": 5.0, "retire": 1.0}).replace('"0x1000"', '"0x100c"')]) + "\n")
+    argv = ["index", str(tmp_path / "p.csv"), "--alp", str(tmp_path / "a.jsonl"), "--index-dir",
+            str(tmp_path / "idx")]
+    assert main([*argv, "--skip-bad-lines", "--json"]) == 0
+    alp_stats = json.loads(capsys.readouterr().out)["alp"]
+    assert alp_stats["records"] == 1 and alp_stats["skipped_lines"] == 3
+    assert main([*argv, "--skip-bad-lines"]) == 0
+    assert "3 bad lines skipped" in " ".join(capsys.readouterr().out.split())

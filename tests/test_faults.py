@@ -128,22 +128,20 @@ def test_kill_9_during_a_build_leaves_the_last_index_and_the_next_build_cleans_u
 
 
 # -- indexes that check themselves --------------------------------------------------------------
-def test_a_truncated_array_is_found_and_the_index_rebuilt(tmp_path, profile):
-    idx = tmp_path / "idx"
-    first = open_workload(profile, index_dir=idx)
-    total = first.profile.total
-    samples = first.folder / "profile" / "samples.npy"
+def truncated(samples: Path, _values: np.ndarray) -> None:
     samples.write_bytes(samples.read_bytes()[:100])
-    again = open_workload(profile, index_dir=idx)
-    assert again.folder != first.folder and again.profile.total == total
 
 
-def test_a_replaced_same_shape_array_is_found_and_the_index_rebuilt(tmp_path, profile):
+def replaced(samples: Path, values: np.ndarray) -> None:
+    np.save(samples, values[::-1] * 50)          # a valid array of the same shape
+
+
+@pytest.mark.parametrize("damage", [truncated, replaced])
+def test_a_damaged_array_is_found_and_the_index_rebuilt(tmp_path, profile, damage):
     idx = tmp_path / "idx"
     first = open_workload(profile, index_dir=idx)
     total = first.profile.total
-    samples = first.folder / "profile" / "samples.npy"
-    np.save(samples, np.asarray(first.profile.samples)[::-1] * 50)   # valid, same shape
+    damage(first.folder / "profile" / "samples.npy", np.asarray(first.profile.samples))
     again = open_workload(profile, index_dir=idx)
     assert again.folder != first.folder and again.profile.total == total
 

@@ -12,6 +12,7 @@ from pcscope.cli.common import (
     add_input_args,
     add_selection_args,
     load_workload,
+    output_file,
     positive_float,
     positive_int,
 )
@@ -57,7 +58,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-calls", type=positive_int, metavar="N", help="per side")
     p.add_argument("--max-tokens", type=positive_int, metavar="N", help="per side")
     p.add_argument("--max-seconds", type=positive_float, metavar="S", help="per side")
-    p.add_argument("--json", metavar="FILE", help="write the result as JSON ('-': stdout)")
+    p.add_argument("--json", metavar="FILE", type=output_file,
+                   help="write the result as JSON ('-': stdout)")
     p.add_argument("--session", metavar="FILE", help="session store (default: per profile)")
     add_model_args(p, record_metavar="DIR",
                    record_help="store each backend's requests/responses in DIR (a.jsonl, "

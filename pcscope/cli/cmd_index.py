@@ -71,4 +71,6 @@ def print_summary(summary: dict, rows: int) -> None:
         console.print(
             f"ALP: {a['records']:,} records over {a['pcs']:,} PCs ({a['unmatched']:,} "
             f"unmatched); {a['raw_tokens']:,} tokens raw, {a['trimmed_tokens']:,} trimmed"
+            + (f"; {a['skipped_lines']:,} bad lines skipped (--skip-bad-lines)"
+               if a["skipped_lines"] else "")
         )
