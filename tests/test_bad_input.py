@@ -99,6 +99,8 @@ PROFILE_CASES = [
     profile("invalid UTF-8", b"pc,samples,asm\n0x10,1,nop\n0x14,1,\xff\xfe\n", "p.csv:3",
             "UTF-8"),
     profile("NUL byte", b"pc,samples,asm\n0x10,1,n\x00op\n", "p.csv:2", "NUL"),
+    profile("NUL byte in the header", b"pc,samples,asm,no\x00te\n0x10,1,nop,x\n", "p.csv:1",
+            "NUL"),
     profile("binary garbage", bytes(range(256)) * 4, None, ""),
     profile("truncated gzip", gzip.compress(PROFILE.encode())[:-12], None, "gzip",
             "p.csv.gz"),
@@ -599,3 +601,18 @@ def test_skip_bad_lines_skips_and_counts_alp_records_that_break_the_field_rules(
     assert alp_stats["records"] == 1 and alp_stats["skipped_lines"] == 3
     assert main([*argv, "--skip-bad-lines"]) == 0
     assert "3 bad lines skipped" in " ".join(capsys.readouterr().out.split())
+
+
+def test_extra_column_names_are_no_file_names(tmp_path, capsys):
+    """Extra columns are kept under numbered files: a header naming ../x writes nothing
+    outside the index."""
+    (tmp_path / "p.csv").write_text("pc,samples,asm,../../x,a/b\n0x10,1,nop,u,v\n")
+    assert main(["index", str(tmp_path / "p.csv"), "--index-dir", str(tmp_path / "i" / "idx"),
+                 "--json"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["i", "p.csv"]
+    assert sorted(p.name for p in (tmp_path / "i").iterdir()) == ["idx"]
+    from pcscope.index.store import open_workload
+
+    extras = open_workload(tmp_path / "p.csv", index_dir=tmp_path / "i" / "idx").profile.extras
+    assert sorted(extras) == ["../../x", "a/b"]
+    capsys.readouterr()

@@ -31,7 +31,7 @@ from pcscope.index import arrays, manifest
 from pcscope.index.lock import writer_lock
 from pcscope.index.parts import load_parts, save_parts
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: a manifest of checked files; extra columns in numbered files
 Progress = Callable[[str], None]
 
 

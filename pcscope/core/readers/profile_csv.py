@@ -58,6 +58,8 @@ def read_profile(
 
 
 def _header(path: str, header_line: str, sep: str) -> list[str]:
+    if "\x00" in header_line:
+        raise InputError(path, 1, "NUL byte in the header (binary data?)")
     names = [n.strip().lower() for n in next(csv.reader([header_line], delimiter=sep))]
     missing = [c for c in REQUIRED if c not in names]
     if missing:
