@@ -31,6 +31,7 @@ class OpenRequest:
     skip_bad_lines: bool = False
     rebuild: bool = False
     verify: bool = False
+    fresh: bool = False  # a damaged session store is moved aside, a new one started
 
     @property
     def index_root(self) -> Path:
@@ -63,8 +64,8 @@ def prepare(request: OpenRequest, progress: Callable[[str], None]) -> Prepared:
         verify=request.verify,
         progress=progress,
     )
-    session = (UiSession(request.session) if request.session
-               else UiSession.for_profile(request.index_root, request.profile))
+    session = (UiSession(request.session, fresh=request.fresh) if request.session
+               else UiSession.for_profile(request.index_root, request.profile, request.fresh))
     return Prepared(workload, settings, session, session.load())
 
 
