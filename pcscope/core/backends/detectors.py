@@ -16,17 +16,17 @@ from typing import Any
 
 from pcscope.core.backends import rules as R
 from pcscope.core.backends.operands import Operands, parse
-from pcscope.core.engine.support import (
+from pcscope.core.isa import (
     is_barrier,
-    is_conditional,
     is_divide,
     is_exclusive,
     is_indirect,
     is_load,
     is_lse,
+    is_store,
     is_wait_hint,
 )
-from pcscope.core.isa import is_store
+from pcscope.core.isa import is_conditional_branch as is_conditional
 
 _COMPARES = ("cmp", "cmn", "tst", "subs", "adds", "ands", "ccmp")
 _FP_ACCUMULATE = ("fadd", "fsub", "fmadd", "fmsub", "fnmadd", "fnmsub", "fmla", "fmls", "fmul")
@@ -430,7 +430,7 @@ def _loads(w: WindowView) -> list[Detection]:
     out = []
     for k, ins in enumerate(w.insns):
         m = ins.mnemonic
-        if not is_load(m) or is_exclusive(m) or is_lse(m) or m == "prfm":
+        if not is_load(m) or is_exclusive(m) or is_lse(m):
             continue
         producer = _producer_load(w, k)
         chased = producer is not None or "dependent-load" in ins.patterns
