@@ -24,7 +24,7 @@ from pcscope.core.workload import Workload
 from pcscope.index import arrays
 from pcscope.index.parts import load_parts, save_parts
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: mechanisms (mechanisms.msgpack), qualified patterns
 Progress = Callable[[str], None]
 
 
