@@ -28,7 +28,6 @@ import numpy as np
 
 from pcscope.core import isa, shapes
 from pcscope.core.engine.categories import CATEGORIES
-from pcscope.core.ids import hex_pc
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
 from pcscope.core.patterns import (
     HELPER,
@@ -45,19 +44,18 @@ CATEGORY = {
     "dispatch": "indirect-branch", "switch": "indirect-branch", "indirect-call": "indirect-branch",
     "plt": "call-overhead", "outline-atomic": "atomic-contention", "llsc": "atomic-llsc",
     "spin-wait": "spin-wait", "pointer-chase": "dependent-load", "byte-loop": "vectorization",
+    "byte-compare": "vectorization",
     "division": "division", "libc-routine": "memcpy", "libc-lock": "atomic-contention",
     "jit": "other",
 }  # fmt: skip
 assert set(CATEGORY.values()) <= set(CATEGORIES)
+CHAIN_STEPS = 4  # unrolled byte-compare steps that make a compare chain
 LARGE_FUNCTION = 256  # executed instructions of a function whose one table jump may dispatch
 SHARED_DISPATCH = 100  # at most this many instructions per execution of that jump
 _LOCKS = re.compile(r"^_*(pthread_(mutex|rwlock|spin|cond)_\w+|lll_lock_wait\w*|"
                     r"lll_unlock_wake\w*|futex_\w+)$")
 _JIT = re.compile(r"^(\[jit\]|jit[-_].*|\[anon.*\]|//anon|perf-\d+\.map|.*\.jit)$", re.I)
-_STRING_ROUTINES = frozenset(("strcmp", "strncmp", "strcasecmp", "strncasecmp", "strlen",
-                              "strnlen", "strchr", "strchrnul", "strrchr", "strstr", "strspn",
-                              "strcspn", "wcslen"))  # fmt: skip
-
+_COPIES = frozenset(("memcpy", "memmove", "memset", "wmemset"))
 
 def find_mechanisms(profile: Profile, patterns: PatternTable, facts: CodeFacts) -> MechanismTable:
     """Every mechanism of the profile, heaviest first (ties by ID)."""
@@ -103,11 +101,12 @@ class _Finder:
                     self.share(rows))
 
     def mechanism(self, kind: str, sites: list[Site], metrics: list[Metric],
-                  checks: list[str], functions: Iterable[str] = ()) -> Mechanism:
+                  checks: list[str], functions: Iterable[str] = (),
+                  category: str | None = None) -> Mechanism:
         sites = sorted(sites, key=lambda s: (-s.share, s.pc))
         rows = [self.p.row_of(pc) for s in sites for pc in s.pcs]
         names = list(dict.fromkeys([*(s.function for s in sites), *functions]))
-        return Mechanism(kind, CATEGORY[kind], sites[0].pc, tuple(sites), tuple(names),
+        return Mechanism(kind, category or CATEGORY[kind], sites[0].pc, tuple(sites), tuple(names),
                          self.share(r for r in rows if r is not None), tuple(metrics),
                          tuple(checks))
 
@@ -288,7 +287,7 @@ class _Finder:
     # -- loops -----------------------------------------------------------------------------
     def loops(self) -> list[Mechanism]:
         out = []
-        for row, (head_pc, size) in self.aux_of("spin-wait").items():
+        for row, (_head, size) in self.aux_of("spin-wait").items():
             head = row - size + 1
             per_entry = loop_trips(self.p, head, row)
             out.append(self.mechanism("spin-wait", [self.site(range(head, row + 1), row)], [
@@ -299,6 +298,7 @@ class _Finder:
                 "the exit tests the loaded value"]))
         out += self._chases()
         out += self._byte_loops()
+        out += self._compare_chains()
         return out
 
     def _chases(self) -> list[Mechanism]:
@@ -313,13 +313,15 @@ class _Finder:
         out = []
         for (h, b), loads in loops.items():
             per_entry = loop_trips(self.p, h, b)
+            prefetch = any(isa.is_prefetch(self.op(r).mnemonic) for r in range(h, b + 1))
             out.append(self.mechanism("pointer-chase", [self.site(range(h, b + 1), loads[0])], [
                 Metric("iterations per entry", round(per_entry, 2), "x",
                        "loop head count / loop entries"),
                 Metric("chained loads", len(loads), "loads", "loads on the loop-carried chain"),
             ], ["in a loop (backward branch)", "the load's address comes, through registers, "
                 "from its own loaded value of the previous iteration (loop-carried)",
-                "not a GOT/global, canary, stack, writeback-stream or jump-table load"]))
+                "not a GOT/global, canary, stack, writeback-stream or jump-table load"]
+                + (["prefetch already issued in the loop (prfm)"] if prefetch else [])))
         return out
 
     def _byte_loops(self) -> list[Mechanism]:
@@ -340,6 +342,42 @@ class _Finder:
             ], ["backward branch with a narrow (byte/halfword) load per iteration",
                 "the load's pointer or index steps by a constant", "the loaded value is compared",
                 f"{trips} iterations per entry (at least 8)"]))
+        return out
+
+    def _compare_chains(self) -> list[Mechanism]:
+        """Unrolled byte compares (memcmp written out): at least CHAIN_STEPS steps in one
+        window that each compare two narrow loaded values and branch to the same label."""
+        f = self.facts
+        cond = f.flags(isa.is_conditional_branch) & (f.target >= 0)
+        setter = f.flags(shapes.FLAG_SETTERS.__contains__)
+        narrow = f.flags(shapes.NARROW_LOADS.__contains__)
+        rows = np.flatnonzero(cond[1:] & setter[:-1]) + 1
+        ahead = np.zeros(len(rows), dtype=np.int64)
+        for back in (2, 3, 4):
+            ok = rows - back >= 0
+            ahead[ok] += narrow[rows[ok] - back]
+        groups: dict[tuple[int, int], list[tuple[int, list[int]]]] = defaultdict(list)
+        for r in rows[ahead >= 2].tolist():
+            compare = self.op(r - 1)
+            loads = [q for q in range(max(0, r - 4), r - 1) if narrow[q]
+                     and set(self.op(q).loaded) & set(compare.src)]
+            if len(loads) >= 2:
+                groups[(int(self.p.window[r]), int(f.target[r]))].append((r, loads))
+        out = []
+        for steps in groups.values():
+            if len(steps) < CHAIN_STEPS:
+                continue
+            first = self.count(steps[0][0] - 1)
+            if not first:
+                continue
+            depth = sum(self.count(r - 1) for r, _ in steps) / first
+            out.append(self.mechanism("byte-compare", [
+                self.site([*loads, r - 1, r], loads[0]) for r, loads in steps], [
+                Metric("compare steps", len(steps), "steps", "byte compares exiting to one label"),
+                Metric("bytes compared per entry", round(depth, 2), "x",
+                       "sum of the steps' compare counts / the first step's count"),
+            ], [f"{len(steps)} steps, each comparing two narrow loads and branching to one "
+                "exit label (an unrolled byte-by-byte compare)"]))
         return out
 
     # -- the rest --------------------------------------------------------------------------
@@ -369,14 +407,16 @@ class _Finder:
                 routines[base].append(code)
             elif _LOCKS.match(name):
                 locks.append(code)
-        out = [m for m in (self._functions("libc-routine", name, codes)
+        out = [m for m in (self._functions("libc-routine", name, codes,
+                                           "memcpy" if name in _COPIES else "other")
                            for name, codes in routines.items()) if m]
         if locks:
             m = self._functions("libc-lock", "C-library locks", locks)
             out += [m] if m else []
         return out
 
-    def _functions(self, kind: str, what: str, codes: list[int]) -> Mechanism | None:
+    def _functions(self, kind: str, what: str, codes: list[int],
+                   category: str | None = None) -> Mechanism | None:
         sites, calls = [], 0
         for code in codes:
             rows = self.p.function_rows(code).tolist()
@@ -390,12 +430,12 @@ class _Finder:
                   if kind == "libc-lock" else f"C-library {what} routine (by symbol name)"]
         return self.mechanism(kind, sites, [
             Metric("calls", calls, "executions", "entry counts (first instruction's count)"),
-        ], checks)
+        ], checks, category=category)
 
     def jit(self) -> list[Mechanism]:
         by_module: dict[int, list[int]] = defaultdict(list)
         for code, name in enumerate(self.p.modules):
-            if _JIT.match(name):
+            if is_jit_module(name):
                 by_module[code] = np.flatnonzero(self.p.module == code).tolist()
         out = []
         for _code, rows in by_module.items():
@@ -408,21 +448,6 @@ class _Finder:
         return out
 
 
-def is_string_routine(name: str) -> bool:
-    return libc_routine_name(name) in _STRING_ROUTINES
-
-
-def describe(mechanism: Mechanism) -> str:
-    """A short rendering: kind, share, sites, functions, metrics, checks."""
-    lines = [f"{mechanism.id}: {mechanism.kind} ({mechanism.category}), own share "
-             f"{mechanism.share:.3%} over {len(mechanism.sites)} site(s), "
-             f"{len(mechanism.pcs)} instruction(s)"]
-    lines.append("functions: " + ", ".join(mechanism.functions[:8]))
-    for metric in mechanism.metrics:
-        lines.append(f"{metric.name}: {metric.value:,g} {metric.unit} ({metric.how})")
-    for check in mechanism.checks:
-        lines.append(f"check: {check}")
-    for site in mechanism.sites[:8]:
-        lines.append(f"site {hex_pc(site.pc)} in {site.function}: {len(site.pcs)} "
-                     f"instruction(s), {site.share:.3%}")
-    return "\n".join(lines)
+def is_jit_module(name: str) -> bool:
+    """A module name that marks JIT-generated code (``[jit]``, ``perf-<pid>.map``…)."""
+    return bool(_JIT.match(name))

@@ -487,7 +487,11 @@ def _byte_loops(profile: Profile, f: CodeFacts, code: _Code) -> _Hits:
     branches, heads = backward_branches(profile, f, win)
     narrow = f.flags(shapes.NARROW_LOADS.__contains__)
     prefix = np.concatenate(([0], np.cumsum(narrow)))
-    keep = (branches - heads < BYTE_LOOP_MAX) & (prefix[branches + 1] > prefix[heads])
+    narrow_count = prefix[branches + 1] - prefix[heads]
+    # at least one narrow load per 8 instructions: a body doing other work is no byte
+    # loop even if it reads one byte somewhere
+    keep = (branches - heads < BYTE_LOOP_MAX) & (narrow_count * 8 >= branches - heads + 1) \
+        & (narrow_count > 0)
     found, loop_heads, trips = [], [], []
     for b, h in zip(branches[keep].tolist(), heads[keep].tolist(), strict=True):
         if _libc_routine(profile, h):

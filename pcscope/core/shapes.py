@@ -204,14 +204,22 @@ def byte_step(body: list[Op]) -> int | None:
 
 
 def _tested(body: list[Op], k: int) -> bool:
-    """The value of load ``k`` reaches a compare or a register-testing branch."""
-    values = set(body[k].loaded)
-    for op in body[k + 1:]:
-        if op.mnemonic in FLAG_SETTERS or op.mnemonic in isa.CONDITIONAL:
-            if set(op.src) & values:
+    """The value of load ``k`` decides whether the loop goes on: it reaches (through
+    registers, in the same iteration) the test of the branch back or of a branch out."""
+    first, last = body[0].pc, body[-1].pc
+    tainted = set(body[k].loaded)
+    flags = False
+    for i, op in enumerate(body[k + 1:], start=k + 1):
+        if isa.is_conditional_branch(op.mnemonic):
+            tested = flags if op.mnemonic not in isa.CONDITIONAL else bool(set(op.src) & tainted)
+            leaves = op.target is not None and not first <= op.target <= last
+            if tested and (leaves or i == len(body) - 1):
                 return True
-        if set(op.src) & values and op.dest and not op.load:
-            values |= set(op.dest)
+            continue
+        derived = bool(set(op.src) & tainted)
+        if op.mnemonic in FLAG_SETTERS:
+            flags = derived
+        tainted = (tainted | set(op.dest)) if derived else (tainted - set(op.dest))
     return False
 
 

@@ -28,7 +28,6 @@ SPIN_POLLS = 2.0  # poll-loop loads per outer iteration
 FP_CHAIN_WAIT = 3.0  # issue wait (cycles) of a chained FP accumulation
 HOT_PC = 0.002  # share of the total a PC (or its loop) needs for a profile-only idea
 HOT_WINDOW = 0.01  # share of the total its window needs
-HOT_STUB = 0.01  # share of the total a PLT stub or veneer needs
 
 
 @dataclass(frozen=True)
@@ -55,8 +54,8 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         "(PGO indirect-call promotion); for opcode dispatch use threaded dispatch (computed "
         "goto) so each handler ends in its own br; batch objects by type so a loop sees one "
         "target at a time.",
-        ("guide:uarch/branch-prediction/indirect-branches", "guide:swopt/branches/devirtualization",
-         "guide:swopt/branches/interpreter-dispatch"),
+        ("guide:uarch/branch-prediction/indirect-branches", "guide:swopt/branches/interpreter-dispatch",
+         "guide:swopt/branches/devirtualization"),
         "indirect branch mispredict devirtualization dispatch",
         confirm="the ALP (or SPE) mispredict rate of this br/blr; above ~5% it is material",
         question="Which load supplies the branch target of {pc}?",
@@ -157,12 +156,23 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         confirm="the ALP issue wait of the barrier and of the loads behind it",
     ),
     Rule(
+        "slow-fp-divide", "division", "software",
+        "Floating-point divide {asm} on the critical path in {fn}",
+        "Hot floating-point divide {asm} in {fn}",
+        "Hoist a loop-invariant divisor as `r = 1.0 / d` and multiply, or use `frecpe`/"
+        "`frsqrte` plus Newton steps (`frecps`/`frsqrts`) where the precision allows; "
+        "`-freciprocal-math` lets the compiler do the first.",
+        ("guide:uarch/execution-units/integer-division", "guide:swopt/arithmetic/division-hoisting"),
+        "floating point division reciprocal hoisting",
+        confirm="the ALP execute latency of the divide and the issue wait of its consumers",
+    ),
+    Rule(
         "slow-divide", "division", "software",
         "Division {asm} on the critical path in {fn}",
         "Hot division {asm} in {fn}",
         "Avoid the divide: make the divisor a compile-time constant (multiply-high and shift), "
         "use a power-of-two size with a mask, or precompute a reciprocal for a loop-invariant "
-        "divisor (libdivide/fastmod); for FP, hoist `1.0 / d` and multiply.",
+        "divisor (libdivide/fastmod).",
         ("guide:uarch/execution-units/integer-division", "guide:swopt/arithmetic/division-by-constants",
          "guide:swopt/arithmetic/division-hoisting"),
         "integer division reciprocal hoisting",
@@ -201,6 +211,25 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         ("guide:uarch/calls-and-returns/plt-stubs", "guide:swopt/calls/plt-avoidance"),
         "plt stubs avoidance fno-plt",
         confirm="calls per second through the stub and its indirect mispredict rate (ALP/SPE)",
+    ),
+    Rule(
+        "libc-routine", "other", "software",
+        "Time in a C-library routine {asm} in {fn}",
+        "Time in a C-library routine {asm} in {fn}",
+        "Call the routine less: cache results, compare lengths or hashes first, intern "
+        "strings.",
+        ("guide:uarch/memory-copy-and-set/memcpy", "guide:swopt/copying-and-zeroing/memcpy-choices"),
+        "memcpy strcmp c library routine calls",
+        confirm="the routine's callers (perf record -g) and bytes per call",
+    ),
+    Rule(
+        "jit-code", "other", "software",
+        "Hot JIT-generated code at {asm} in {fn}",
+        "Hot JIT-generated code at {asm} in {fn}",
+        "Use the JIT's own diagnostics and change the source so it can specialise.",
+        ("guide:swopt/jit-code/jit-code-generation", "guide:swopt/jit-code/inline-caches"),
+        "jit code generation diagnostics",
+        confirm="the JIT's own profile of this code (deoptimisations, inline-cache states)",
     ),
     Rule(
         "byte-compare-loop", "vectorization", "software",
