@@ -127,13 +127,39 @@ def _inputs(op: Op, reg: str) -> tuple[str, ...]:
 
 
 def loop_carried_load(body: list[Op], k: int) -> bool:
-    """Load ``k`` of a loop body gets its address, through registers, from its own loaded
-    value of the previous iteration (possibly via other loads and arithmetic): a chase.
+    """Load ``k`` of a loop body is part of a chase: its address comes, through registers,
+    from a loaded value that feeds its own next address (the previous iteration's load;
+    ``k`` itself, or the chain it reads from, such as a node's key off the chased pointer).
 
     A counter (``add x1, x1, #1``), a writeback stream, a stack/frame base or an ``adrp``
     base never closes such a cycle, so GOT, canary, stack and streaming loads stay out."""
     load = body[k]
     if not load.load or not load.loaded or set(load.addr) & _FRAME or not is_loop_body(body):
+        return False
+    return any(_cycles(body, j) for j in _loads_feeding(body, k))
+
+
+def _loads_feeding(body: list[Op], k: int) -> list[int]:
+    """Load ``k`` and every load whose value reaches ``k``'s address through registers."""
+    found = [k]
+    stack = [(k, r) for r in body[k].addr if r not in _FRAME]
+    seen: set[tuple[int, str]] = set()
+    while stack:
+        i, reg = stack.pop()
+        j = _writer(body, i, reg)
+        if j is None or (j, reg) in seen:
+            continue
+        seen.add((j, reg))
+        if reg in body[j].loaded and j not in found:
+            found.append(j)
+        stack += [(j, r) for r in _inputs(body[j], reg) if r not in _FRAME]
+    return found
+
+
+def _cycles(body: list[Op], k: int) -> bool:
+    """Load ``k``'s loaded value reaches its own address in the next iteration."""
+    load = body[k]
+    if not load.loaded or set(load.addr) & _FRAME:
         return False
     stack = [(k, r) for r in load.addr]
     seen: set[tuple[int, str]] = set()

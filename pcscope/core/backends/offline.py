@@ -93,11 +93,14 @@ class OfflineAnalyst:
                 finding = await self._finding(det, rule, view, reader, notes)
                 seen.update(e for e in finding.evidence if e.startswith("mech:"))
                 made.append(((not det.measured, -det.strength, det.pc), finding))
+            measured = {i.pc for i in view.insns if i.alp is not None}
             for mechanism in view.mechanisms:
                 advice = advise(mechanism, view.basis, view.module)
                 if mechanism["id"] in seen or advice is None or \
                         (focus and mechanism["category"] not in focus):
                     continue
+                if measured & set(advice.pcs):
+                    continue  # measured here: the measured rules spoke (or the figures are fine)
                 seen.add(mechanism["id"])
                 emit("status", f"{mechanism['kind']} mechanism {mechanism['id']}")
                 finding = await self._mechanism_finding(mechanism, advice, view, reader)
@@ -150,7 +153,7 @@ class OfflineAnalyst:
             claim = f"{LABEL} {where}: {det.figures} ({alp_id(det.pc)})."
             basis, confidence = "measured", 0.6 + 0.35 * det.strength
         else:
-            claim = (f"{LABEL} {where}: {det.figures}. {_basis_note(view.basis)} To confirm, "
+            claim = (f"{LABEL} {where}: {det.figures}. {_basis_note(view.basis)}; to confirm, "
                      f"measure {rule.confirm}.")
             basis, confidence = "profile-only", 0.2 + 0.1 * det.strength
         for note in noted:
@@ -183,7 +186,7 @@ class OfflineAnalyst:
         if view.id in reader.citable:
             evidence.append(view.id)
         evidence += list(await reader.guides(rule))
-        claim = (f"{LABEL} {advice.claim} {_basis_note(view.basis)} To confirm, measure "
+        claim = (f"{LABEL} {advice.claim} {_basis_note(view.basis)}; to confirm, measure "
                  f"{rule.confirm}.")
         return Finding(
             title=advice.title[:200],
@@ -235,12 +238,12 @@ def _basis_note(basis: str) -> str:
     if basis == "executions":
         return ("The counts are exact executions (instrumentation or emulation, no sampling "
                 "error), not time: no ALP record covers it, so the cost per execution "
-                "(stalls, misses, mispredicts) is not known.")
+                "(stalls, misses, mispredicts) is not known")
     if basis == "cycles":
         return ("The counts are cycles attributed to each PC; no ALP record covers it, so "
-                "why those cycles are spent is not known.")
+                "why those cycles are spent is not known")
     return ("The counts are samples (statistical); no ALP record covers it, so this is a "
-            "hypothesis from the profile alone.")
+            "hypothesis from the profile alone")
 
 
 def _producer(rows: list[dict], pc: int) -> int | None:
