@@ -154,7 +154,8 @@ class EvidenceStore:
             if row is None or pc_id(pc) != evidence_id:
                 return None
             return Evidence(evidence_id, kind, profile.asm(row),
-                            f"{hex_pc(pc)}  {profile.asm(row)}  samples {int(profile.samples[row])}"
+                            f"{hex_pc(pc)}  {profile.asm(row)}  {profile.basis} "
+                            f"{int(profile.value[row])}"
                             f" ({profile.share(row):.3%})", (pc,))
         if kind == "alp":
             pc = parse_pc(ref)

@@ -24,6 +24,7 @@ from pcscope.core.workload import Workload
 from pcscope.index import arrays
 from pcscope.index.parts import load_parts, save_parts
 
+COUNTS = ("samples", "executions")  # formats.md §1: what the `samples` column holds
 FORMAT_VERSION = 2  # 2: mechanisms (mechanisms.msgpack), qualified patterns
 Progress = Callable[[str], None]
 
@@ -36,6 +37,7 @@ class Inputs:
     mca: Path | None = None
     merge_duplicates: bool = False
     skip_bad_lines: bool = False
+    counts: str = "samples"  # what the `samples` column holds: samples or executions
 
     def files(self) -> list[tuple[str, Path]]:
         out = [("profile", self.profile)]
@@ -47,7 +49,8 @@ class Inputs:
         return out
 
     def options(self) -> dict:
-        return {"merge_duplicates": self.merge_duplicates, "skip_bad_lines": self.skip_bad_lines}
+        return {"merge_duplicates": self.merge_duplicates, "skip_bad_lines": self.skip_bad_lines,
+                "counts": self.counts}
 
 
 def default_root() -> Path:
@@ -93,8 +96,13 @@ def open_workload(
     skip_bad_lines: bool = False,
     rebuild: bool = False,
     progress: Progress | None = None,
+    counts: str = "samples",
 ) -> Workload:
-    """Reopen the index of these inputs, or build it (atomically) when missing or stale."""
+    """Reopen the index of these inputs, or build it (atomically) when missing or stale.
+    ``counts`` says what the profile's counts are (``samples`` or exact ``executions``)."""
+    if counts not in COUNTS:
+        raise InputError(str(profile), None, f"unknown counts {counts!r} (want "
+                         f"{' or '.join(COUNTS)})")
     inputs = Inputs(
         Path(profile),
         Path(alp) if alp else None,
@@ -102,6 +110,7 @@ def open_workload(
         Path(mca) if mca else None,
         merge_duplicates,
         skip_bad_lines,
+        counts,
     )
     for _, p in inputs.files():
         if not p.is_file():
@@ -159,4 +168,6 @@ def _swap(home: Path, build: Path) -> None:
 def _load(current: Path, inputs: Inputs) -> Workload:
     folder = current.resolve()
     profile = arrays.load_profile(folder / "profile")
+    if profile.cycles is None:  # a cycles column is its own basis
+        profile.basis = inputs.counts
     return load_parts(folder, profile, inputs)

@@ -65,6 +65,11 @@ class Advice:
     confidence: float
 
 
+def count(n: float, noun: str) -> str:
+    """A count in the profile's own unit: exact counts are times, sampled ones samples."""
+    return f"{number(n)} times" if noun == "executions" else f"in {number(n)} {noun}"
+
+
 def metric(m: dict[str, Any], name: str) -> float | None:
     return next((x["value"] for x in m["metrics"] if x["name"] == name), None)
 
@@ -113,8 +118,8 @@ def _dispatch(m: dict, noun: str) -> tuple[str, str, str]:
     per = metric(m, "instructions per dispatch")
     fn = m["functions"][0]
     threaded = any("threaded" in c for c in m["checks"])
-    claim = (f"Interpreter dispatch in `{fn}`: {sites} table-fed `br` sites ran {number(runs)} "
-             f"{noun} of dispatch, one per {number(per or 0)} instructions of the function, so "
+    claim = (f"Interpreter dispatch in `{fn}`: {sites} table-fed `br` sites dispatched "
+             f"{count(runs, noun)}, one per {number(per or 0)} instructions of the function, so "
              f"every bytecode pays a table load and an indirect branch whose target the "
              f"predictor must guess from history.")
     if threaded:
@@ -138,7 +143,7 @@ def _indirect_call(m: dict, noun: str) -> tuple[str, str, str]:
     calls = metric(m, "calls") or 0
     fn = m["functions"][0]
     claim = (f"{int(metric(m, 'call sites') or 0)} `blr` site(s) in `{fn}` call through "
-             f"function pointers or vtable slots loaded from memory, {number(calls)} {noun}.")
+             f"function pointers or vtable slots loaded from memory, {count(calls, noun)}.")
     rec = ("If one target dominates a site, call it directly behind a guard (PGO indirect-call "
            "promotion: `-fprofile-use`; or `if (fp == likely) likely(); else fp();`); mark "
            "classes/methods `final` or use LTO with whole-program visibility so the compiler "
@@ -152,7 +157,7 @@ def _plt(m: dict, noun: str) -> tuple[str, str, str]:
     calls = metric(m, "calls through stubs") or 0
     callers = [f for f in m["functions"] if not f.startswith("<unknown")][:4]
     who = f" (direct callers include {', '.join(f'`{c}`' for c in callers)})" if callers else ""
-    claim = (f"{number(calls)} calls went through {stubs} PLT stub(s) of one module{who}: each "
+    claim = (f"Calls went through {stubs} PLT stub(s) of one module {count(calls, noun)}{who}: each "
              f"adds `adrp`, a GOT load and an indirect `br` to the call.")
     rec = ("Bind the calls directly. For a library calling its own exported functions, link "
            "with `-Wl,-Bsymbolic-functions` or build with `-fvisibility=hidden` (export only "
@@ -168,7 +173,7 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
     fn = m["functions"][0]
     prefetched = any("prfm" in c for c in m["checks"])
     claim = (f"A loop in `{fn}` loads its next address from the value it loaded in the "
-             f"previous iteration ({number(trips or 0)} iterations per entry by the {noun}), so "
+             f"previous iteration ({number(trips or 0)} iterations per entry by the counts), so "
              f"each step waits for the previous load to complete.")
     rec = ("Break or shorten the serial chain: walk several independent chains per iteration "
            "so their latencies overlap; if this is a search (hash chain, tree), cap the walk "
@@ -186,7 +191,7 @@ def _byte_loop(m: dict, noun: str) -> tuple[str, str, str]:
     trips = metric(m, "iterations per entry")
     fn = m["functions"][0]
     claim = (f"A loop in `{fn}` loads and tests one byte or halfword per iteration with a "
-             f"stepping pointer/index, {number(trips or 0)} iterations per entry by the {noun}.")
+             f"stepping pointer/index, {number(trips or 0)} iterations per entry by the counts.")
     rec = ("Handle 8 or 16 elements per step: load with `ldr x`/`ldr q`, find the first "
            "match or difference with `eor` + `rev` + `clz` (scalar) or `cmeq` + `umaxv`/`shrn` "
            "(NEON), finish the tail byte by byte; where the loop moves data as it searches "
@@ -202,7 +207,7 @@ def _compare_chain(m: dict, noun: str) -> tuple[str, str, str]:
     fn = m["functions"][0]
     claim = (f"`{fn}` compares two byte strings one byte at a time in {steps} unrolled steps "
              f"(load, load, compare, branch to one exit), {number(depth)} steps per entry on "
-             f"average by the {noun}.")
+             f"average by the counts.")
     rec = ("Compare 8 bytes per step: load a 64-bit word from each side (`ldr x`, unaligned is "
            "fine), `eor` them, and only when the result is non-zero find the first differing "
            "byte with `rev` + `clz` (or compare the byte-reversed words for the ordering); "
@@ -215,7 +220,7 @@ def _spin(m: dict, noun: str) -> tuple[str, str, str]:
     polls = metric(m, "polls per exit")
     fn = m["functions"][0]
     claim = (f"A polling loop in `{fn}` reloads a location it never writes and exits on its "
-             f"value, {number(polls or 0)} polls per exit by the {noun}.")
+             f"value, {number(polls or 0)} polls per exit by the counts.")
     rec = ("Wait instead of polling: `ldaxr` + `wfe` (woken by the releasing store) or `isb` "
            "between polls for short waits, exponential back-off, then block in the OS "
            "(futex) after a bounded spin; shorten what the other thread holds.")
@@ -226,7 +231,7 @@ def _llsc(m: dict, noun: str) -> tuple[str, str, str]:
     per = metric(m, "attempts per entry")
     fn = m["functions"][0]
     claim = (f"An inline exclusive load/store retry loop in `{fn}`"
-             + (f", {number(per)} attempts per entry by the {noun}" if per else "") + ".")
+             + (f", {number(per)} attempts per entry by the counts" if per else "") + ".")
     rec = ("Build for LSE (`-march=armv8.1-a` or a suitable `-mcpu`) so the loop becomes one "
            "`ldadd`/`swp`/`cas`, or `-moutline-atomics` when the binary must also run on "
            "ARMv8.0; reduce sharing of the line if attempts per entry exceed 1.")
@@ -236,8 +241,8 @@ def _llsc(m: dict, noun: str) -> tuple[str, str, str]:
 def _outline(m: dict, noun: str) -> tuple[str, str, str]:
     calls = metric(m, "helper calls") or 0
     lse = metric(m, "LSE path")
-    claim = (f"{int(metric(m, 'helpers') or 0)} outline-atomic helper(s) ran {number(calls)} "
-             f"{noun} of calls; the LSE path ran on {number(lse or 0)}% of them.")
+    claim = (f"{int(metric(m, 'helpers') or 0)} outline-atomic helper(s) were called "
+             f"{count(calls, noun)}; the LSE path ran on {number(lse or 0)}% of the calls.")
     rec = ("The binary already uses outline atomics and they pick LSE on this core, so no "
            "flag change helps. The cost is the calls themselves: make fewer atomic updates "
            "(batch reference-count changes, keep per-thread counts); on an ARMv8.0 core only "
@@ -247,8 +252,8 @@ def _outline(m: dict, noun: str) -> tuple[str, str, str]:
 
 def _locks(m: dict, noun: str) -> tuple[str, str, str]:
     calls = metric(m, "calls") or 0
-    claim = (f"The C library's lock functions ({', '.join(m['functions'][:4])}) ran "
-             f"{number(calls)} {noun} of calls.")
+    claim = (f"The C library's lock functions ({', '.join(m['functions'][:4])}) were called "
+             f"{count(calls, noun)}.")
     rec = ("Take locks less often (batch work per acquisition, per-thread queues) and hold "
            "them shorter; if contention shows (futex waits in `perf trace`, or the lock "
            "word's latency in SPE), split the lock or use a lock-free queue.")
@@ -260,7 +265,7 @@ def _division(m: dict, noun: str) -> tuple[str, str, str]:
     fp = (metric(m, "floating-point share") or 0) >= 50
     fn = m["functions"][0]
     what = "floating-point divides/square roots" if fp else "integer divides"
-    claim = f"{number(runs)} {noun} of {what} in `{fn}`."
+    claim = f"{what.capitalize()} in `{fn}` ran {count(runs, noun)}."
     if fp:
         rec = ("Hoist a loop-invariant divisor as `r = 1.0 / d` and multiply, or where the "
                "precision allows use `frecpe`/`frsqrte` plus one or two Newton steps "
@@ -276,7 +281,7 @@ def _division(m: dict, noun: str) -> tuple[str, str, str]:
 def _libc(m: dict, noun: str) -> tuple[str, str, str]:
     calls = metric(m, "calls") or 0
     name = m["functions"][0]
-    claim = (f"The C library's `{name}` ran {number(calls)} {noun} of calls. It is the "
+    claim = (f"The C library's `{name}` was called {count(calls, noun)}. It is the "
              f"library's own tuned variant for this core; the profile cannot tell which "
              f"callers reach it through PLT stubs.")
     rec = (f"Call `{name}` less rather than rewrite it: find its hottest callers (`perf "
