@@ -52,6 +52,7 @@ assert set(CATEGORY.values()) <= set(CATEGORIES)
 CHAIN_STEPS = 4  # unrolled byte-compare steps that make a compare chain
 LARGE_FUNCTION = 256  # executed instructions of a function whose one table jump may dispatch
 SHARED_DISPATCH = 100  # at most this many instructions per execution of that jump
+DISPATCHES_PER_ENTRY = 8  # ...and at least this many executions per entry of the function
 _LOCKS = re.compile(r"^_*(pthread_(mutex|rwlock|spin|cond)_\w+|lll_lock_wait\w*|"
                     r"lll_unlock_wake\w*|futex_\w+)$")
 _JIT = re.compile(r"^(\[jit\]|jit[-_].*|\[anon.*\]|//anon|perf-\d+\.map|.*\.jit)$", re.I)
@@ -158,10 +159,15 @@ class _Finder:
         return out
 
     def _shared_dispatch(self, row: int, fn: int) -> bool:
+        """One table jump dispatches a switch interpreter when its function is large, runs
+        it about once per handler, and runs it many times per entry (a loop around the
+        switch, not a visitor's switch run once per call)."""
         rows = self.p.function_rows(fn)
         runs = self.count(row)
+        entries = self.count(int(rows[0]))
         return len(rows) >= LARGE_FUNCTION and runs > 0 and \
-            int(self.counts[rows].sum()) / runs <= SHARED_DISPATCH
+            int(self.counts[rows].sum()) / runs <= SHARED_DISPATCH and \
+            runs >= DISPATCHES_PER_ENTRY * max(entries, 1)
 
     def indirect_calls(self) -> list[Mechanism]:
         by_fn: dict[int, list[tuple[int, int]]] = defaultdict(list)
