@@ -312,23 +312,41 @@ class _Finder:
         if not len(rows):
             return []
         win = self.p.window.astype(np.int64)
-        branch, head, _ = enclosing_loops(self.p, self.facts, rows, win)
-        loops: dict[tuple[int, int], list[int]] = defaultdict(list)
-        for r, b, h in zip(rows.tolist(), branch.tolist(), head.tolist(), strict=True):
-            loops[(h, b)].append(r)
+        _branch, head, _ = enclosing_loops(self.p, self.facts, rows, win)
+        back = self.back_edges()
+        loops: dict[int, list[int]] = defaultdict(list)  # one loop per head
+        for r, h in zip(rows.tolist(), head.tolist(), strict=True):
+            loops[h].append(r)
         out = []
-        for (h, b), loads in loops.items():
-            per_entry = loop_trips(self.p, h, b)
+        for h, loads in loops.items():
+            b = max(back.get(h, [max(loads)]))
+            # Loops with `continue` edges have several back edges whose taken counts the
+            # profile cannot separate from joins, so the figures are steps of the chain
+            # (the hottest chained load's count) and steps per call of the function.
+            steps = max(self.count(r) for r in loads)
+            fn = int(self.p.function[h])
+            calls = self.count(int(self.p.function_rows(fn)[0])) if fn >= 0 else 0
             prefetch = any(isa.is_prefetch(self.op(r).mnemonic) for r in range(h, b + 1))
             out.append(self.mechanism("pointer-chase", [self.site(range(h, b + 1), loads[0])], [
-                Metric("iterations per entry", round(per_entry, 2), "x",
-                       "loop head count / loop entries"),
+                Metric("chain steps", steps, "executions", "count of the hottest chained load"),
+                Metric("steps per call", round(steps / calls, 2) if calls else 0.0, "x",
+                       "chain steps / count of the function's first instruction"),
                 Metric("chained loads", len(loads), "loads", "loads on the loop-carried chain"),
             ], ["in a loop (backward branch)", "the load's address comes, through registers, "
                 "from its own loaded value of the previous iteration (loop-carried)",
                 "not a GOT/global, canary, stack, writeback-stream or jump-table load"]
                 + (["prefetch already issued in the loop (prfm)"] if prefetch else [])))
         return out
+
+    def back_edges(self) -> dict[int, list[int]]:
+        """Loop head row -> the rows of the backward branches (in its window) to it."""
+        if not hasattr(self, "_back"):
+            win = self.p.window.astype(np.int64)
+            branches, heads = backward_branches(self.p, self.facts, win)
+            self._back: dict[int, list[int]] = defaultdict(list)
+            for b, h in zip(branches.tolist(), heads.tolist(), strict=True):
+                self._back[h].append(b)
+        return self._back
 
     def _byte_loops(self) -> list[Mechanism]:
         hits = self.aux_of("vectorization")

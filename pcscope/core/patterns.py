@@ -508,17 +508,21 @@ def _byte_loops(profile: Profile, f: CodeFacts, code: _Code) -> _Hits:
                  np.array(loop_heads, dtype=np.uint64), np.array(trips, dtype=np.int64))
 
 
-def loop_trips(profile: Profile, head: int, branch: int) -> float:
-    """Iterations per entry of the loop ``head..branch`` from the counts: the head runs once
-    per iteration; entries = head count - times the backward branch was taken, where taken =
-    the branch's count - its fall-through's (the next row, if it follows directly)."""
+def loop_trips(profile: Profile, head: int, *branches: int) -> float:
+    """Iterations per entry of the loop at ``head`` from the counts: the head runs once per
+    iteration; entries = head count - times its backward branches were taken, where a
+    branch's taken count = its count - its fall-through's (the next row, if it follows
+    directly; an unconditional ``b`` back is always taken)."""
     counts = profile.samples
-    taken = int(counts[branch])
-    after = branch + 1
-    if after < len(profile) and int(profile.pc[after]) == int(profile.pc[branch]) + 4:
-        taken -= int(counts[after])
+    taken = 0
+    for branch in branches:
+        went = int(counts[branch])
+        after = branch + 1
+        if after < len(profile) and int(profile.pc[after]) == int(profile.pc[branch]) + 4:
+            went -= int(counts[after])
+        taken += max(went, 0)
     runs = int(counts[head])
-    entries = runs - max(taken, 0)
+    entries = runs - taken
     return runs / entries if entries > 0 else float(runs)
 
 

@@ -169,12 +169,14 @@ def _plt(m: dict, noun: str) -> tuple[str, str, str]:
 
 
 def _chase(m: dict, noun: str) -> tuple[str, str, str]:
-    trips = metric(m, "iterations per entry")
+    steps = metric(m, "chain steps") or 0
+    per_call = metric(m, "steps per call")
     fn = m["functions"][0]
     prefetched = any("prfm" in c for c in m["checks"])
     claim = (f"A loop in `{fn}` loads its next address from the value it loaded in the "
-             f"previous iteration ({number(trips or 0)} iterations per entry by the counts), so "
-             f"each step waits for the previous load to complete.")
+             f"previous iteration, so each step waits for the previous load to complete: "
+             f"{count(steps, noun)} steps"
+             + (f", {number(per_call)} per call of the function." if per_call else "."))
     rec = ("Break or shorten the serial chain: walk several independent chains per iteration "
            "so their latencies overlap; if this is a search (hash chain, tree), cap the walk "
            "(chain length, good-enough match) or use a flatter structure (B-tree nodes, open "
