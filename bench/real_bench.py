@@ -23,7 +23,7 @@ from pathlib import Path
 from pcscope.core.backends.registry import backend_for
 from pcscope.core.engine.orchestrator import Orchestrator
 from pcscope.core.engine.presets import resolve
-from pcscope.core.engine.record import SessionStore
+from pcscope.core.engine.session_store import SessionStore
 from pcscope.core.mechanisms import number
 from pcscope.index.store import open_workload
 from pcscope.samples import guides

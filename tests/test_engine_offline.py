@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from engine_helpers import generated, mini_workload, run
 
-from pcscope.core.report import build_report, markdown_report
+from pcscope.core.engine.report import build_report, markdown_report
 
 
 @pytest.fixture(scope="module")

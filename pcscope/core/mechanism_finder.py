@@ -27,7 +27,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from pcscope.core import isa, shapes
-from pcscope.core.engine.categories import CATEGORIES
+from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
 from pcscope.core.patterns import (
     HELPER,
@@ -41,7 +41,7 @@ from pcscope.core.patterns import (
 from pcscope.core.profile import Profile
 
 CATEGORY = {
-    "dispatch": "indirect-branch", "switch": "indirect-branch", "indirect-call": "indirect-branch",
+    "dispatch": "indirect-branch", "indirect-call": "indirect-branch", "fp-division": "division",
     "plt": "call-overhead", "outline-atomic": "atomic-contention", "llsc": "atomic-llsc",
     "spin-wait": "spin-wait", "pointer-chase": "dependent-load", "byte-loop": "vectorization",
     "byte-compare": "vectorization",
@@ -49,6 +49,7 @@ CATEGORY = {
     "jit": "other",
 }  # fmt: skip
 assert set(CATEGORY.values()) <= set(CATEGORIES)
+KINDS = tuple(CATEGORY)  # every mechanism kind the finder reports
 CHAIN_STEPS = 4  # unrolled byte-compare steps that make a compare chain
 LARGE_FUNCTION = 256  # executed instructions of a function whose one table jump may dispatch
 SHARED_DISPATCH = 100  # at most this many instructions per execution of that jump
@@ -415,11 +416,13 @@ class _Finder:
             if not runs:
                 continue
             fp = sum(self.count(r) for r in rows if isa.is_fp_divide(self.op(r).mnemonic))
-            out.append(self.mechanism("division", [self.site([r], r) for r in rows], [
+            kind = "fp-division" if 2 * fp >= runs else "division"
+            out.append(self.mechanism(kind, [self.site([r], r) for r in rows], [
                 Metric("divides", runs, "executions", "sum of the divide counts"),
                 Metric("floating-point share", round(100.0 * fp / runs, 1), "%",
                        "fdiv/fsqrt executions / all divides"),
-            ], ["udiv/sdiv/fdiv/fsqrt in the function"]))
+            ], ["fdiv/fsqrt in the function" if kind == "fp-division"
+                else "udiv/sdiv in the function"]))
         return out
 
     def libc(self) -> list[Mechanism]:

@@ -39,6 +39,7 @@ RISK = {
     "outline-atomic": 0.4,
     "libc-lock": 0.35,
     "division": 0.4,  # the divide's latency may be hidden by other work
+    "fp-division": 0.4,
     "indirect-call": 0.45,  # targets per site are unknown without a branch profile
     "jit": 0.3,
 }
@@ -49,7 +50,8 @@ RULE = {
     "plt": "plt-calls", "pointer-chase": "pointer-chase", "byte-loop": "byte-compare-loop",
     "byte-compare": "byte-compare-loop",
     "spin-wait": "spin-poll", "llsc": "llsc-retry", "outline-atomic": "atomic-contention",
-    "libc-lock": "atomic-contention", "division": "slow-divide", "libc-routine": "libc-routine",
+    "libc-lock": "atomic-contention", "division": "slow-divide", "fp-division": "slow-fp-divide",
+    "libc-routine": "libc-routine",
     "jit": "jit-code",
 }  # fmt: skip
 NOUN = {"executions": "executions", "samples": "samples", "cycles": "cycles"}
@@ -303,5 +305,6 @@ _WRITERS = {
     "pointer-chase": _chase, "byte-loop": _byte_loop, "byte-compare": _compare_chain,
     "spin-wait": _spin, "llsc": _llsc,
     "outline-atomic": _outline, "libc-lock": _locks, "division": _division,
+    "fp-division": _division,
     "libc-routine": _libc, "jit": _jit_code,
 }  # fmt: skip

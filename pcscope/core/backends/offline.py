@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from pcscope.core.backends.advice import Advice, advise
-from pcscope.core.backends.base import CallRequest, CallResponse, Emit, ToolRunner, Usage
 from pcscope.core.backends.detectors import Detection, Insn, WindowView, detect
 from pcscope.core.backends.operands import parse
 from pcscope.core.backends.rules import CATALOG, Rule
-from pcscope.core.engine.schema import CallOutput, Finding
+from pcscope.core.contract.backend import CallRequest, CallResponse, Emit, ToolRunner, Usage
+from pcscope.core.contract.findings import CallOutput, Finding
+from pcscope.core.guide_map import sections_for
 from pcscope.core.ids import alp_id, hex_pc, parse_pc, pat_id, pc_id
 from pcscope.core.isa import is_indirect, is_load
 
@@ -40,12 +41,14 @@ class _Reader:
         self.citable.update(result.ids)
         return result
 
-    async def guides(self, rule: Rule) -> tuple[str, ...]:
-        """The rule's guide sections this call can cite (fetched once per call): the
-        catalog's sections by ID, else the best match of the rule's query."""
-        if rule.name not in self._guides:
+    async def guides(self, rule: Rule, sections: tuple[str, ...] | None = None,
+                     key: str | None = None) -> tuple[str, ...]:
+        """The rule's guide sections this call can cite (fetched once per call and key):
+        ``sections`` (else the catalog's) by ID, else the best match of the rule's query."""
+        key = key or rule.name
+        if key not in self._guides:
             found: list[str] = []
-            for section in rule.guides[:2]:
+            for section in (sections or rule.guides)[:2]:
                 if section not in self.citable:
                     await self.use("guide", {"id": section})
                 if section in self.citable:
@@ -53,8 +56,8 @@ class _Reader:
             if not found:
                 result = await self.use("guide", {"query": rule.query, "k": 1})
                 found = [i for i in result.ids if i.startswith("guide:")]
-            self._guides[rule.name] = tuple(found)
-        return self._guides[rule.name]
+            self._guides[key] = tuple(found)
+        return self._guides[key]
 
 
 class OfflineAnalyst:
@@ -185,7 +188,9 @@ class OfflineAnalyst:
         evidence += [pc_id(pc) for pc in pcs if pc_id(pc) in reader.citable]
         if view.id in reader.citable:
             evidence.append(view.id)
-        evidence += list(await reader.guides(rule))
+        kind = mechanism["kind"]
+        evidence += list(await reader.guides(
+            rule, sections_for(mechanism["category"], kind), key=f"mech:{kind}"))
         claim = (f"{LABEL} {advice.claim} {_basis_note(view.basis)}; to confirm, measure "
                  f"{rule.confirm}.")
         return Finding(
