@@ -101,6 +101,12 @@ def advise(m: dict[str, Any], basis: str, module: str | None) -> Advice | None:
                   confidence(kind, basis, len(m["checks"])))
 
 
+def recommendation_for(rule, module: str | None) -> str:
+    """A catalog rule's advice, unless the code is JIT-generated and the advice is a host
+    compiler's (flags cannot reach JIT code)."""
+    return _JIT_ADVICE if rule.target == "compiler" and _jit(module) else rule.recommendation
+
+
 def _jit(module: str | None) -> bool:
     return module is not None and is_jit_module(module)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pcscope.core.backends.advice import Advice, advise
+from pcscope.core.backends.advice import Advice, advise, recommendation_for
 from pcscope.core.backends.detectors import Detection, Insn, WindowView, detect
 from pcscope.core.backends.operands import parse
 from pcscope.core.backends.rules import CATALOG, Rule
@@ -143,9 +143,11 @@ class OfflineAnalyst:
                      if c == rule.category and pat_id(c, pc) in reader.citable]
         if view.id in reader.citable:
             evidence.append(view.id)
+        # the mechanism this detection is a site of (same category: a JIT region or a
+        # library is context, not the same issue)
         evidence += [m["id"] for m in view.mechanisms
-                     if det.pc in {pc for site in m["site_pcs"] for pc in site}
-                     and m["id"] in reader.citable]
+                     if m["category"] == rule.category and m["id"] in reader.citable
+                     and det.pc in {pc for site in m["site_pcs"] for pc in site}]
         evidence += list(await reader.guides(rule))
         noted = [n for n in notes if n["id"] in reader.citable and (
             (n.get("pc") and parse_pc(n["pc"]) in pcs) or n.get("window") == view.id)]
@@ -170,7 +172,7 @@ class OfflineAnalyst:
             category=rule.category,
             target=rule.target,
             claim=claim[:2000],
-            recommendation=f"{LABEL} {rule.recommendation}"[:2000],
+            recommendation=f"{LABEL} {recommendation_for(rule, view.module)}"[:2000],
             pcs=[hex_pc(pc) for pc in pcs],
             evidence=list(dict.fromkeys(evidence))[:64],
             confidence=round(confidence, 3),
