@@ -50,6 +50,7 @@ CATEGORY = {
 }  # fmt: skip
 assert set(CATEGORY.values()) <= set(CATEGORIES)
 KINDS = tuple(CATEGORY)  # every mechanism kind the finder reports
+STUB_MATCH = 0.001  # a PLT stub's count within 0.1% of a routine's calls leads to it
 CHAIN_STEPS = 4  # unrolled byte-compare steps that make a compare chain
 LARGE_FUNCTION = 256  # executed instructions of a function whose one table jump may dispatch
 SHARED_DISPATCH = 100  # at most this many instructions per execution of that jump
@@ -455,9 +456,31 @@ class _Finder:
             return None
         checks = [f"C-library function{'s' if len(sites) > 1 else ''} named {what}"
                   if kind == "libc-lock" else f"C-library {what} routine (by symbol name)"]
+        callers = self._callers_through_stub(calls) if kind == "libc-routine" else []
+        if callers:
+            checks.append("reached through a PLT stub with the same call count; its callers: "
+                          + ", ".join(f"{name} ({n:,})" for name, n in callers))
         return self.mechanism(kind, sites, [
             Metric("calls", calls, "executions", "entry counts (first instruction's count)"),
-        ], checks, category=category)
+        ], checks, functions=[name for name, _ in callers], category=category)
+
+    def _callers_through_stub(self, calls: int) -> list[tuple[str, int]]:
+        """The direct callers (hottest first, at most 3) of the PLT stub whose count matches
+        the routine's call count. The profile has no call graph, but with exact counts the
+        stub run (within STUB_MATCH) as often as the routine is entered, and clearly closer
+        than any other stub, is the way in; otherwise nothing is claimed."""
+        if not calls:
+            return []
+        gaps = sorted((abs(self.count(row) - calls), start)
+                      for row, (start, _k) in self.aux_of("call-overhead").items())
+        if not gaps or gaps[0][0] > STUB_MATCH * calls or \
+                (len(gaps) > 1 and gaps[1][0] < 5 * gaps[0][0]):
+            return []
+        rows = np.flatnonzero(self.facts.call & (self.facts.target == gaps[0][1]))
+        by_fn: dict[str, int] = defaultdict(int)
+        for r in rows.tolist():
+            by_fn[self.fn_name(r)] += self.count(r)
+        return sorted(by_fn.items(), key=lambda kv: -kv[1])[:3]
 
     def jit(self) -> list[Mechanism]:
         by_module: dict[int, list[int]] = defaultdict(list)

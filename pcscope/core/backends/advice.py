@@ -23,7 +23,7 @@ from pcscope.core.mechanism_finder import is_jit_module
 from pcscope.core.mechanisms import number
 
 MIN_SHARE = 0.005  # own share a profile-only mechanism needs to become an idea
-MIN_SHARE_BY_KIND = {"spin-wait": 0.002}
+MIN_SHARE_BY_KIND = {"spin-wait": 0.002, "libc-routine": 0.01}
 CEILING = {"executions": 0.6, "samples": 0.5, "cycles": 0.5}
 # Known false-positive risk of each profile-only mechanism idea (what fraction of such ideas
 # an experienced reviewer rejected or sent back on real programs; higher = less sure).
@@ -290,14 +290,16 @@ def _division(m: dict, noun: str) -> tuple[str, str, str]:
 
 def _libc(m: dict, noun: str) -> tuple[str, str, str]:
     calls = metric(m, "calls") or 0
-    name = m["functions"][0]
+    name, callers = m["functions"][0], m["functions"][1:4]
+    who = (f"; its hottest callers (through the PLT stub run as often): "
+           f"{', '.join(f'`{c}`' for c in callers)}" if callers else
+           "; the profile cannot tell which callers reach it through PLT stubs")
     claim = (f"The C library's `{name}` was called {count(calls, noun)}. It is the "
-             f"library's own tuned variant for this core; the profile cannot tell which "
-             f"callers reach it through PLT stubs.")
-    rec = (f"Call `{name}` less rather than rewrite it: find its hottest callers (`perf "
-           f"record -g`, or the PLT stubs the call graph goes through), then cache the "
-           f"result, compare lengths or hashes first, intern strings or replace string keys "
-           f"by integers in lookups.")
+             f"library's own tuned variant for this core{who}.")
+    where = f"`{callers[0]}`" if callers else "its hottest callers (`perf record -g`)"
+    rec = (f"Call `{name}` less rather than rewrite it: in {where}, cache the result of "
+           f"lookups by name, compare lengths or hashes first, intern strings or replace "
+           f"string keys by integers.")
     return f"Time in the C library's {name} ({number(calls)} calls)", claim, rec
 
 
