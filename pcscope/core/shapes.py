@@ -142,17 +142,9 @@ def loop_carried_load(body: list[Op], k: int) -> bool:
 def _loads_feeding(body: list[Op], k: int) -> list[int]:
     """Load ``k`` and every load whose value reaches ``k``'s address through registers."""
     found = [k]
-    stack = [(k, r) for r in body[k].addr if r not in _FRAME]
-    seen: set[tuple[int, str]] = set()
-    while stack:
-        i, reg = stack.pop()
-        j = _writer(body, i, reg)
-        if j is None or (j, reg) in seen:
-            continue
-        seen.add((j, reg))
+    for j, reg in _address_sources(body, k):
         if reg in body[j].loaded and j not in found:
             found.append(j)
-        stack += [(j, r) for r in _inputs(body[j], reg) if r not in _FRAME]
     return found
 
 
@@ -161,18 +153,23 @@ def _cycles(body: list[Op], k: int) -> bool:
     load = body[k]
     if not load.loaded or set(load.addr) & _FRAME:
         return False
-    stack = [(k, r) for r in load.addr]
-    seen: set[tuple[int, str]] = set()
+    return any(j == k and reg in load.loaded for j, reg in _address_sources(body, k))
+
+
+def _address_sources(body: list[Op], k: int) -> list[tuple[int, str]]:
+    """Every (instruction, register) whose written value reaches load ``k``'s address
+    through registers, in this iteration or (around the loop) the previous one; stack and
+    frame registers are not followed."""
+    stack = [(k, r) for r in body[k].addr if r not in _FRAME]
+    seen: dict[tuple[int, str], None] = {}  # ordered set
     while stack:
         i, reg = stack.pop()
         j = _writer(body, i, reg)
         if j is None or (j, reg) in seen:
             continue
-        seen.add((j, reg))
-        if j == k and reg in load.loaded:
-            return True
+        seen[(j, reg)] = None
         stack += [(j, r) for r in _inputs(body[j], reg) if r not in _FRAME]
-    return False
+    return list(seen)
 
 
 def exit_tests_load(body: list[Op]) -> bool:
