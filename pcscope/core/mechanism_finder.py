@@ -51,6 +51,7 @@ CATEGORY = {
 assert set(CATEGORY.values()) <= set(CATEGORIES)
 KINDS = tuple(CATEGORY)  # every mechanism kind the finder reports
 STUB_MATCH = 0.001  # a PLT stub's count within 0.1% of a routine's calls leads to it
+JIT_SITE = 64  # hottest instructions of a JIT region that form its site
 CHAIN_STEPS = 4  # unrolled byte-compare steps that make a compare chain
 LARGE_FUNCTION = 256  # executed instructions of a function whose one table jump may dispatch
 SHARED_DISPATCH = 100  # at most this many instructions per execution of that jump
@@ -107,10 +108,11 @@ class _Finder:
                   checks: list[str], functions: Iterable[str] = (),
                   category: str | None = None) -> Mechanism:
         sites = sorted(sites, key=lambda s: (-s.share, s.pc))
-        rows = [self.p.row_of(pc) for s in sites for pc in s.pcs]
+        pcs = np.fromiter((pc for s in sites for pc in s.pcs), dtype=np.uint64)
+        rows = np.searchsorted(self.p.pc, pcs)  # every site PC is a row of the profile
         names = list(dict.fromkeys([*(s.function for s in sites), *functions]))
         return Mechanism(kind, category or CATEGORY[kind], sites[0].pc, tuple(sites), tuple(names),
-                         self.share(r for r in rows if r is not None), tuple(metrics),
+                         self.share(rows.tolist()), tuple(metrics),
                          tuple(checks))
 
     def count(self, row: int) -> int:
@@ -483,17 +485,19 @@ class _Finder:
         return sorted(by_fn.items(), key=lambda kv: -kv[1])[:3]
 
     def jit(self) -> list[Mechanism]:
-        by_module: dict[int, list[int]] = defaultdict(list)
-        for code, name in enumerate(self.p.modules):
-            if is_jit_module(name):
-                by_module[code] = np.flatnonzero(self.p.module == code).tolist()
         out = []
-        for _code, rows in by_module.items():
-            if not rows:
+        for code, name in enumerate(self.p.modules):
+            rows = np.flatnonzero(self.p.module == code) if is_jit_module(name) else ()
+            if not len(rows):
                 continue
-            hottest = sorted(rows, key=lambda r: -self.count(r))[:64]
-            out.append(self.mechanism("jit", [self.site(rows, hottest[0])], [
+            # the site is the region's hottest instructions (a region may be huge)
+            order = np.lexsort((rows, -self.counts[rows].astype(np.int64)))
+            hottest = rows[order[:JIT_SITE]].tolist()
+            region = float(self.p.value[rows].sum()) / self.p.total if self.p.total else 0.0
+            out.append(self.mechanism("jit", [self.site(hottest, hottest[0])], [
                 Metric("instructions", len(rows), "instructions", "executed PCs in the region"),
+                Metric("region share", round(100.0 * region, 3), "%",
+                       "the whole region's share of the total"),
             ], ["code in a JIT region (module name)"]))
         return out
 

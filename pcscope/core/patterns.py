@@ -49,6 +49,11 @@ SP, XZR = 31, 32  # register codes (pcscope.core.asmtext.register_code); x0..x30
 PLT, VENEER, PLT_SYMBOL = 0, 1, 2  # call-overhead kinds (the hit's `aux`)
 INLINE, HELPER = 0, 1  # atomic hits: inline, or inside an outline-atomic helper (`aux`)
 LOOP_MAX = 64  # rows of a loop body the shape checks read
+LOOP_MIN_SHARE = 1e-6  # a loop below this share of the total is not read for chases
+# The checks read instruction text in Python, so they read only what can matter: the
+# hottest loops and indirect branches (a cold one stays unconfirmed: no chase, no class).
+LOOP_BUDGET = 1000
+BRANCH_BUDGET = 4000
 BYTE_LOOP_MAX = 32
 MIN_TRIPS = 8  # iterations per entry that make a byte loop worth vectorizing
 
@@ -203,6 +208,7 @@ class CodeFacts:
     store: np.ndarray  # bool
     call: np.ndarray  # bool
     target: np.ndarray  # int64: direct branch target (-1 none)
+    first: np.ndarray  # int8: the first operand's register (a br's target register)
 
     def rows_named(self, names: frozenset[str] | set[str]) -> np.ndarray:
         return np.flatnonzero(self.flags(names.__contains__))
@@ -305,6 +311,33 @@ def _atomic_hits(profile: Profile, f: CodeFacts, code: _Code) -> list[_Hits]:
     return out
 
 
+def _hottest_loops(prefix: np.ndarray, heads: np.ndarray, branches: np.ndarray,
+                   budget: int) -> np.ndarray:
+    """Positions (ascending) of the entries whose loop ``heads..branches`` is among the
+    ``budget`` heaviest distinct loops (``prefix``: cumulative row values)."""
+    loops, inverse = np.unique(np.stack([heads, branches], axis=1), axis=0, return_inverse=True)
+    if len(loops) <= budget:
+        return np.arange(len(heads))
+    weight = prefix[loops[:, 1] + 1] - prefix[loops[:, 0]]
+    chosen = np.zeros(len(loops), dtype=bool)
+    chosen[np.argsort(-weight, kind="stable")[:budget]] = True
+    return np.flatnonzero(chosen[inverse.ravel()])
+
+
+def _last_writer(profile: Profile, f: CodeFacts, rows: np.ndarray, regs: np.ndarray,
+                 back: int) -> np.ndarray:
+    """For each row, the nearest earlier row (at most ``back`` rows, same window) writing
+    its register of ``regs``; -1 when none."""
+    win = profile.window
+    writer = np.full(len(rows), -1, dtype=np.int64)
+    for d in range(1, back + 1):
+        prev = np.maximum(rows - d, 0)
+        hit = (writer < 0) & (rows - d >= 0) & (win[prev] == win[rows]) & (regs >= 0) & (
+            (f.dest[prev, 0] == regs) | (f.dest[prev, 1] == regs))
+        writer[hit] = prev[hit]
+    return writer
+
+
 def _helper_at(code: _Code, row: int) -> bool:
     first = max(0, row - 8)
     return shapes.outline_atomic_helper(code.ops(first, min(row + 8, len(code.profile) - 1)))
@@ -312,27 +345,35 @@ def _helper_at(code: _Code, row: int) -> bool:
 
 def _indirect_branches(profile: Profile, f: CodeFacts, code: _Code, stubs: _Hits) -> _Hits:
     """Every ``br``/``blr``, classified by where its target comes from (shapes)."""
-    rows = f.rows_named(isa.INDIRECT)
+    every = f.rows_named(isa.INDIRECT)
     stub_rows = set(stubs.rows.tolist())
+    hot = np.zeros(len(every), dtype=bool)
+    hot[np.argsort(-profile.value[every], kind="stable")[:BRANCH_BUDGET]] = True
+    rows = every[hot]  # a cold br keeps its hit, unclassified
+    writer = _last_writer(profile, f, rows, f.first[rows].astype(np.int64), 16)
     producers: list[shapes.Op | None] = []
-    for r in rows.tolist():
-        first = max(0, r - 16)
-        ops = code.ops(first, r)
-        producers.append(shapes.target_producer(ops, len(ops) - 1))
+    for r, w in zip(rows.tolist(), writer.tolist(), strict=True):
+        if w >= 0 and f.load[w]:
+            producers.append(code.op(w))  # the common case: a load right before
+        elif w >= 0:  # an add/sxtw of a table entry: follow it back in Python
+            ops = code.ops(max(0, w - 8), r)
+            producers.append(shapes.target_producer(ops, len(ops) - 1))
+        else:
+            producers.append(None)
     table = np.array([shapes.is_table_jump(p) and not code.op(r).mnemonic.startswith("blr")
                       for r, p in zip(rows.tolist(), producers, strict=True)], dtype=bool)
     fn = profile.function[rows].astype(np.int64)
     sites: dict[int, int] = {}
     for g in fn[table].tolist():
         sites[g] = sites.get(g, 0) + 1
-    aux, aux_pc = [], []
-    for r, p, g in zip(rows.tolist(), producers, fn.tolist(), strict=True):
-        kind = shapes.STUB if r in stub_rows else shapes.classify_indirect(
+    aux = np.full(len(every), shapes.UNCLASSIFIED, dtype=np.int64)
+    aux_pc = np.zeros(len(every), dtype=np.uint64)
+    for i, r, p, g in zip(np.flatnonzero(hot).tolist(), rows.tolist(), producers, fn.tolist(),
+                          strict=True):
+        aux[i] = shapes.STUB if r in stub_rows else shapes.classify_indirect(
             code.op(r), p, sites.get(g, 0) if g >= 0 else 0)
-        aux.append(kind)
-        aux_pc.append(p.pc if p is not None else 0)
-    return _Hits("indirect-branch", rows, np.array(aux_pc, dtype=np.uint64),
-                 np.array(aux, dtype=np.int64))
+        aux_pc[i] = p.pc if p is not None else 0
+    return _Hits("indirect-branch", every, aux_pc, aux)
 
 
 # --- per-row facts ----------------------------------------------------------------------
@@ -363,7 +404,7 @@ def code_facts(profile: Profile) -> CodeFacts:
     return CodeFacts(
         names, canon, dest.astype(np.int8), base, writeback,
         load=_flags(names, canon, isa.is_load), store=_flags(names, canon, isa.is_store),
-        call=_flags(names, canon, isa.is_call), target=target,
+        call=_flags(names, canon, isa.is_call), target=target, first=op0.astype(np.int8),
     )  # fmt: skip
 
 
@@ -399,7 +440,10 @@ def _dependent_loads(profile: Profile, f: CodeFacts, code: _Code) -> _Hits:
     if not len(cand):
         return _Hits("dependent-load", cand)
     branch, head, in_loop = enclosing_loops(profile, f, cand, win)
-    ok = np.flatnonzero(in_loop & (branch - head < LOOP_MAX))
+    prefix = np.concatenate(([0], np.cumsum(profile.value)))
+    warm = (prefix[branch + 1] - prefix[head]) >= LOOP_MIN_SHARE * profile.total
+    ok = np.flatnonzero(in_loop & (branch - head < LOOP_MAX) & warm)
+    ok = ok[_hottest_loops(prefix, head[ok], branch[ok], LOOP_BUDGET)]
     keep = [i for i in ok.tolist() if shapes.loop_carried_load(
         code.ops(int(head[i]), int(branch[i])), int(cand[i] - head[i]))]
     rows = cand[keep]

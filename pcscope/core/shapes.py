@@ -32,10 +32,10 @@ _FRAME = frozenset(("sp", "x29"))
 _RE_IMM = re.compile(r"^#?-?(0x[0-9a-f]+|[0-9]+)$")
 
 # Indirect-branch classes (the pattern table's ``aux`` of an indirect-branch hit).
-DISPATCH, SWITCH, CALL, TAIL, STUB = 0, 1, 2, 3, 4
+DISPATCH, SWITCH, CALL, TAIL, STUB, UNCLASSIFIED = 0, 1, 2, 3, 4, 5
 INDIRECT_CLASSES = {DISPATCH: "interpreter dispatch", SWITCH: "switch table",
                     CALL: "function-pointer call", TAIL: "tail call / computed jump",
-                    STUB: "PLT or veneer stub"}  # fmt: skip
+                    STUB: "PLT or veneer stub", UNCLASSIFIED: "indirect (cold: not classified)"}  # fmt: skip
 DISPATCH_SITES = 4  # table-fed br sites in one function that make it threaded dispatch
 
 
