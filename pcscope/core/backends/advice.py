@@ -182,8 +182,8 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
     fn = m["functions"][0]
     prefetched = any("prfm" in c for c in m["checks"])
     claim = (f"A loop in `{fn}` loads its next address from the value it loaded in the "
-             f"previous iteration, so each step waits for the previous load to complete: "
-             f"{count(steps, noun)} steps"
+             f"previous iteration, so each step waits for the previous load to complete; "
+             f"the chain stepped {count(steps, noun)}"
              + (f", {number(per_call)} per call of the function." if per_call else "."))
     rec = ("Break or shorten the serial chain: walk several independent chains per iteration "
            "so their latencies overlap; if this is a search (hash chain, tree), cap the walk "
