@@ -247,13 +247,14 @@ def mechanism_part(workload: Workload, m: Mechanism, limit: int, alp_records: Al
         fn = profile.functions.index_of(site.function)
         ids += [win.id] + ([profile.functions[fn].id] if fn is not None else [])
         windows.append(win.id)
-        rows_all.append((site, rows))
+        rows_all.append((site, rows, profile.modules[win.module] if win.module >= 0 else ""))
     blocks: list[tuple[str | None, tuple[Shown, ...]]] = []
     merged = _Shown()
-    for site, rows in rows_all:
+    for site, rows, module in rows_all:
         shown = _instructions(workload, rows, alp_records, marked, memo)
         merged.add(shown)
-        blocks.append((f"site {pc_id(site.pc)} in {site.function}: share "
+        blocks.append((f"site {pc_id(site.pc)} in {site.function}"
+                       f"{' module ' + module if module else ''}: share "
                        f"{evidence_text.share_text(site.share, profile.basis)}",
                        tuple(shown.items)))
     fields = merged.fields()
