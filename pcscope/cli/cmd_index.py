@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from pcscope.cli.common import add_input_args, add_selection_args, load_workload, print_json
+from pcscope.cli.common import (
+    add_input_args,
+    add_selection_args,
+    load_workload,
+    print_json,
+    progress_status,
+)
 from pcscope.core.summary import index_summary
 
 
@@ -26,6 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     workload = load_workload(args)
+    with progress_status("indexing text"):
+        workload.text  # noqa: B018 - search is ready with the index: Tantivy is built here
     selection = workload.hot(top=args.top, coverage=args.coverage)
     summary = index_summary(workload, selection)
     if args.json:

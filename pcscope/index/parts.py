@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -67,10 +68,13 @@ def load_parts(folder: Path, profile: Profile, inputs: Inputs) -> Workload:
             return {}
         return msgspec.msgpack.decode(path.read_bytes(), type=dict[int, dict])
 
+    building = threading.Lock()  # the explorer prepares it in the background: build once
+
     def open_text():
         from pcscope.index.text import TextIndex
 
-        return open_text_index(folder / "text", profile, sections, TextIndex)
+        with building:
+            return open_text_index(folder / "text", profile, sections, TextIndex)
 
     return Workload(
         profile=profile,
