@@ -4,9 +4,10 @@ Floors, each a whole process on the same input: `zcat | wc -l`, a polars `read_c
 profile, a polars `read_ndjson` of the ALP, `python -c 'import numpy'`. Figures: ingest
 (1M and 5M rows: time and peak RSS), ALP aggregation (all PCs, hot PCs, 50M tokens),
 Tantivy build, reopen + one lookup (`pcscope show`), term and regex search, explorer first
-frame. Each runs several times; the table gives min / median, the ratio of the min to its
-floor's min, and the load average when the figure started (two shared cores: every wall
-time is noisy, a ratio less so).
+frame. Each figure runs several times in turn with its floor (round by round, so both see
+the same load); the table gives min / median, the ratios of min time and peak RSS to the
+floor's, and the load average when the pair started (two shared cores: every wall time is
+noisy, a ratio less so).
 
     python -m bench.table [--runs N] [--scale-runs N] [--no-scale]
 
@@ -25,6 +26,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,17 +54,33 @@ class Row:
         return max((r.peak_rss_mb for r in self.runs), default=float("nan"))
 
 
-def measure(name: str, argv: list[str], runs: int, *, floor: str | None = None,
-            target: str = "", before=None) -> Row:
-    row = Row(name, load=os.getloadavg()[0], floor=floor, target=target)
+@dataclass
+class Plan:
+    """One row to measure: its command and what must happen before each run."""
+
+    row: Row
+    argv: list[str]
+    before: Callable[[], object] | None = None
+
+
+def one_run(plan: Plan) -> Run:
+    if plan.before is not None:
+        plan.before()
+    run = run_process(plan.argv, stderr=subprocess.DEVNULL)
+    if run.returncode:
+        raise RuntimeError(f"{plan.row.name}: {plan.argv} exited {run.returncode}")
+    return run
+
+
+def interleaved(plans: list[Plan], runs: int) -> list[Row]:
+    """Run the plans in turn, ``runs`` rounds: a figure and its floor see the same load
+    (measured one after the other, minutes apart, their ratio moved by 2× here)."""
+    for plan in plans:
+        plan.row.load = os.getloadavg()[0]
     for _ in range(runs):
-        if before is not None:
-            before()
-        run = run_process(argv, stderr=subprocess.DEVNULL)
-        if run.returncode:
-            raise RuntimeError(f"{name}: {argv} exited {run.returncode}")
-        row.runs.append(run)
-    return row
+        for plan in plans:
+            plan.row.runs.append(one_run(plan))
+    return [plan.row for plan in plans]
 
 
 def in_process(name: str, values_ms: list[float], load: float, target: str) -> Row:
@@ -126,22 +144,32 @@ def make_scale_inputs(profile: Path, alp_path: Path) -> tuple[Path, Path]:
 
 
 # -- the figures -------------------------------------------------------------------------
-def floors(profile: Path, alp: Path, runs: int, tag: str) -> list[Row]:
-    return [
-        measure(f"floor: zcat | wc -l {tag}", ["bash", "-c", f"zcat -f {profile} | wc -l"], runs),
-        measure(f"floor: polars read_csv {tag}", python(
-            f"import polars as pl; pl.read_csv({str(profile)!r}, infer_schema=False)"), runs),
-        measure(f"floor: polars read_ndjson {tag}", python(
-            f"import polars as pl; pl.read_ndjson({str(alp)!r})"), runs),
-    ]
+def zcat(profile: Path, tag: str) -> Plan:
+    return Plan(Row(f"floor: zcat | wc -l {tag}"),
+                ["bash", "-c", f"zcat -f {profile} | wc -l"])
 
 
-def ingest(profile: Path, index_dir: Path, runs: int, tag: str, floor: str) -> Row:
+def read_csv(profile: Path, tag: str) -> Plan:
+    return Plan(Row(f"floor: polars read_csv {tag}"), python(
+        f"import polars as pl; pl.read_csv({str(profile)!r}, infer_schema=False)"))
+
+
+def read_ndjson(alp_path: Path, tag: str) -> Plan:
+    return Plan(Row(f"floor: polars read_ndjson {tag}"), python(
+        f"import polars as pl; pl.read_ndjson({str(alp_path)!r})"))
+
+
+def import_numpy(tag: str) -> Plan:
+    return Plan(Row(f"floor: python -c 'import numpy' ({tag})"), python("import numpy"))
+
+
+def ingest(profile: Path, index_dir: Path, tag: str, floor: Plan) -> Plan:
+    """`pcscope index`'s build from nothing (store, weights, patterns), whole process."""
     code = ("from pcscope.index.store import open_workload; "
             f"open_workload({str(profile)!r}, index_dir={str(index_dir)!r})")
-    return measure(f"ingest {tag} (open_workload, nothing cached)", python(code), runs,
-                   floor=floor, target="≤ 3× floor, ≤ 300 MB (1M)",
-                   before=lambda: shutil.rmtree(index_dir, ignore_errors=True))
+    return Plan(Row(f"ingest {tag} (open_workload, nothing cached)", floor=floor.row.name,
+                    target="≤ 3× floor, ≤ 300 MB (1M)"), python(code),
+                lambda: shutil.rmtree(index_dir, ignore_errors=True))
 
 
 def hot_pcs(profile: Path, out: Path) -> Path:
@@ -154,23 +182,24 @@ def hot_pcs(profile: Path, out: Path) -> Path:
     return out
 
 
-def alp(path: Path, pcs: Path, runs: int, tag: str, floor: str, hot: bool) -> Row:
+def alp(path: Path, pcs: Path, tag: str, floor: Plan, hot: bool) -> Plan:
     """read_alp whole process, matched against the profile's PCs (as `pcscope index` does),
-    keeping every PC or (``hot``) only the hot windows' PCs (the explorer's trimmed ALP)."""
+    keeping every PC or (``hot``) only the hot windows' PCs (the explorer's trimmed ALP);
+    ``floor`` is the JSON read (all PCs) or the all-PCs run (hot)."""
     keep = "d['keep']" if hot else "None"
     code = ("import numpy as np; from pcscope.core.readers.alp import read_alp; "
             f"d = np.load({str(pcs)!r}); "
             f"read_alp({str(path)!r}, profile_pcs=d['profile'], keep_pcs={keep})")
     name = f"ALP {tag} {'hot PCs' if hot else 'all PCs'} (read_alp)"
-    return measure(name, python(code), runs, floor=floor,
-                   target="no slower than all PCs" if hot else "≤ 2× floor, memory flat")
+    target = "≤ 1× all PCs" if hot else "≤ 2× floor, memory flat"
+    return Plan(Row(name, floor=floor.row.name, target=target), python(code))
 
 
-def reopen(profile: Path, index_dir: Path, pc: str, runs: int) -> Row:
+def reopen(profile: Path, index_dir: Path, pc: str, floor: Plan) -> Plan:
     argv = [sys.executable, "-m", "pcscope", "show", str(profile), pc, "--index-dir",
             str(index_dir)]
-    return measure("reopen + one lookup (pcscope show)", argv, runs,
-                   floor="floor: python -c 'import numpy'", target="≤ 0.2 s")
+    return Plan(Row("reopen + one lookup (pcscope show)", floor=floor.row.name,
+                    target="≤ 0.2 s"), argv)
 
 
 _SEARCH_CHILD = r"""
@@ -208,14 +237,20 @@ def search(profile: Path, index_dir: Path, runs: int) -> list[Row]:
             in_process("regex over all asm (5 × 10)", regex, load, "≤ 50 ms")]
 
 
-def first_frame(profile: Path, index_dir: Path, runs: int) -> Row:
+def first_frame(profile: Path, index_dir: Path, runs: int) -> list[Row]:
+    """`pcscope open` to the hottest window's row on a pseudo-terminal, in turn with the
+    numpy-import floor."""
     from bench.tui_bench import first_frame_runs, prepare_index_apart
 
     marker = prepare_index_apart(profile, None, index_dir)
-    load = os.getloadavg()[0]
-    frames = first_frame_runs(profile, None, index_dir, marker, index_dir, runs)
-    return Row("explorer first frame (pcscope open)", frames, load,
-               "floor: python -c 'import numpy'", "≤ 0.5 s")
+    floor = import_numpy("first frame")
+    row = Row("explorer first frame (pcscope open)", load=os.getloadavg()[0],
+              floor=floor.row.name, target="≤ 0.5 s")
+    floor.row.load = row.load
+    for _ in range(runs):
+        floor.row.runs.append(one_run(floor))
+        row.runs += first_frame_runs(profile, None, index_dir, marker, index_dir, 1)
+    return [floor.row, row]
 
 
 # -- printing ----------------------------------------------------------------------------
@@ -255,26 +290,29 @@ def main(argv: list[str]) -> int:
     profile, alp_path = BIG / "profile.csv.gz", BIG / "alp.jsonl.gz"
     index_dir = OUT / "table-index"
     print(f"load average at start {os.getloadavg()}, {os.cpu_count()} cores", flush=True)
-    rows = floors(profile, alp_path, args.runs, "1M")
-    rows.append(measure("floor: python -c 'import numpy'", python("import numpy"),
-                        args.runs * 2))
-    rows.append(ingest(profile, index_dir, args.runs, "1M", "floor: polars read_csv 1M"))
-    ndjson = "floor: polars read_ndjson 1M"
+    rows = interleaved([zcat(profile, "1M")], args.runs)
+    csv = read_csv(profile, "1M")
+    rows += interleaved([csv, ingest(profile, index_dir, "1M", csv)], args.runs)
     pcs = hot_pcs(profile, OUT / "hot-pcs.npz")
-    rows.append(alp(alp_path, pcs, args.runs, "17M tokens", ndjson, hot=False))
-    rows.append(alp(alp_path, pcs, args.runs, "17M tokens", ndjson, hot=True))
-    first_pc = _first_pc(profile)
-    rows.append(reopen(profile, index_dir, first_pc, args.runs * 2))
+    ndjson = read_ndjson(alp_path, "17M tokens")
+    every = alp(alp_path, pcs, "17M tokens", ndjson, hot=False)
+    rows += interleaved([ndjson, every, alp(alp_path, pcs, "17M tokens", every, hot=True)],
+                        args.runs)
+    numpy = import_numpy("reopen")
+    rows += interleaved([numpy, reopen(profile, index_dir, _first_pc(profile), numpy)],
+                        args.runs * 2)
     rows += search(profile, index_dir, max(1, args.runs - 1))
-    rows.append(first_frame(profile, OUT / "table-tui", args.runs))
+    rows += first_frame(profile, OUT / "table-tui", args.runs)
     if not args.no_scale:
         big_profile, big_alp = make_scale_inputs(profile, alp_path)
-        rows += floors(big_profile, big_alp, args.scale_runs, "5M / 50M")
-        rows.append(ingest(big_profile, OUT / "table-index-5m", args.scale_runs, "5M",
-                           "floor: polars read_csv 5M / 50M"))
+        rows += interleaved([zcat(big_profile, "5M")], args.scale_runs)
+        csv = read_csv(big_profile, "5M")
+        rows += interleaved([csv, ingest(big_profile, OUT / "table-index-5m", "5M", csv)],
+                            args.scale_runs)
         big_pcs = hot_pcs(big_profile, SCALE / "hot-pcs-5m.npz")
-        rows.append(alp(big_alp, big_pcs, args.scale_runs, "50M tokens",
-                        "floor: polars read_ndjson 5M / 50M", hot=False))
+        ndjson = read_ndjson(big_alp, "50M tokens")
+        rows += interleaved([ndjson, alp(big_alp, big_pcs, "50M tokens", ndjson, hot=False)],
+                            args.scale_runs)
     print()
     print_table(rows)
     return 0
