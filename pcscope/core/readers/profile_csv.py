@@ -1,7 +1,9 @@
 """Profile CSV/TSV reader (formats.md §1): polars parses, numpy derives windows and weights.
 
-Every problem is reported as ``InputError(file, line, what)``. Polars rows map to lines one
-to one (blank lines become all-null rows, which are skipped), so row ``i`` is line ``i + 2``.
+Every problem is reported as ``InputError(file, line, what)``, the line being the physical
+line where the record starts. Polars rows map to records one to one (blank lines become
+all-null rows, which are skipped), so row ``i`` is line ``i + 2`` unless a quoted cell spans
+lines; then the lines are counted again with the csv module.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pcscope.core.profile import Profile
 from pcscope.core.textio import decode_utf8, open_text_lines, read_bytes
 
 REQUIRED = ("pc", "samples", "asm")
+MAX_SUM = 2**63 - 1  # counts and their sums must fit int64
 KNOWN = ("pc", "samples", "asm", "function", "window", "module", "cycles")
 WINDOW_GAP = 64  # bytes between PCs that start a new derived window
 
@@ -44,7 +47,7 @@ def read_profile(
     path = str(path)
     say = progress or (lambda _msg: None)
     say("reading")
-    header_line = next((text for _, text in open_text_lines(path)), "")
+    header_line = next((text for _, text in open_text_lines(path)), "").removeprefix("\ufeff")
     if not header_line.strip():
         raise InputError(path, 1, "missing header row (want at least pc, samples, asm)")
     sep = delimiter_for(path, header_line)
@@ -54,6 +57,8 @@ def read_profile(
 
 
 def _header(path: str, header_line: str, sep: str) -> list[str]:
+    if "\x00" in header_line:
+        raise InputError(path, 1, "NUL byte in the header (binary data?)")
     names = [n.strip().lower() for n in next(csv.reader([header_line], delimiter=sep))]
     missing = [c for c in REQUIRED if c not in names]
     if missing:
@@ -70,13 +75,13 @@ def _header(path: str, header_line: str, sep: str) -> list[str]:
 
 
 def _scan(path: str, sep: str, names: list[str]) -> pl.LazyFrame:
-    """The file's rows as polars reads them, numbered; a blank line is an all-null row,
-    dropped here (its number is simply not used)."""
+    """The file's rows as polars reads them, numbered from 2 (the line, unless a quoted cell
+    spans lines); a blank line is an all-null row, dropped here (its number is not used)."""
     blank = pl.all_horizontal([pl.col(c).is_null() for c in names])
     return pl.scan_csv(
         path, separator=sep, has_header=True, new_columns=names, infer_schema=False,
         quote_char='"',
-    ).with_row_index("_row").filter(~blank)
+    ).with_row_index("_row", offset=2).filter(~blank)
 
 
 def _collect(path: str, query: pl.LazyFrame, sep: str, width: int) -> pl.DataFrame:
@@ -86,25 +91,39 @@ def _collect(path: str, query: pl.LazyFrame, sep: str, width: int) -> pl.DataFra
     try:
         return query.collect(engine="streaming")
     except (pl.exceptions.PolarsError, OSError) as exc:  # OSError: a damaged gzip stream
-        _locate_csv_error(path, read_bytes(path), sep, width)
+        _record_lines(path, sep, width)
         raise InputError(path, None, f"cannot parse as CSV: {str(exc).splitlines()[0]}") from None
 
 
 def _parse(path: str, sep: str, names: list[str]) -> pl.DataFrame:
     """One streaming pass: every derived column at once (numbers read the fast way; see
     _columns), the columns outside KNOWN kept as text."""
-    return _collect(path, _scan(path, sep, names).select(_columns(names)), sep, len(names))
+    cols = _collect(path, _scan(path, sep, names).select(_columns(names)), sep, len(names))
+    if not len(cols):
+        raise InputError(path, None, "no instructions: the file has a header and no rows")
+    return cols
 
 
-def _locate_csv_error(path: str, data: bytes, sep: str, width: int) -> None:
-    """Polars says *that* a row is malformed, not where: find the line with the csv module."""
+def _record_lines(path: str, sep: str, width: int) -> np.ndarray:
+    """The physical line where each record after the header starts, read with the csv
+    module; a malformed record (too many fields, an open quote) is an InputError at its
+    first line."""
+    data = read_bytes(path)
     decode_utf8(path, data)
-    reader = csv.reader(io.StringIO(data.decode("utf-8"), newline=""), delimiter=sep)
-    for record in reader:
-        if reader.line_num > 1 and len(record) > width:
-            raise InputError(
-                path, reader.line_num, f"{len(record)} fields, header has {width}"
-            )
+    reader = csv.reader(io.StringIO(data.decode("utf-8-sig"), newline=""), delimiter=sep,
+                        strict=True)
+    starts = []
+    start = 1
+    try:
+        for record in reader:
+            if start > 1 and len(record) > width:
+                raise InputError(path, start, f"{len(record)} fields, header has {width}")
+            starts.append(start)
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise InputError(path, start, f"malformed CSV record ({exc}: an unclosed quote?)") \
+            from None
+    return np.array(starts[1:], dtype=np.int64)
 
 
 def _cleaned(col: str) -> pl.Expr:
@@ -167,7 +186,18 @@ def _columns(names: list[str]) -> list[pl.Expr]:
         text = _cleaned(col) if col in names else pl.lit(None, dtype=pl.String)
         exprs.append(text.alias(f"{col}_text"))
     exprs += [pl.col(c).fill_null("").alias(f"extra.{c}") for c in names if c not in KNOWN]
+    exprs.append(pl.any_horizontal([pl.col(c).str.contains("\n", literal=True)
+                                    for c in names]).alias("_multiline"))
     return exprs
+
+
+def _lines(path: str, sep: str, names: list[str], cols: pl.DataFrame) -> np.ndarray:
+    """Each row's physical line: its number, unless a quoted cell spans lines somewhere in
+    the file (then every record's first line is counted again with the csv module)."""
+    rows = cols["_row"].to_numpy().astype(np.int64)
+    if not cols["_multiline"].any():
+        return rows
+    return _record_lines(path, sep, len(names))[rows - 2]
 
 
 def _slow_numbers(path: str, sep: str, names: list[str], cols: pl.DataFrame) -> pl.DataFrame:
@@ -189,7 +219,8 @@ def _raw_row(path: str, sep: str, names: list[str], row: int) -> dict:
     return _collect(path, query, sep, len(names)).row(0, named=True)
 
 
-def _check(path: str, sep: str, names: list[str], cols: pl.DataFrame) -> None:
+def _check(path: str, sep: str, names: list[str], cols: pl.DataFrame,
+           lines: np.ndarray) -> None:
     """The first bad cell in file order, as an InputError naming its line."""
     asm = cols["asm_text"]
     checks: list[tuple[pl.Series, Callable[[dict], str]]] = [
@@ -199,6 +230,7 @@ def _check(path: str, sep: str, names: list[str], cols: pl.DataFrame) -> None:
          "number" if r["samples"] not in (None, "") else "samples is empty"),
         (cols["samples_value"] < 0, lambda r: f"negative samples {r['samples'].strip()}"),
         (asm.is_null() | (asm == ""), lambda r: "asm is empty"),
+        (asm.str.contains("\x00", literal=True), lambda r: "NUL byte in asm (binary data?)"),
     ]
     if "cycles_value" in cols.columns:
         checks += [
@@ -213,8 +245,8 @@ def _check(path: str, sep: str, names: list[str], cols: pl.DataFrame) -> None:
             first = (int(hits[0]), what)
     if first is not None:
         idx, what = first
-        row = int(cols["_row"][idx])
-        raise InputError(path, row + 2, what(_raw_row(path, sep, names, row)))
+        raise InputError(path, int(lines[idx]),
+                         what(_raw_row(path, sep, names, int(cols["_row"][idx]))))
 
 
 def _build(
@@ -224,7 +256,8 @@ def _build(
     if "cycles_value" in cols.columns and not cols["cycles_given"].any():
         cols = cols.drop("cycles_value")  # an all-empty column counts as absent
     cols = _slow_numbers(path, sep, names, cols.drop("cycles_given", strict=False))
-    _check(path, sep, names, cols)
+    lines = _lines(path, sep, names, cols)
+    _check(path, sep, names, cols, lines)
     say("indexing")
     # Dictionary codes first, so the text columns go before the rows are put in PC order.
     mnemonic, mnemonics = _encode(cols.drop_in_place("mnemonic_text"))
@@ -232,7 +265,7 @@ def _build(
     module, modules = _encode(cols.drop_in_place("module_text"))
     window_label, window_labels = _encode(cols.drop_in_place("window_text"))
     pcs = cols["pc_value"].to_numpy()
-    rows = cols["_row"].to_numpy().astype(np.int64)
+    rows = lines  # each row's line, kept in step with the rows below
     samples = cols["samples_value"].to_numpy()
     cycles = cols["cycles_value"].to_numpy() if "cycles_value" in cols.columns else None
     text = cols.select(["asm_text"] + [c for c in cols.columns if c.startswith("extra.")])
@@ -246,11 +279,14 @@ def _build(
         text = text[order]
     dup = np.flatnonzero(pcs[1:] == pcs[:-1])
     if len(dup) and not merge:
-        a, b = sorted((int(rows[dup[0]]) + 2, int(rows[dup[0] + 1]) + 2))
+        a, b = sorted((int(rows[dup[0]]), int(rows[dup[0] + 1])))
         raise InputError(
             path, b, f"duplicate pc 0x{int(pcs[dup[0]]):x} (also on line {a}); "
             "use --merge-duplicates to sum them"
         )
+    _check_sum(path, "samples", samples, rows)
+    if cycles is not None:
+        _check_sum(path, "cycles", cycles, rows)
     if len(dup):
         keep, samples, cycles = _merge(pcs, samples, cycles)
         pcs, rows, text = pcs[keep], rows[keep], text[keep]
@@ -273,9 +309,23 @@ def _build(
         window_label_code=label_code,
         module=module,
         modules=modules,
-        line=(rows + 2).astype(np.uint32),
+        line=rows.astype(np.uint32),
         extras=extras,
     )
+
+
+def _check_sum(path: str, what: str, counts: np.ndarray, lines: np.ndarray) -> None:
+    """Counts (non-negative int64) whose sum would not fit int64 are refused at the line
+    where the running sum, in file order, passes the limit."""
+    if float(counts.sum(dtype=np.float64)) < 2.0**62:   # far from the limit: no exact sum
+        return
+    order = np.argsort(lines, kind="stable")
+    running = 0
+    for count, line in zip(counts[order].tolist(), lines[order].tolist(), strict=True):
+        running += count
+        if running > MAX_SUM:
+            raise InputError(path, int(line), f"the sum of {what} passes 2^63-1 here "
+                             "(counts must add up to a 64-bit total)")
 
 
 def _strings(series: pl.Series) -> StringColumn:
