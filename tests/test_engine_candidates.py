@@ -133,11 +133,8 @@ def test_a_brief_is_anchored_on_its_mechanism(tmp_path):
     assert isinstance(group, CallGroup) and len(group.candidates) == 1
     alp = SharedMemory(EvidenceStore(workload)).alp
 
-    def lines(wanted):
-        return [None if alp.get(pc) is None else (alp.get(pc)[2], alp.record(pc))
-                for pc in wanted]
-
-    made_brief = brief(workload, group, token_cap=2000, guide_k=2, alp_lines=lines,
+    made_brief = brief(workload, group, token_cap=2000, guide_k=2,
+                       alp_records=lambda wanted: [alp.record(pc) for pc in wanted],
                        marked=pattern_rows(workload))
     text = made_brief.text()
     assert text.startswith("<evidence>\nmechanism mech:llsc:0x3000: kind llsc")

@@ -18,9 +18,11 @@ PROFILE = {"path", "instructions", "windows", "functions", "total", "selected_wi
 IDEA = {"id", "title", "category", "target", "claim", "recommendation", "pcs", "evidence",
         "window_weight", "mechanisms", "upside", "upside_how",
         "weight", "pc_weight", "confidence", "basis", "merged_from"}
+# uncached input, cache writes (cache_write_tokens) and cache reads (cached_tokens) apart
 CALL = {"id", "wave", "parent", "model", "status", "input_tokens", "output_tokens",
-        "cached_tokens", "seconds"}
-COST = {"calls", "input_tokens", "output_tokens", "seconds"}
+        "cached_tokens", "cache_write_tokens", "seconds"}
+COST = {"calls", "input_tokens", "cache_write_tokens", "cache_read_tokens", "output_tokens",
+        "seconds"}
 
 
 def check_report(report: dict, workload) -> None:
@@ -151,7 +153,7 @@ def test_analyze_the_real_bzip2_profile(tmp_path):
     workload = open_workload(BZIP2, guides=_bundled_guides(), index_dir=tmp_path / "idx")
     check_report(report, workload)
     assert {i["basis"] for i in report["ideas"]} == {"profile-only"}
-    assert "No ALP record covers it" in markdown
+    assert "no ALP record covers it" in markdown
 
 
 def _bundled_guides() -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -11,14 +12,17 @@ from typing import TYPE_CHECKING
 import msgspec
 import numpy as np
 
-from pcscope.core.alp import AlpTable
-from pcscope.core.patterns import PatternTable, find_patterns
+from pcscope.core.errors import InputError
+from pcscope.core.mechanism_finder import find_mechanisms
+from pcscope.core.mechanisms import Mechanism, MechanismTable
+from pcscope.core.patterns import PatternTable, code_facts, find_patterns
 from pcscope.core.profile import Profile
 from pcscope.core.readers.guides import GuideSection
 from pcscope.core.workload import Workload
-from pcscope.index.alp_store import load_alp, save_alp
+from pcscope.index.lock import writer_lock
 
 if TYPE_CHECKING:
+    from pcscope.core.alp import AlpTable
     from pcscope.index.store import Inputs
 
 Progress = Callable[[str], None]
@@ -29,13 +33,18 @@ def save_parts(build: Path, profile: Profile, inputs: Inputs, say: Progress) -> 
     from pcscope.core.importers.mca import read_mca
     from pcscope.core.readers.alp import read_alp
     from pcscope.core.readers.guides import read_guide
+    from pcscope.index.alp_store import save_alp
 
     say("finding patterns")
-    patterns = find_patterns(profile)
+    facts = code_facts(profile)
+    patterns = find_patterns(profile, facts)
     folder = build / "patterns"
     folder.mkdir()
     for name, array in patterns.to_arrays().items():
         np.save(folder / f"{name}.npy", array, allow_pickle=False)
+    say("grouping mechanisms")
+    mechanisms = find_mechanisms(profile, patterns, facts)
+    (build / "mechanisms.msgpack").write_bytes(msgspec.msgpack.encode(mechanisms.mechanisms))
     sections: list[GuideSection] = []
     for guide in inputs.guides:
         say(f"reading guide {guide.name}")
@@ -59,13 +68,25 @@ def load_parts(folder: Path, profile: Profile, inputs: Inputs) -> Workload:
         (folder / "guides.msgpack").read_bytes(), type=list[GuideSection]
     )
     def load_alp_part() -> AlpTable | None:
-        return load_alp(folder / "alp") if (folder / "alp").exists() else None
+        if not (folder / "alp").exists():
+            return None
+        from pcscope.index.alp_store import load_alp  # a reopen without ALP never needs it
+
+        return load_alp(folder / "alp")
 
     def load_mca() -> dict[int, dict]:
         path = folder / "mca.msgpack"
         if not path.exists():
             return {}
         return msgspec.msgpack.decode(path.read_bytes(), type=dict[int, dict])
+
+    # Read now, like the guides: a workload opened from a fresh build keeps working after
+    # a later open moves that build folder (the planner reads mechanisms of every run).
+    mechanisms = MechanismTable(msgspec.msgpack.decode(
+        (folder / "mechanisms.msgpack").read_bytes(), type=tuple[Mechanism, ...]))
+
+    def load_mechanisms() -> MechanismTable:
+        return mechanisms
 
     def open_text():
         from pcscope.index.text import TextIndex
@@ -80,22 +101,31 @@ def load_parts(folder: Path, profile: Profile, inputs: Inputs) -> Workload:
         alp_loader=load_alp_part,
         text_loader=open_text,
         mca_loader=load_mca,
+        mechanism_loader=load_mechanisms,
         alp_path=inputs.alp,
         guide_paths=inputs.guides,
     )
 
 
 def open_text_index(target: Path, profile: Profile, sections: list[GuideSection], cls):
-    """Open the Tantivy index, building it first (into a temp folder, then renamed)."""
+    """Open the Tantivy index, building it first (into a temp folder, then renamed) under
+    the index's writer lock, so two processes never build it at once."""
     if (target / "done").exists():
-        return cls.open(target)
-    tmp = Path(tempfile.mkdtemp(prefix=".text-", dir=target.parent))
-    try:
-        cls.build(tmp, profile, sections)
-        (tmp / "done").touch()
-        shutil.rmtree(target, ignore_errors=True)
-        tmp.rename(target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        return cls.open(target)   # reading needs no lock, nor a writable folder
+    if not os.access(target.parent, os.W_OK):
+        raise InputError(str(target.parent), None, "index folder is read-only and has no "
+                         "text index yet: search it once where it is writable, or give "
+                         "another --index-dir")
+    with writer_lock(target.parent.parent):
+        if (target / "done").exists():   # another process built it meanwhile
+            return cls.open(target)
+        tmp = Path(tempfile.mkdtemp(prefix=".text-", dir=target.parent))
+        try:
+            cls.build(tmp, profile, sections)
+            (tmp / "done").touch()
+            shutil.rmtree(target, ignore_errors=True)
+            tmp.rename(target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     return cls.open(target)

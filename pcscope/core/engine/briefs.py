@@ -16,16 +16,17 @@ This module decides what goes into a brief, as data; ``brief_text`` renders it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from pcscope.core.alp import AlpRecord
+from pcscope.core.engine import evidence_text
 from pcscope.core.engine.brief_text import render
 from pcscope.core.engine.candidates import CallGroup, Candidate, hinted_window
+from pcscope.core.engine.evidence_text import Shown
 from pcscope.core.engine.hints import Hint
 from pcscope.core.engine.penalties import UNEXPLAINED
-from pcscope.core.engine.system_prompt import tokens
 from pcscope.core.guide_map import sections_for
 from pcscope.core.ids import alp_id, hex_pc, pat_id, pc_id
 from pcscope.core.mechanisms import Mechanism, Site
@@ -38,7 +39,6 @@ WINDOW_SHARE = 0.95  # show a window's PCs until they hold this share of it
 MAX_SITES = 6  # a mechanism's hottest sites shown; the rest through the tools
 MIN_PCS = 4  # a part shows at least this many PCs, whatever the cap
 LIMITS = (MIN_PCS, 6, 9, 13, 20, MAX_PCS + MAX_PATTERN_PCS)  # PCs per part, tried in turn
-GUIDE_EXCERPT = 600  # characters of each retrieved guide section in the brief
 _DISTINCTIVE = (
     "br", "blr", "braa", "blraa", "ldxr", "ldaxr", "stxr", "stlxr", "cas", "casal", "ldadd",
     "ldaddal", "swp", "swpal", "dmb", "dsb", "isb", "ldar", "stlr", "ldapr", "udiv", "sdiv",
@@ -46,8 +46,8 @@ _DISTINCTIVE = (
 )
 
 GuideSearch = Callable[[str, int], list[tuple[str, str, str]]]  # -> [(id, heading, text)]
-# pcs -> per pc (its brief line, its record), or None without a record; one call a batch
-AlpLines = Callable[[list[int]], list[tuple[str, AlpRecord] | None]]
+# pcs -> per pc its ALP record, or None without one; one call a batch
+AlpRecordsFn = Callable[[list[int]], list[AlpRecord | None]]
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class Part:
 
     header: tuple[str, ...]
     pcs: tuple[int, ...]  # shown PCs
-    lines: tuple[tuple[str, str | None], ...]  # per shown PC: (instruction, its ALP line)
+    blocks: tuple[tuple[str | None, tuple[Shown, ...]], ...]  # (site line or None, its PCs)
     windows: tuple[str, ...]  # win: IDs holding the shown PCs
     ids: tuple[str, ...]  # mech:, win:, fn:, pc:, pat: IDs
     alp_ids: tuple[str, ...]
@@ -70,9 +70,10 @@ class Brief:
     number: int
     candidates: tuple[str, ...]  # candidate IDs
     parts: tuple[Part, ...]
-    guides: tuple[tuple[str, str, str], ...]  # (id, heading, excerpt)
+    guides: tuple[tuple[str, str, str], ...]  # (id, heading, text), cut when rendered
     notes: tuple[Hint, ...]
     share: float  # own share of its candidates
+    basis: str  # what the profile counts (cycles, samples), for the shares' unit
 
     @property
     def title(self) -> str:
@@ -108,7 +109,7 @@ class Brief:
 
 
 def brief(workload: Workload, group: CallGroup, *, token_cap: int, guide_k: int,
-          alp_lines: AlpLines, marked: np.ndarray, hints: Sequence[Hint] = (),
+          alp_records: AlpRecordsFn, marked: np.ndarray, hints: Sequence[Hint] = (),
           guide_search: GuideSearch | None = None) -> Brief:
     """The brief of one call: its parts show more instructions, step by step, while it
     stays under ``token_cap`` (growing, not trimming: rows are rendered, ALP included, only
@@ -118,19 +119,49 @@ def brief(workload: Workload, group: CallGroup, *, token_cap: int, guide_k: int,
     notes = tuple(h for h in hints if _concerns(workload, h, windows))
     guides: tuple[tuple[str, str, str], ...] | None = None
     made: Brief | None = None
+    size = _Size(workload.profile.basis)
     for limit in LIMITS:
-        parts = tuple(_part(workload, c, limit, alp_lines, marked, memo)
+        parts = tuple(_part(workload, c, limit, alp_records, marked, memo)
                       for c in group.candidates)
         if guides is None:  # retrieved once, from what the smallest brief shows
             guides = _guides(parts, group.candidates, guide_k, guide_search,
                              section_index(workload.guides))
         bigger = Brief(group.number, tuple(c.id for c in group.candidates), parts, guides,
-                       notes, group.share)
-        if made is not None and tokens(bigger.text()) > token_cap:
+                       notes, group.share, workload.profile.basis)
+        if made is not None and size.tokens(bigger) > token_cap:
             break
         made = bigger
     assert made is not None
     return made
+
+
+class _Size:
+    """A brief's size in tokens as rendered, from each instruction's line rendered once
+    (a brief grows step by step; rendering it whole at every step cost most of planning).
+    Tokens are characters / 4, as ``system_prompt.tokens`` counts them."""
+
+    MARKERS = 8  # characters allowed per line for the gap marker ("~ 12") that may precede it
+
+    def __init__(self, basis: str) -> None:
+        self.basis = basis
+        self.lines: dict[int, int] = {}  # pc -> characters of its line
+        self.rest: int | None = None  # guides, notes and delimiters
+
+    def tokens(self, made: Brief) -> int:
+        if self.rest is None:
+            self.rest = len(render(replace(made, parts=())))
+        chars = self.rest
+        for part in made.parts:
+            chars += sum(len(h) + 1 for h in part.header)
+            for heading, items in part.blocks:
+                chars += len(heading) + 1 if heading is not None else 0
+                chars += sum(self._line(item) + self.MARKERS for item in items)
+        return (chars + 3) // 4
+
+    def _line(self, item: Shown) -> int:
+        if item.pc not in self.lines:
+            self.lines[item.pc] = len(evidence_text.instruction_line(item, self.basis)) + 1
+        return self.lines[item.pc]
 
 
 def _concerns(workload: Workload, hint: Hint, windows: set[int]) -> bool:
@@ -139,11 +170,11 @@ def _concerns(workload: Workload, hint: Hint, windows: set[int]) -> bool:
     return hinted_window(workload, hint) in windows
 
 
-def _part(workload: Workload, c: Candidate, limit: int, alp_lines: AlpLines,
+def _part(workload: Workload, c: Candidate, limit: int, alp_records: AlpRecordsFn,
           marked: np.ndarray, memo: Rows) -> Part:
     if c.mechanism is not None:
-        return mechanism_part(workload, c.mechanism, limit, alp_lines, marked, memo)
-    return window_part(workload, c.windows[0], limit, alp_lines, marked, memo)
+        return mechanism_part(workload, c.mechanism, limit, alp_records, marked, memo)
+    return window_part(workload, c.windows[0], limit, alp_records, marked, memo)
 
 
 def pattern_rows(workload: Workload) -> np.ndarray:
@@ -176,7 +207,7 @@ def shown_rows(workload: Workload, w: int, limit: int, marked: np.ndarray) -> np
     return np.sort(np.asarray(chosen, dtype=np.int64))
 
 
-def window_part(workload: Workload, w: int, limit: int, alp_lines: AlpLines,
+def window_part(workload: Workload, w: int, limit: int, alp_records: AlpRecordsFn,
                 marked: np.ndarray, memo: Rows) -> Part:
     profile = workload.profile
     win = profile.windows[w]
@@ -185,16 +216,17 @@ def window_part(workload: Workload, w: int, limit: int, alp_lines: AlpLines,
     module = profile.modules[win.module] if win.module >= 0 else ""
     header = (f"window {win.id} {fn.id if fn else '(no function)'}"
               f"{' ' + fn.name if fn and fn.name and fn.id != 'fn:' + fn.name else ''}"
-              f"{' module ' + module if module else ''}: weight {win.weight:.2%}, "
+              f"{' module ' + module if module else ''}: weight "
+              f"{evidence_text.share_text(win.weight, profile.basis)}, "
               f"{win.n} instructions {hex_pc(win.first_pc)}-{hex_pc(win.last_pc)}, "
               f"showing {len(rows)}")
-    shown = _instructions(workload, rows, alp_lines, marked, memo)
+    shown = _instructions(workload, rows, alp_records, marked, memo)
     return Part(header=(header,), windows=(win.id,),
                 ids=tuple(dict.fromkeys([win.id, *([fn.id] if fn else []), *shown.ids])),
                 **shown.fields())
 
 
-def mechanism_part(workload: Workload, m: Mechanism, limit: int, alp_lines: AlpLines,
+def mechanism_part(workload: Workload, m: Mechanism, limit: int, alp_records: AlpRecordsFn,
                    marked: np.ndarray, memo: Rows) -> Part:
     """The mechanism, its metrics and checks, then its hottest sites' instructions."""
     profile = workload.profile
@@ -215,17 +247,18 @@ def mechanism_part(workload: Workload, m: Mechanism, limit: int, alp_lines: AlpL
         fn = profile.functions.index_of(site.function)
         ids += [win.id] + ([profile.functions[fn].id] if fn is not None else [])
         windows.append(win.id)
-        rows_all.append((site, rows))
-    lines: list[tuple[str, str | None]] = []
+        rows_all.append((site, rows, profile.modules[win.module] if win.module >= 0 else ""))
+    blocks: list[tuple[str | None, tuple[Shown, ...]]] = []
     merged = _Shown()
-    for site, rows in rows_all:
-        lines.append((f"site {pc_id(site.pc)} in {site.function}: share {site.share:.3%}",
-                      None))
-        shown = _instructions(workload, rows, alp_lines, marked, memo)
+    for site, rows, module in rows_all:
+        shown = _instructions(workload, rows, alp_records, marked, memo)
         merged.add(shown)
-        lines += shown.lines
+        blocks.append((f"site {pc_id(site.pc)} in {site.function}"
+                       f"{' module ' + module if module else ''}: share "
+                       f"{evidence_text.share_text(site.share, profile.basis)}",
+                       tuple(shown.items)))
     fields = merged.fields()
-    fields["lines"] = tuple(lines)
+    fields["blocks"] = tuple(blocks)
     return Part(header=tuple(header), windows=tuple(dict.fromkeys(windows)),
                 ids=tuple(dict.fromkeys([*ids, *merged.ids])), **fields)
 
@@ -247,8 +280,7 @@ class _Row:
     """One instruction rendered for a brief, and the IDs and words it brings."""
 
     pc: int
-    line: str
-    alp: str | None
+    item: Shown  # as the shared rendering shows it
     ids: tuple[str, ...]  # pc: and pat: IDs
     alp_id: str | None
     categories: tuple[str, ...]
@@ -264,7 +296,7 @@ class _Shown:
 
     def __init__(self) -> None:
         self.pcs: list[int] = []
-        self.lines: list[tuple[str, str | None]] = []
+        self.items: list[Shown] = []
         self.ids: list[str] = []
         self.alp_ids: list[str] = []
         self.categories: list[str] = []
@@ -277,7 +309,7 @@ class _Shown:
 
     def add_row(self, row: _Row) -> None:
         self.pcs.append(row.pc)
-        self.lines.append((row.line, row.alp))
+        self.items.append(row.item)
         self.ids += row.ids
         if row.alp_id is not None:
             self.alp_ids.append(row.alp_id)
@@ -286,14 +318,14 @@ class _Shown:
         self.mnemonics.append(row.mnemonic)
 
     def fields(self) -> dict:
-        return {"pcs": tuple(self.pcs), "lines": tuple(self.lines),
+        return {"pcs": tuple(self.pcs), "blocks": ((None, tuple(self.items)),),
                 "alp_ids": tuple(dict.fromkeys(self.alp_ids)),
                 "categories": tuple(dict.fromkeys(self.categories)),
                 "signals": tuple(dict.fromkeys(self.signals)),
                 "mnemonics": tuple(dict.fromkeys(self.mnemonics))}
 
 
-def _instructions(workload: Workload, rows: np.ndarray, alp_lines: AlpLines,
+def _instructions(workload: Workload, rows: np.ndarray, alp_records: AlpRecordsFn,
                   marked: np.ndarray, memo: Rows) -> _Shown:
     """The rows' renderings (each row rendered once per brief, its arrays read at once)."""
     profile = workload.profile
@@ -302,9 +334,9 @@ def _instructions(workload: Workload, rows: np.ndarray, alp_lines: AlpLines,
         pcs = profile.pc[missing].tolist()
         columns = zip(missing.tolist(), pcs, profile.value[missing].tolist(),
                       profile.mnemonic[missing].tolist(), marked[missing].tolist(),
-                      alp_lines(pcs), strict=True)
-        for r, pc, value, mnemonic, hit, shown in columns:
-            memo[r] = _render_row(workload, r, pc, value, mnemonic, hit, shown)
+                      profile.function[missing].tolist(), alp_records(pcs), strict=True)
+        for r, pc, value, mnemonic, hit, function, record in columns:
+            memo[r] = _render_row(workload, r, pc, value, mnemonic, hit, function, record)
     out = _Shown()
     for r in rows.tolist():
         out.add_row(memo[r])
@@ -312,16 +344,15 @@ def _instructions(workload: Workload, rows: np.ndarray, alp_lines: AlpLines,
 
 
 def _render_row(workload: Workload, r: int, pc: int, value: int, mnemonic: int, hit: bool,
-                shown: tuple[str, AlpRecord] | None) -> _Row:
+                function: int, record: AlpRecord | None) -> _Row:
     profile = workload.profile
     cats = tuple(workload.patterns.categories_at(pc)) if hit else ()
-    pats = tuple(pat_id(c, pc) for c in cats)
-    tag = f"  {' '.join(pats)}" if pats else ""
     share = value / profile.total if profile.total else 0.0
-    line = f"{pc_id(pc)}  {profile.asm(r)}  share {share:.3%}{tag}"
-    return _Row(pc, line, shown[0] if shown is not None else None, (pc_id(pc), *pats),
-                alp_id(pc) if shown is not None else None, cats,
-                tuple(alp_signals(shown[1])) if shown is not None else (),
+    fn = profile.functions[function].id if function >= 0 else None
+    item = Shown(pc, profile.asm(r), share, cats, record, fn)
+    return _Row(pc, item, (pc_id(pc), *(pat_id(c, pc) for c in cats)),
+                alp_id(pc) if record is not None else None, cats,
+                tuple(alp_signals(record)) if record is not None else (),
                 profile.mnemonics[mnemonic])
 
 
@@ -366,7 +397,7 @@ def _guides(parts: Sequence[Part], candidates: Sequence[Candidate], k: int,
              for sid in sections_for(c.category, c.mechanism.kind if c.mechanism else None)]
     found = [sections[sid] for sid in dict.fromkeys(named) if sid in sections][:k]
     if found:
-        return tuple((g.id, g.heading, _excerpt(g.text)) for g in found)
+        return tuple((g.id, g.heading, g.text) for g in found)
     if search is None:
         return ()
     kinds = [c.mechanism.kind for c in candidates if c.mechanism is not None]
@@ -374,9 +405,4 @@ def _guides(parts: Sequence[Part], candidates: Sequence[Candidate], k: int,
     if not query:
         return ()
     hits = search(query, k)
-    return tuple((gid, heading, _excerpt(text)) for gid, heading, text in hits[:k])
-
-
-def _excerpt(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= GUIDE_EXCERPT else flat[: GUIDE_EXCERPT - 1] + "…"
+    return tuple(hits[:k])

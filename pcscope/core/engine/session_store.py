@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pcscope.core.engine.calls import CallRecord, ToolUse
+from pcscope.core.errors import InputError
 
 SCHEMA_VERSION = 1
 
@@ -38,7 +39,8 @@ CREATE TABLE IF NOT EXISTS calls (
     fetched TEXT NOT NULL, tools TEXT NOT NULL, raw TEXT NOT NULL, error TEXT,
     accepted TEXT NOT NULL, rejections TEXT NOT NULL, input_tokens INTEGER NOT NULL,
     output_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL, seconds REAL NOT NULL,
-    started REAL, finished REAL, PRIMARY KEY (run, id));
+    started REAL, finished REAL, cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (run, id));
 CREATE INDEX IF NOT EXISTS calls_seq ON calls (run, seq);
 CREATE TABLE IF NOT EXISTS findings (
     id TEXT NOT NULL, run INTEGER NOT NULL, call TEXT NOT NULL, body TEXT NOT NULL,
@@ -55,6 +57,29 @@ CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS verdicts (
     idea TEXT PRIMARY KEY, verdict TEXT NOT NULL, note TEXT NOT NULL, updated REAL NOT NULL);
 """
+
+
+class SessionError(InputError):
+    """The session file cannot be used: damaged (``damaged``: --fresh moves it aside),
+    unwritable or on a full disk."""
+
+    def __init__(self, path: Path, what: str, damaged: bool = False) -> None:
+        super().__init__(str(path), None, what)
+        self.damaged = damaged
+
+    @classmethod
+    def of(cls, path: Path, exc: sqlite3.Error) -> SessionError:
+        text = str(exc).lower()
+        if "not a database" in text or "malformed" in text:
+            return cls(path, "session store is corrupt; rerun with --fresh to move it aside "
+                       "and start a new one", damaged=True)
+        if "full" in text:
+            return cls(path, "session store cannot be written: disk full")
+        if "i/o" in text:   # what SQLite says when a write fails (EFBIG, ENOSPC, EIO)
+            return cls(path, "session store cannot be written: disk I/O error (disk full?)")
+        if "readonly" in text or "unable to open" in text:
+            return cls(path, f"session store is unwritable ({exc})")
+        return cls(path, f"session store error ({exc})")
 
 
 def default_path(index_root: Path, profile_path: str | Path) -> Path:
@@ -82,14 +107,52 @@ class SessionStore:
     """One connection per store object; open one per thread (SQLite connections are not
     shared across threads)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, fresh: bool = False) -> None:
+        """Open (or create) the store. A damaged file is an error naming it; with ``fresh``
+        it is moved aside (``<name>.damaged-<time>``) and a new store started instead."""
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
-        self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+        try:
+            self._db = self._open()
+        except SessionError as exc:
+            if not (fresh and exc.damaged):
+                raise
+            self.path.replace(self.path.with_name(f"{self.path.name}.damaged-{int(time.time())}"))
+            for suffix in ("-wal", "-shm"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            self._db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        if self.path.is_dir():
+            raise SessionError(self.path, "is a directory, not a session file")
+        with self._errors():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                db.executescript(_SCHEMA)
+                columns = {r[1] for r in db.execute("PRAGMA table_info(calls)")}
+                # A store written before cache writes were counted apart gains the column.
+                if "cache_write_tokens" not in columns:
+                    db.execute("ALTER TABLE calls ADD COLUMN cache_write_tokens INTEGER NOT "
+                               "NULL DEFAULT 0")
+                db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)",
+                           (str(SCHEMA_VERSION),))
+                db.execute("SELECT COUNT(*) FROM runs").fetchone()
+            except BaseException:
+                db.close()
+                raise
+        return db
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """SQLite's and the OS's errors as a SessionError naming the file and the cause."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise SessionError.of(self.path, exc) from None
+        except OSError as exc:
+            raise SessionError(self.path, f"cannot write ({exc.strerror or exc})") from None
 
     def close(self) -> None:
         self._db.close()
@@ -102,13 +165,15 @@ class SessionStore:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+        with self._errors():
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     # -- runs ----------------------------------------------------------------------------
     def start_run(self, key: str, profile: str, model: str, settings: dict[str, Any]) -> int:
@@ -164,7 +229,7 @@ class SessionStore:
         with self._tx() as db:
             db.executemany(
                 "INSERT OR REPLACE INTO calls VALUES "
-                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [_row(record, seq) for record, seq in records],
             )
 
@@ -256,18 +321,19 @@ def _row(record: CallRecord, seq: int) -> tuple:
             json.dumps(record.tools_json()), record.raw, record.error,
             json.dumps(record.accepted), json.dumps(record.rejections), record.input_tokens,
             record.output_tokens, record.cached_tokens, record.seconds, record.started,
-            record.finished)
+            record.finished, record.cache_write_tokens)
 
 
 def _call_of(row: tuple) -> CallRecord:
     (cid, run, _seq, wave, parent, key, model, title, status, given, brief, seed, fetched,
      tools, raw, error, accepted, rejections, inp, out, cached, seconds, started,
-     finished) = row
+     finished, written) = row
     return CallRecord(
         id=cid, run=run, wave=wave, parent=parent, key=key, model=model, title=title,
         status=status, given=json.loads(given), brief=brief, seed=json.loads(seed),
         fetched=json.loads(fetched), tools=[ToolUse(**t) for t in json.loads(tools)],
         raw=raw, error=error, accepted=json.loads(accepted),
         rejections=json.loads(rejections), input_tokens=inp, output_tokens=out,
-        cached_tokens=cached, seconds=seconds, started=started, finished=finished,
+        cached_tokens=cached, cache_write_tokens=written, seconds=seconds, started=started,
+        finished=finished,
     )

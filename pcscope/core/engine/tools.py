@@ -12,18 +12,20 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pcscope.core.alp_columns import AlpRecords
 from pcscope.core.contract.backend import ToolResult, ToolSpec
 from pcscope.core.contract.findings import Finding
+from pcscope.core.engine import evidence_text
 from pcscope.core.engine.calls import ToolUse
 from pcscope.core.engine.system_prompt import compact
 from pcscope.core.errors import EvidenceError, PcscopeError
 from pcscope.core.evidence import Evidence, EvidenceStore
 from pcscope.core.ids import alp_id, kind_of, parse_pc, pat_id, pc_id, pc_of
+from pcscope.core.mechanisms import number
 
 if TYPE_CHECKING:
     from pcscope.core.alp import AlpRecord
@@ -79,10 +81,15 @@ class GroupArgs(_Args):
     limit: int = Field(20, ge=1, le=50)
 
 
+_Short = Annotated[str, Field(max_length=24)]    # a PC
+_Id = Annotated[str, Field(max_length=120)]      # an evidence ID
+
+
 class AlpArgs(_Args):
     """Aggregated ALP (simulator) records of exact PCs, figures rounded to 3 digits."""
 
-    pc: str | list[str] = Field(description="one 0x-hex PC or a list of up to 16")
+    pc: str | list[_Short] = Field(max_length=24,
+                                   description="one 0x-hex PC or a list of up to 16")
 
     @model_validator(mode="after")
     def _bounded(self) -> AlpArgs:
@@ -115,7 +122,7 @@ class RememberArgs(_Args):
     """Store IDs you may cite under a name (set:<name>) that later calls can fetch."""
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,39}$")
-    ids: list[str] = Field(min_length=1, max_length=64)
+    ids: list[_Id] = Field(min_length=1, max_length=64)
 
 
 ARGS: dict[str, type[_Args]] = {
@@ -142,15 +149,13 @@ class ToolError(PcscopeError):
 
 
 class AlpRenderings:
-    """Each PC's ALP record rendered once per run (rounded figures): the data a tool returns,
-    and the compact line a brief or a tool answer shows."""
-
-    _BRIEF_DROP = ("id", "pc", "asm", "matched", "loops")
+    """Each PC's ALP record rendered once per run (rounded figures): the data and the full
+    line the ``alp`` tool returns (briefs show the compact form of ``evidence_text``)."""
 
     def __init__(self, store: EvidenceStore) -> None:
         self._table = store.workload.alp
         self._records: dict[int, AlpRecord] = {}
-        self._cache: dict[int, tuple[dict[str, Any], str, str]] = {}
+        self._cache: dict[int, tuple[dict[str, Any], str]] = {}
 
     def preload(self, pcs: Iterable[int]) -> None:
         """Build the records of ``pcs`` ahead. The table builds records far faster in one
@@ -177,16 +182,14 @@ class AlpRenderings:
             self._records[pc] = self._table.records[pc]
         return self._records[pc]
 
-    def get(self, pc: int) -> tuple[dict[str, Any], str, str] | None:
-        """(record as JSON data, full line, brief line) or None without a record."""
+    def get(self, pc: int) -> tuple[dict[str, Any], str] | None:
+        """(record as JSON data, full line) or None without a record."""
         record = self.record(pc)
         if record is None:
             return None
         if pc not in self._cache:
             data = record.to_json(rounded=True)
-            brief = {k: v for k, v in data.items() if k not in self._BRIEF_DROP}
-            self._cache[pc] = (data, f"{record.id} {compact(data)}",
-                               f"{record.id} {compact(brief)}")
+            self._cache[pc] = (data, f"{record.id} {compact(data)}")
         return self._cache[pc]
 
 
@@ -252,9 +255,12 @@ class ToolBox:
         try:
             model = ARGS.get(name)
             if model is None:
-                raise ToolError(f"unknown tool {name!r} (tools: {', '.join(ARGS)})")
+                raise ToolError(f"unknown tool {_capped(name)!r} (tools: {', '.join(ARGS)})")
             request = model.model_validate(args)
-            if name in ("search", "regex", "group"):
+            if name == "regex":   # the one query whose work can grow long: it stops itself
+                deadline = time.monotonic() + QUERY_SECONDS
+                result = await asyncio.to_thread(self._regex, request, deadline)
+            elif name in ("search", "group"):   # bounded by query length and limits
                 result = await asyncio.wait_for(
                     asyncio.to_thread(getattr(self, f"_{name}"), request), QUERY_SECONDS)
             else:
@@ -270,8 +276,8 @@ class ToolBox:
             if evidence_id not in self.allowed:
                 self.allowed.add(evidence_id)
                 self.fetched.append(evidence_id)
-        use = ToolUse(name, dict(args), list(result.ids), result.error, result.text,
-                      round(time.perf_counter() - started, 6))
+        use = ToolUse(_capped(name), _capped(args), list(result.ids), result.error,
+                      result.text, round(time.perf_counter() - started, 6))
         self.log.append(use)
         if self._on_use is not None:
             self._on_use(use)
@@ -284,20 +290,16 @@ class ToolBox:
             view = self.store.asm_around(pc, req.before, req.after)
         except EvidenceError as exc:
             raise ToolError(str(exc)) from None
-        ids = [view.window]
         fn = self.store.function_of(pc)
-        if fn is not None:
-            ids.append(fn.id)
-        lines = [f"{view.window} {fn.id if fn else '(no function)'}"]
-        rows = []
-        for ins in view.instructions:
-            pats = [pat_id(c, ins.pc) for c in ins.patterns]
-            ids += [pc_id(ins.pc), *pats]
-            mark = ">" if ins.pc == pc else " "
-            tag = f"  {' '.join(pats)}" if pats else ""
-            lines.append(f"{mark} {pc_id(ins.pc)}  {ins.asm}  share {ins.share:.3%}{tag}")
-            rows.append(self._row_data(ins.row))
-        return ToolResult("\n".join(lines), {"window": view.window, "instructions": rows},
+        rows = [ins.row for ins in view.instructions]
+        first = self.store.profile.function[rows[0]] if rows else -1
+        first_fn = self.store.profile.functions[int(first)].id if first >= 0 else None
+        items = evidence_text.items_of(self.store.workload, rows, self.shared.alp.record, mark=pc)
+        lines = [f"{view.window} {first_fn or '(no function)'} (> = {pc_id(pc)})",
+                 *evidence_text.instruction_lines(items, self.store.profile.basis, first_fn)]
+        ids = [view.window, *([fn.id] if fn else []), *_item_ids(items)]
+        return ToolResult("\n".join(lines),
+                          {"window": view.window, "instructions": [self._row_data(r) for r in rows]},
                           tuple(dict.fromkeys(ids)))
 
     def _window(self, req: WindowArgs) -> ToolResult:
@@ -309,25 +311,42 @@ class ToolBox:
         if len(rows) > MAX_WINDOW_ROWS:
             hottest = sorted(rows.tolist(), key=lambda r: (-int(profile.value[r]), r))
             rows = sorted(hottest[:MAX_WINDOW_ROWS])
+        rows = [int(r) for r in rows]
         fn = self.store.function_of(win.first_pc)
-        ids = [win.id] + ([fn.id] if fn else [])
-        lines = [f"window {win.id} {fn.id if fn else '(no function)'}: weight {win.weight:.3%}, "
-                 f"{win.n} instructions, showing {len(rows)} (A = has an ALP record)"]
-        data = []
-        for r in rows:
-            row = self._row_data(int(r))
-            pats = [pat_id(c, row["pc"]) for c in row["patterns"]]
-            ids += [pc_id(row["pc"]), *pats]
-            tag = f"  {' '.join(pats)}" if pats else ""
-            flag = "A" if row["alp"] else " "
-            lines.append(f"{flag} {pc_id(row['pc'])}  {row['asm']}  share {row['share']:.3%}{tag}")
-            data.append(row)
+        items = evidence_text.items_of(self.store.workload, rows, self.shared.alp.record)
+        lines = [f"window {win.id} {fn.id if fn else '(no function)'}: weight "
+                 f"{evidence_text.share_text(win.weight, profile.basis)}, {win.n} instructions, "
+                 f"showing {len(rows)}",
+                 *evidence_text.instruction_lines(items, profile.basis, fn.id if fn else None)]
+        ids = [win.id, *([fn.id] if fn else []), *_item_ids(items)]
         module = profile.modules[win.module] if win.module >= 0 else None
+        mechanisms = self._mechanisms([int(profile.pc[r]) for r in rows])
+        for m in mechanisms:
+            ids.append(m["id"])
+            lines.append(f"mechanism {m['id']}: own share {m['share']:.3%} over "
+                         f"{m['sites']} site(s); " + "; ".join(
+                             f"{x['name']} {number(x['value'])}" for x in m["metrics"]))
         return ToolResult("\n".join(lines),
                           {"window": win.id, "function": fn.id if fn else None,
                            "function_name": fn.name if fn else None, "module": module,
-                           "weight": win.weight, "n": win.n, "instructions": data},
+                           "weight": win.weight, "n": win.n, "basis": profile.basis,
+                           "instructions": [self._row_data(r) for r in rows],
+                           "mechanisms": mechanisms},
                           tuple(dict.fromkeys(ids)))
+
+    def _mechanisms(self, pcs: list[int]) -> list[dict[str, Any]]:
+        """The mechanisms with a site in ``pcs``, as data: kind, own share, sites (the
+        hottest first, key PCs), functions, metrics and the checks that passed."""
+        table = self.store.workload.mechanisms
+        found = {m.id: m for pc in pcs for m in table.at(pc)}
+        return [{
+            "id": m.id, "kind": m.kind, "category": m.category, "share": m.share,
+            "sites": len(m.sites), "functions": list(m.functions[:8]),
+            "site_pcs": [[s.pc, *[p for p in s.pcs if p != s.pc]] for s in m.sites[:12]],
+            "metrics": [{"name": x.name, "value": x.value, "unit": x.unit, "how": x.how}
+                        for x in m.metrics],
+            "checks": list(m.checks),
+        } for m in sorted(found.values(), key=lambda m: (-m.share, m.id))]
 
     def _row_data(self, row: int) -> dict[str, Any]:
         profile = self.store.profile
@@ -346,8 +365,9 @@ class ToolBox:
         result = self.shared.queries.search(req.query, limit=req.limit)
         return self._hits(f"search {req.query!r}", result)
 
-    def _regex(self, req: RegexArgs) -> ToolResult:
-        result = self.shared.queries.regex(req.pattern, field=req.field, limit=req.limit)
+    def _regex(self, req: RegexArgs, deadline: float | None = None) -> ToolResult:
+        result = self.shared.queries.regex(req.pattern, field=req.field, limit=req.limit,
+                                           deadline=deadline)
         return self._hits(f"regex {req.pattern!r} on {req.field}", result)
 
     def _hits(self, what: str, result: SearchResult) -> ToolResult:
@@ -380,7 +400,7 @@ class ToolBox:
             if rendered is None:
                 lines.append(f"{alp_id(pc)}: no ALP record")
                 continue
-            data, line, _brief = rendered
+            data, line = rendered
             records.append(data)
             ids.append(alp_id(pc))
             lines.append(line)
@@ -437,10 +457,43 @@ class ToolBox:
 
 
 def search_guides(shared: SharedMemory, query: str, k: int) -> list[tuple[str, str, str]]:
-    """(id, heading, text excerpt) of the best guide sections for ``query`` (BM25)."""
-    if not shared.store.workload.guides:
+    """(id, heading, whole text) of the best guide sections for ``query`` (BM25); each
+    prompt cuts the text its own way."""
+    guides = shared.store.workload.guides
+    if not guides:
         return []
-    return [(h.id, h.heading, h.text) for h in shared.queries.search_guides(query, k=k).hits]
+    text = {s.id: s.text for s in guides}
+    return [(h.id, h.heading, text.get(h.id, h.text))
+            for h in shared.queries.search_guides(query, k=k).hits]
+
+
+def _item_ids(items: list[evidence_text.Shown]) -> list[str]:
+    """The IDs an instruction line makes citable: its PC, its patterns, its ALP record."""
+    ids: list[str] = []
+    for item in items:
+        ids += [pc_id(item.pc), *(pat_id(c, item.pc) for c in item.patterns)]
+        if item.alp is not None:
+            ids.append(alp_id(item.pc))
+    return ids
+
+
+MAX_LOGGED = 200   # characters of one string a model sent that the call log keeps
+MAX_LOGGED_ITEMS = 64
+
+
+def _capped(value: Any, depth: int = 0) -> Any:
+    """What a model sent (a tool name, its arguments), cut to a bounded size before it is
+    echoed or logged: a model can send a megabyte of anything."""
+    if isinstance(value, str):
+        return value if len(value) <= MAX_LOGGED else value[:MAX_LOGGED] + "…"
+    if depth >= 4:
+        return "…"
+    if isinstance(value, dict):
+        items = list(value.items())[:MAX_LOGGED_ITEMS]
+        return {_capped(str(k)): _capped(v, depth + 1) for k, v in items}
+    if isinstance(value, list | tuple):
+        return [_capped(v, depth + 1) for v in value[:MAX_LOGGED_ITEMS]]
+    return value
 
 
 def _error(message: str) -> ToolResult:
