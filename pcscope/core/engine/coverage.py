@@ -1,6 +1,13 @@
 """The report's coverage table: the top functions and mechanisms, and for each whether an
-idea came of it, or why not — cold (outside the selection, never examined), healthy
-figures (examined, nothing costly found) or out of budget (left out by the call bound)."""
+idea came of it, or why not:
+
+- healthy figures: examined, and the simulator's figures at its PCs show nothing costly;
+- no rule matched: examined, but nothing was measured there (no ALP) and no code-shape
+  rule fired — not a verdict of health;
+- out of budget: a candidate the call bound left out;
+- not a candidate: hot, but with no pattern, mechanism or measured cost to examine;
+- outside the hot selection (cold).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +22,9 @@ if TYPE_CHECKING:
 
 TOP_FUNCTIONS = 10
 TOP_MECHANISMS = 10
-IDEA, COLD, HEALTHY, OUT_OF_BUDGET = "idea", "cold", "healthy figures", "out of budget"
+IDEA, COLD, HEALTHY, OUT_OF_BUDGET = "idea", "outside the hot selection", "healthy figures", "out of budget"
+NO_RULE = "no rule matched (nothing measured)"
+NOT_CANDIDATE = "not a candidate (no pattern, mechanism or measured cost)"
 
 
 @dataclass(frozen=True)
@@ -24,7 +33,7 @@ class CoverageRow:
     id: str
     name: str
     share: float  # own share of the profile total
-    status: str  # IDEA, COLD, HEALTHY or OUT_OF_BUDGET
+    status: str  # IDEA, HEALTHY, NO_RULE, OUT_OF_BUDGET, NOT_CANDIDATE or COLD
     ideas: tuple[int, ...]  # ranks (1-based) of the ideas about it
 
     def to_json(self) -> dict:
@@ -43,6 +52,8 @@ def coverage_rows(result: RunResult, workload: Workload) -> list[CoverageRow]:
         if plan else set()
     left_mechs = {c.id for c in plan.left_out} if plan else set()
     mechanisms = list(workload.mechanisms)
+    selected = frozenset(result.selection.windows)
+    alp = workload.alp
     idea_functions = [_functions(workload, idea) for idea in result.ideas]
     rows = []
     top = sorted((f for f in profile.functions if f.value > 0),
@@ -53,24 +64,37 @@ def coverage_rows(result: RunResult, workload: Workload) -> list[CoverageRow]:
         in_mechs = {m.id for m in mechanisms if fn.name in m.functions}
         examined = bool(windows & examined_windows or in_mechs & examined_mechs)
         left = bool(windows & left_windows or in_mechs & left_mechs)
+        measured = _measured(alp, profile.pc[profile.function_rows(fn.index)])
         rows.append(CoverageRow("function", fn.id, fn.name or fn.id, fn.weight,
-                                _status(ranks, examined, left), ranks))
+                                _status(ranks, examined, left, measured,
+                                        bool(windows & selected)), ranks))
     for m in mechanisms[:TOP_MECHANISMS]:
         pcs = set(m.pcs)
         ranks = tuple(n for n, idea in enumerate(result.ideas, 1)
                       if m.id in idea.mechanisms or pcs & set(idea.pcs))
+        sites = {int(profile.window[r]) for r in
+                 (profile.row_of(pc) for pc in m.pcs) if r is not None}
         rows.append(CoverageRow("mechanism", m.id, f"{m.kind} ({m.category})", m.share,
-                                _status(ranks, m.id in examined_mechs, m.id in left_mechs),
+                                _status(ranks, m.id in examined_mechs, m.id in left_mechs,
+                                        _measured(alp, m.pcs), bool(sites & selected)),
                                 ranks))
     return rows
 
 
-def _status(ranks: tuple[int, ...], examined: bool, left_out: bool) -> str:
+def _status(ranks: tuple[int, ...], examined: bool, left_out: bool, measured: bool,
+            selected: bool) -> str:
     if ranks:
         return IDEA
     if examined:
-        return HEALTHY
-    return OUT_OF_BUDGET if left_out else COLD
+        return HEALTHY if measured else NO_RULE
+    if left_out:
+        return OUT_OF_BUDGET
+    return NOT_CANDIDATE if selected else COLD
+
+
+def _measured(alp, pcs) -> bool:
+    """Whether the simulator measured any of these PCs (only then can figures be healthy)."""
+    return alp is not None and any(alp.get(int(pc)) is not None for pc in pcs)
 
 
 def _functions(workload: Workload, idea: Idea) -> set[int]:

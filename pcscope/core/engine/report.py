@@ -102,7 +102,8 @@ def markdown_report(report: dict, workload: Workload) -> str:
                    f"selected cycles ({coverage['candidates']:,} candidates, "
                    f"{coverage['calls']} first-wave calls); left out "
                    f"{coverage['left_out_count']:,} candidates holding "
-                   f"{coverage['left_out_share']:.2%} of the total")
+                   f"{coverage['left_out_share']:.2%} of the total; the rest of the selection "
+                   f"held no pattern, mechanism or measured cost to examine")
     if run["hints"]:
         out.append("- Engineers' notes: " + "; ".join(
             f"{h['id']} ({h['scope']}): {h['text']}" for h in run["hints"]))
