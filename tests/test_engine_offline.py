@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from engine_helpers import BZIP2, GUIDES, generated, mini_workload, run
+from engine_helpers import GUIDES, generated, mini_workload, run
 
 from pcscope.core.engine.report import build_report, markdown_report
 from pcscope.index.store import open_workload
@@ -97,9 +97,8 @@ def test_without_alp_hot_patterns_are_profile_only(tmp_path):
     assert all(i.confidence <= 0.3 for i in result.ideas)
 
 
-@pytest.mark.skipif(not BZIP2.exists(), reason="the real bzip2 profile is not here")
-def test_real_bzip2_profile_without_alp(tmp_path):
-    workload = open_workload(BZIP2, guides=GUIDES, index_dir=tmp_path / "idx")
+def test_real_bzip2_profile_without_alp(bzip2, tmp_path):
+    workload = open_workload(bzip2.profile, guides=GUIDES, index_dir=tmp_path / "idx")
     result = run(workload, session=tmp_path / "s.sqlite")
     assert result.ideas and result.rejected == []
     assert {i.basis for i in result.ideas} == {"profile-only"}

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-from engine_helpers import BZIP2, write_mini
+from engine_helpers import write_mini
 
 from pcscope.cli.main import main
 from pcscope.core.evidence import EvidenceStore
@@ -116,18 +115,17 @@ def test_analyze_the_bundled_planted_sample(tmp_path):
     assert all((t["category"], t["pc"]) in found for t in truth["planted"])
 
 
-@pytest.mark.skipif(not BZIP2.exists(), reason="the real bzip2 profile is not here")
-def test_analyze_the_real_bzip2_profile(tmp_path):
-    code, report, markdown = analyze(tmp_path, str(BZIP2))
+def test_analyze_the_real_bzip2_profile(bzip2, tmp_path):
+    code, report, markdown = analyze(tmp_path, str(bzip2.profile))
     assert code == 0 and report["ideas"]
-    workload = open_workload(BZIP2, guides=_bundled_guides(), index_dir=tmp_path / "idx")
+    workload = open_workload(bzip2.profile, guides=_bundled_guides(), index_dir=tmp_path / "idx")
     check_report(report, workload)
     assert {i["basis"] for i in report["ideas"]} == {"profile-only"}
     assert "No ALP record covers it" in markdown
 
 
 def _bundled_guides() -> list[str]:
-    from pcscope.cli.cmd_analyze import bundled_guides
+    from pcscope.samples import guides
 
-    return bundled_guides()
+    return [str(p) for p in guides()]
 
