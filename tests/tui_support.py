@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tui_data import Inputs, write_inputs
 
+from pcscope.core.inputs import Inputs as IndexInputs
 from pcscope.index.store import open_workload
 from pcscope.tui.app import PcscopeApp
 from pcscope.tui.config import TuiConfig
@@ -26,9 +27,9 @@ class Indexed:
     session: Path  # per test: state never leaks from one test into the next
 
     def request(self, **changes) -> OpenRequest:
-        base = dict(profile=self.inputs.profile, alp=self.inputs.alp,
-                    guides=(self.inputs.guide,), index_dir=self.index_dir, model="offline",
-                    session=self.session)
+        base = dict(inputs=IndexInputs(self.inputs.profile, self.inputs.alp,
+                                       (self.inputs.guide,)),
+                    index_dir=self.index_dir, model="offline", session=self.session)
         base.update(changes)
         return OpenRequest(**base)
 

@@ -9,7 +9,7 @@ from pcscope.cli.common import add_input_args, load_workload, positive_int, prin
 from pcscope.core.errors import UsageError
 
 if TYPE_CHECKING:  # the query layer imports polars and tantivy: only when a search runs
-    from pcscope.index.query import SearchResult
+    from pcscope.core.queries import SearchResult
 
 QUERY_HELP = """\
 query syntax (Tantivy): terms are AND-ed (ldr x17), "a phrase", a OR b, -term,
@@ -41,11 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pcscope.index.query import QueryEngine
-
     if args.field and not args.regex:
         raise UsageError("--field applies to --regex only")
-    engine = QueryEngine.of(load_workload(args))
+    engine = load_workload(args).queries
     if args.regex:
         result = engine.regex(args.query, args.field or "asm", args.limit)
     else:

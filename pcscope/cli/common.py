@@ -6,11 +6,15 @@ import argparse
 import json
 import sys
 from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pcscope.core.errors import UsageError
+from pcscope.core.inputs import Inputs, PathLike
 
 if TYPE_CHECKING:  # numpy and the profile model load only with a profile to read
+    from pcscope.core.engine.presets import Settings
     from pcscope.core.workload import Workload
 
 
@@ -82,24 +86,47 @@ def progress_status(first: str = "indexing"):
         yield lambda msg: status.update(f"{msg}…")
 
 
-def load_workload(args: argparse.Namespace, profile: str | None = None) -> Workload:
-    from pcscope.index.store import open_workload
-
+def inputs_of(args: argparse.Namespace, profile: PathLike | None = None) -> Inputs:
+    """The one input value of a command: PROFILE (or ``profile``) and the input options."""
     path = profile or args.profile
     if path is None:
         raise UsageError("no profile given")
+    return Inputs.of(path, alp=args.alp, guides=args.guide, mca=args.mca,
+                     merge_duplicates=args.merge_duplicates, skip_bad_lines=args.skip_bad_lines)
+
+
+def default_guides(settings: Settings) -> tuple[Path, ...]:
+    """No --guide: the preset's guides, else the bundled ones."""
+    from pcscope.samples import guides
+
+    return tuple(Path(g) for g in settings.guides) or tuple(guides())
+
+
+def chosen_inputs(args: argparse.Namespace, given: Inputs,
+                  guides: tuple[Path, ...] = ()) -> Inputs:
+    """Given only the profile, the newest current index built for it (with its ALP and
+    guides; stderr says which) serves; else the given inputs, with ``guides`` when they
+    name none."""
+    from pcscope.index.store import IndexStore
+
+    if given.only_profile() and not args.rebuild:
+        earlier = IndexStore.at(args.index_dir).latest_for(given)
+        if earlier is not None:
+            if not earlier.only_profile():
+                print(f"pcscope: using the index of {earlier.describe()}", file=sys.stderr)
+            return earlier
+    if guides and not given.guides:
+        return replace(given, guides=guides)
+    return given
+
+
+def load_workload(args: argparse.Namespace, guides: tuple[Path, ...] = ()) -> Workload:
+    """Open (or build) the index of the command's inputs (see ``chosen_inputs``)."""
+    from pcscope.index.store import IndexStore
+
+    inputs = chosen_inputs(args, inputs_of(args), guides)
     with progress_status() as say:
-        return open_workload(
-            path,
-            alp=args.alp,
-            guides=args.guide,
-            mca=args.mca,
-            index_dir=args.index_dir,
-            merge_duplicates=args.merge_duplicates,
-            skip_bad_lines=args.skip_bad_lines,
-            rebuild=args.rebuild,
-            progress=say,
-        )
+        return IndexStore.at(args.index_dir).open(inputs, rebuild=args.rebuild, progress=say)
 
 
 def print_json(data: object) -> None:

@@ -14,12 +14,13 @@ import numpy as np
 from pcscope.core.alp import AlpTable
 from pcscope.core.patterns import PatternTable, find_patterns
 from pcscope.core.profile import Profile
+from pcscope.core.queries import Queries
 from pcscope.core.readers.guides import GuideSection
 from pcscope.core.workload import Workload
 from pcscope.index.alp_store import load_alp, save_alp
 
 if TYPE_CHECKING:
-    from pcscope.index.store import Inputs
+    from pcscope.core.inputs import Inputs
 
 Progress = Callable[[str], None]
 
@@ -80,9 +81,17 @@ def load_parts(folder: Path, profile: Profile, inputs: Inputs) -> Workload:
         alp_loader=load_alp_part,
         text_loader=open_text,
         mca_loader=load_mca,
+        query_loader=query_engine,
         alp_path=inputs.alp,
         guide_paths=inputs.guides,
     )
+
+
+def query_engine(workload: Workload) -> Queries:
+    # polars loads with the engine, on the first query rather than when the index opens.
+    from pcscope.index.query import QueryEngine
+
+    return QueryEngine.of(workload)
 
 
 def open_text_index(target: Path, profile: Profile, sections: list[GuideSection], cls):

@@ -20,34 +20,13 @@ from pathlib import Path
 
 from pcscope import __version__
 from pcscope.core.errors import InputError
+from pcscope.core.inputs import Inputs, PathLike
 from pcscope.core.workload import Workload
 from pcscope.index import arrays
 from pcscope.index.parts import load_parts, save_parts
 
 FORMAT_VERSION = 1
 Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class Inputs:
-    profile: Path
-    alp: Path | None = None
-    guides: tuple[Path, ...] = ()
-    mca: Path | None = None
-    merge_duplicates: bool = False
-    skip_bad_lines: bool = False
-
-    def files(self) -> list[tuple[str, Path]]:
-        out = [("profile", self.profile)]
-        if self.alp:
-            out.append(("alp", self.alp))
-        out += [("guide", g) for g in self.guides]
-        if self.mca:
-            out.append(("mca", self.mca))
-        return out
-
-    def options(self) -> dict:
-        return {"merge_duplicates": self.merge_duplicates, "skip_bad_lines": self.skip_bad_lines}
 
 
 def default_root() -> Path:
@@ -82,47 +61,111 @@ def _meta(inputs: Inputs) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class IndexStore:
+    """The indexes under one root folder, one per set of inputs."""
+
+    root: Path
+
+    @classmethod
+    def at(cls, index_dir: PathLike | None = None) -> IndexStore:
+        return cls(Path(index_dir) if index_dir else default_root())
+
+    def home(self, inputs: Inputs) -> Path:
+        return self.root / index_key(inputs)
+
+    def is_current(self, inputs: Inputs) -> bool:
+        """Whether these inputs have a complete index that matches them (no build needed)."""
+        inputs.check()
+        return _matches(self.home(inputs) / "current", _meta(inputs))
+
+    def try_open(self, inputs: Inputs) -> Workload | None:
+        """The current index of these inputs as memory maps, or None when it must be built."""
+        return _load(self.home(inputs) / "current", inputs) if self.is_current(inputs) else None
+
+    def open(self, inputs: Inputs, *, rebuild: bool = False,
+             progress: Progress | None = None) -> Workload:
+        """Reopen the index of these inputs, or build it (atomically) when missing or stale."""
+        if not rebuild and (workload := self.try_open(inputs)) is not None:
+            return workload
+        home = self.home(inputs)
+        _swap(home, _build(home, inputs, _meta(inputs), progress or (lambda _m: None)))
+        return _load(home / "current", inputs)
+
+    def latest_for(self, inputs: Inputs) -> Inputs | None:
+        """The inputs of the newest current index of this profile with the same reader
+        options (it may hold an ALP, guides, llvm-mca), or None."""
+        profile = str(inputs.profile.resolve())
+        metas = [m for m in self.root.glob("*/current/meta.json")
+                 if (stored := _read_meta(m.parent)) is not None
+                 and stored.get("options") == inputs.options()
+                 and _profile_path(stored) == profile]
+        for meta_file in sorted(metas, key=_mtime, reverse=True):
+            earlier = _inputs_of(_read_meta(meta_file.parent) or {})
+            if earlier is not None and all(p.is_file() for _, p in earlier.files()) \
+                    and _matches(meta_file.parent, _meta(earlier)):
+                return earlier
+        return None
+
+
 def open_workload(
-    profile: str | os.PathLike,
+    profile: PathLike,
     *,
-    alp: str | os.PathLike | None = None,
-    guides: Sequence[str | os.PathLike] = (),
-    mca: str | os.PathLike | None = None,
-    index_dir: str | os.PathLike | None = None,
+    alp: PathLike | None = None,
+    guides: Sequence[PathLike] = (),
+    mca: PathLike | None = None,
+    index_dir: PathLike | None = None,
     merge_duplicates: bool = False,
     skip_bad_lines: bool = False,
     rebuild: bool = False,
     progress: Progress | None = None,
 ) -> Workload:
-    """Reopen the index of these inputs, or build it (atomically) when missing or stale."""
-    inputs = Inputs(
-        Path(profile),
-        Path(alp) if alp else None,
-        tuple(Path(g) for g in guides),
-        Path(mca) if mca else None,
-        merge_duplicates,
-        skip_bad_lines,
-    )
-    for _, p in inputs.files():
-        if not p.is_file():
-            raise InputError(str(p), None, "no such file" if not p.exists() else "not a file")
-    root = Path(index_dir) if index_dir else default_root()
-    home = root / index_key(inputs)
-    meta = _meta(inputs)
-    current = home / "current"
-    if not rebuild and _matches(current, meta):
-        return _load(current, inputs)
-    build = _build(home, inputs, meta, progress or (lambda _m: None))
-    _swap(home, build)
-    return _load(current, inputs)
+    """Open (building when needed) the index of these files: the library's short form of
+    ``IndexStore.at(index_dir).open(Inputs.of(...))``."""
+    inputs = Inputs.of(profile, alp=alp, guides=guides, mca=mca,
+                       merge_duplicates=merge_duplicates, skip_bad_lines=skip_bad_lines)
+    return IndexStore.at(index_dir).open(inputs, rebuild=rebuild, progress=progress)
+
+
+def _read_meta(folder: Path) -> dict | None:
+    try:
+        stored = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return stored if isinstance(stored, dict) else None
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _profile_path(meta: dict) -> str | None:
+    files = meta.get("files") or []
+    kind, fp = files[0] if files and len(files[0]) == 2 else (None, {})
+    return fp.get("path") if kind == "profile" and isinstance(fp, dict) else None
+
+
+def _inputs_of(meta: dict) -> Inputs | None:
+    """The inputs a stored index was built from (paths as stored: resolved)."""
+    paths: dict[str, list[Path]] = {"profile": [], "alp": [], "guide": [], "mca": []}
+    for kind, fp in meta.get("files", []):
+        if kind not in paths:
+            return None
+        paths[kind].append(Path(fp["path"]))
+    if len(paths["profile"]) != 1:
+        return None
+    options = meta.get("options", {})
+    return Inputs(paths["profile"][0], next(iter(paths["alp"]), None), tuple(paths["guide"]),
+                  next(iter(paths["mca"]), None),
+                  bool(options.get("merge_duplicates")), bool(options.get("skip_bad_lines")))
 
 
 def _matches(current: Path, meta: dict) -> bool:
-    try:
-        stored = json.loads((current / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return {k: stored.get(k) for k in meta} == meta
+    stored = _read_meta(current)
+    return stored is not None and {k: stored.get(k) for k in meta} == meta
 
 
 def _build(home: Path, inputs: Inputs, meta: dict, say: Progress) -> Path:

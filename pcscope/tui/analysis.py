@@ -200,7 +200,7 @@ class AnalysisController:
             self.screen.notify("nothing to export yet — run an analysis first",
                                severity="warning")
             return
-        default = f"{self.screen.request.profile.name.split('.')[0]}-pcscope.md"
+        default = f"{self.screen.request.inputs.profile.name.split('.')[0]}-pcscope.md"
 
         def chosen(path: str | None) -> None:
             if path:

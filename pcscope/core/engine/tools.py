@@ -26,7 +26,7 @@ from pcscope.core.ids import alp_id, kind_of, parse_pc, pat_id, pc_id, pc_of
 
 if TYPE_CHECKING:
     from pcscope.core.alp import AlpRecord
-    from pcscope.index.query import QueryEngine, SearchResult
+    from pcscope.core.queries import Queries, SearchResult
 
 MAX_TEXT = 12000  # characters of one tool answer
 MAX_WINDOW_ROWS = 96
@@ -199,16 +199,11 @@ class SharedMemory:
 
     def __post_init__(self) -> None:
         self.alp = AlpRenderings(self.store)
-        self._queries: QueryEngine | None = None
 
     @property
-    def queries(self) -> QueryEngine:
+    def queries(self) -> Queries:
         """Search, regex, grouping and guide retrieval over the workload's index."""
-        if self._queries is None:
-            from pcscope.index.query import QueryEngine
-
-            self._queries = QueryEngine.of(self.store.workload)
-        return self._queries
+        return self.store.workload.queries
 
     def add_finding(self, evidence: Evidence, finding: Finding) -> None:
         self.store.register(evidence)
