@@ -212,7 +212,7 @@ def model_judge(backend) -> Judge:
     async def judge(prompt: JudgePrompt) -> Judgment | None:
         ctx = TurnContext(f"judge.t{prompt.trial}.{prompt.order}", wave=0)
         outcome = await backend.ask(judge_task(prompt), no_tools, ctx)
-        return outcome.output  # type: ignore[return-value]
+        return outcome.output
 
     return judge
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -321,7 +322,8 @@ def _dependent_loads(profile: Profile, f: _Facts) -> _Hits:
         return _Hits("dependent-load", cand[:0])
     group = win[cand] * NREG + f.base[cand]
 
-    def last_write(upto: np.ndarray, side: str) -> tuple[np.ndarray, np.ndarray]:
+    def last_write(upto: np.ndarray, side: Literal["left", "right"]
+                   ) -> tuple[np.ndarray, np.ndarray]:
         i = np.searchsorted(key, group * n + upto, side) - 1
         ok = i >= 0
         i = np.maximum(i, 0)

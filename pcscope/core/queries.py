@@ -20,7 +20,7 @@ class _Model(BaseModel):
 
 
 class Hit(_Model):
-    """One instruction (formats.md §5 search hit, plus ``share`` and ``module``)."""
+    """One instruction (docs/formats.md §5 search hit, plus ``share`` and ``module``)."""
 
     id: str  # pc:0x…
     pc: str

@@ -21,7 +21,7 @@ patterns exist); they are limited in length, counted repetition and compiled siz
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from functools import cached_property
 
 import numpy as np
@@ -184,12 +184,13 @@ class QueryEngine:
     def _codes(self, by: str) -> tuple[np.ndarray, int]:
         """Per-row group codes (rows without a function/module: the last code) and count."""
         p = self.profile
-        codes, names = {
+        table: dict[str, tuple[np.ndarray, Sized]] = {
             "mnemonic": (p.mnemonic, p.mnemonics),
             "module": (p.module, p.modules),
             "function": (p.function, p.function_names),
             "window": (p.window, p.windows),
-        }[by]
+        }
+        codes, names = table[by]
         size = len(names) + 1
         return np.where(codes >= 0, codes, size - 1), size
 

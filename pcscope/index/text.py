@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -102,6 +103,13 @@ class GuideMatch:
     line: int
     score: float
     text: str  # the whole section text (callers bound it)
+
+
+def _stored(doc: tantivy.Document, name: str) -> Any:
+    value = doc.get_first(name)
+    if value is None:
+        raise UsageError(f"guide index document without {name!r}: rebuild the index")
+    return value
 
 
 @dataclass(frozen=True)
@@ -211,7 +219,7 @@ class TextIndex:
                                        order=tantivy.Order.Asc)  # fmt: skip
         addresses = [address for _, address in result.hits]
         rows = self._searcher.fast_field_values("row", addresses) if addresses else []
-        return np.array(rows, dtype=np.int64), int(result.count)
+        return np.array(rows, dtype=np.int64), int(result.count)  # type: ignore[attr-defined]
 
     def matching_rows(self, query: str) -> np.ndarray:
         """Every row the query matches, ascending."""
@@ -235,9 +243,9 @@ class TextIndex:
         out = []
         for score, address in result.hits:
             doc = self._guide_searcher.doc(address)
-            out.append(GuideMatch(doc.get_first("id"), doc.get_first("doc"),
-                                  doc.get_first("heading"), int(doc.get_first("line")),
-                                  float(score), doc.get_first("text")))  # fmt: skip
+            out.append(GuideMatch(_stored(doc, "id"), _stored(doc, "doc"),
+                                  _stored(doc, "heading"), int(_stored(doc, "line")),
+                                  float(score), _stored(doc, "text")))  # fmt: skip
         return out
 
 
@@ -252,7 +260,8 @@ def instruction_documents(profile: Profile) -> pl.Series:
     rank = np.empty(n, dtype=np.int64)
     rank[np.lexsort((profile.pc, -profile.samples))] = np.arange(n)
     base = AsmScan(profile.asm_column).memory_bases().astype(np.int64)
-    names = {  # per dictionary code, the JSON member ('' where a row has none)
+    names: dict[str, tuple[np.ndarray, Sequence[str]]] = {  # per dictionary code, the JSON
+        # member ('' where a row has none)
         "mnemonic": (profile.mnemonic, [isa.normalize_mnemonic(m) for m in profile.mnemonics]),
         "base": (base, _REGISTER_NAMES),
         "function": (profile.function, profile.function_names),
@@ -262,8 +271,8 @@ def instruction_documents(profile: Profile) -> pl.Series:
     parts = [pl.lit('{"asm":'), pl.lit(_json_strings(profile))]
     for name, values in (("row", np.arange(n)), ("rank", rank), ("samples", profile.samples)):
         parts += [pl.lit(f',"{name}":'), pl.lit(pl.Series(values)).cast(pl.String)]
-    for name, (codes, values) in names.items():
-        members = [f",{json.dumps(name)}:{json.dumps(v)}" for v in values]
+    for name, (codes, spelt) in names.items():
+        members = [f",{json.dumps(name)}:{json.dumps(v)}" for v in spelt]
         parts.append(pl.lit(_by_code(codes, members)))
     parts.append(pl.lit("}"))
     return pl.select(pl.concat_str(parts)).to_series()

@@ -1,4 +1,4 @@
-"""Accepted findings and the ideas the gatekeeper makes of them (formats.md §4)."""
+"""Accepted findings and the ideas the gatekeeper makes of them (docs/formats.md §4)."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ class Idea:
         return self.weight * self.confidence
 
     def to_json(self) -> dict:
-        """Exactly the keys of a report idea (formats.md §4)."""
+        """Exactly the keys of a report idea (docs/formats.md §4)."""
         return {
             "id": self.id,
             "title": self.title,

@@ -311,6 +311,7 @@ class Orchestrator:
         self.bus.publish(CallStarted(run=self.run_id, call=record.id))
         clock = time.perf_counter()
         review: Review | None = None
+        assert self._reviewer is not None  # _review calls this only with a reviewer
         try:
             review = await self._reviewer(list(self._accepted), self.store, wave, limit)
         except asyncio.CancelledError:  # _finish records it
@@ -366,8 +367,8 @@ class Orchestrator:
         return plans
 
     def _alp_line(self, pc: int) -> tuple[str, AlpRecord] | None:
-        rendered = self.shared.alp.get(pc)
-        return None if rendered is None else (rendered[2], self.shared.alp.record(pc))
+        rendered, record = self.shared.alp.get(pc), self.shared.alp.record(pc)
+        return None if rendered is None or record is None else (rendered[2], record)
 
     def _question_plan(self, question: Question, wave: int, n: int) -> CallPlan:
         accepted = question.finding

@@ -112,7 +112,7 @@ def resolve(name: str | None, overrides: dict[str, Any],
             config_dir: Path | None = None) -> Settings:
     """The preset ``name`` (default ``standard``) with every non-None override applied."""
     settings = load_preset(name or DEFAULT_PRESET, config_dir)
-    given = {k: (tuple(v) if isinstance(v, list) else v)
+    given: dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v)
              for k, v in overrides.items() if v is not None}
     unknown = set(given) - set(_TYPES)
     if unknown:

@@ -171,6 +171,7 @@ class AlpRenderings:
         if not self.has(pc):
             return None
         if pc not in self._records:
+            assert self._table is not None  # has(pc) without a table: already built
             self._records[pc] = self._table.records[pc]
         return self._records[pc]
 

@@ -248,7 +248,7 @@ class LineParser:
     def parse(self, buf: bytes, known: set[int], lines_before: int) -> Records:
         rows: list[tuple] = []
         asm: dict[int, str] = {}
-        self.from_micro_op: set[int] = set()
+        self.from_micro_op = set()
         for offset, raw in enumerate(buf.split(b"\n")):
             at = raw.find(PREFIX)
             if at < 0:

@@ -1,4 +1,4 @@
-"""Streaming reader of a raw ALP (JSON Lines, plain or gzip) into an AlpTable (formats.md §2).
+"""Streaming reader of a raw ALP (JSON Lines, plain or gzip) into an AlpTable (docs/formats.md §2).
 
 Speed: a ~17M-token file holds ~300k records, so there is no Python loop per line in the
 usual case: lines are taken in batches, decoded by a typed msgspec decoder (types,
@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import Annotated, Literal, cast
 
 import msgspec
 import numpy as np
@@ -258,7 +258,7 @@ _USUAL_PCS = re.compile(r"(?:0x[0-9a-f]{1,16}\n)*0x[0-9a-f]{1,16}")  # 64 bits a
 
 def _pc_value(spelt: str | int) -> int:
     """A PC as spelt in the file: a JSON integer, ``0x``-hex (any case) or decimal."""
-    if type(spelt) is int:
+    if isinstance(spelt, int):  # msgspec gives str | int: never a bool
         value = spelt
     elif _PC_TEXT.fullmatch(spelt):
         value = int(spelt, 16) if spelt[1:2] in ("x", "X") else int(spelt)
@@ -312,11 +312,12 @@ class _Reader:
         """Give new PC spellings their PC index (``0x2004``, ``0X2004``, ``8196`` share one);
         ValueError at the first that is not a 64-bit PC."""
         pc_index, of_value, values = self.pc_index, self.index_of_value, self.pc_values
+        texts = cast(list[str], spellings)  # unless a JSON integer makes join raise
         try:  # the usual spelling, checked for the whole batch by one regex pass
-            usual = _USUAL_PCS.fullmatch("\n".join(spellings)) is not None
+            usual = _USUAL_PCS.fullmatch("\n".join(texts)) is not None
         except TypeError:  # a PC spelt as a JSON integer
             usual = False
-        parsed = ([int(s, 16) for s in spellings] if usual
+        parsed = ([int(s, 16) for s in texts] if usual
                   else list(map(_pc_value, spellings)))
         for spelt, value in zip(spellings, parsed, strict=True):
             index = of_value.setdefault(value, len(values))

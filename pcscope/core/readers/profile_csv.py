@@ -1,4 +1,4 @@
-"""Profile CSV/TSV reader (formats.md §1): polars parses, numpy derives windows and weights.
+"""Profile CSV/TSV reader (docs/formats.md §1): polars parses, numpy derives windows and weights.
 
 Every problem is reported as ``InputError(file, line, what)``. Polars rows map to lines one
 to one (blank lines become all-null rows, which are skipped), so row ``i`` is line ``i + 2``.
