@@ -1,4 +1,4 @@
-"""Reports and the CLI: JSON exactly as formats.md §4, Markdown an engineer can forward,
+"""Reports and the CLI: JSON exactly as docs/formats.md §4, Markdown an engineer can forward,
 `pcscope analyze` / `calls` / `call` end to end."""
 
 from __future__ import annotations

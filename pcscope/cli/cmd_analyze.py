@@ -70,7 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--hint-file", metavar="FILE", action="append", default=[],
                    help="file of hints, one per line")
     o = p.add_argument_group("output and record")
-    o.add_argument("--json", metavar="FILE", help="JSON report (formats.md §4); '-' = stdout")
+    o.add_argument("--json", metavar="FILE", help="JSON report (docs/formats.md §4); '-' = stdout")
     o.add_argument("--markdown", metavar="FILE", help="Markdown report; '-' = stdout")
     o.add_argument("--session", metavar="FILE",
                    help="session store (default: <index dir>/sessions/<profile hash>.sqlite)")

@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --regex: match the instruction text (default) or the mnemonic")
     p.add_argument("--limit", type=positive_int, default=20, metavar="N",
                    help="at most N hits (default 20)")
-    p.add_argument("--json", action="store_true", help="machine-readable output (formats.md §5)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (docs/formats.md §5)")
     p.set_defaults(func=run)
 
 

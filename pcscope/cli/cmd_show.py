@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("pc", metavar="PC", help="instruction address, 0x-hex or decimal")
     p.add_argument("--before", type=int, default=8, metavar="N", help="instructions before")
     p.add_argument("--after", type=int, default=8, metavar="N", help="instructions after")
-    p.add_argument("--json", action="store_true", help="machine-readable output (formats.md §5)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (docs/formats.md §5)")
     p.set_defaults(func=run)
 
 

@@ -22,7 +22,7 @@ def add_input_args(parser: argparse.ArgumentParser, profile: bool = True) -> Non
     """PROFILE plus the reader options every profile-reading command takes."""
     if profile:
         parser.add_argument("profile", metavar="PROFILE",
-                            help="profile CSV/TSV, plain or .gz (formats.md §1)")
+                            help="profile CSV/TSV, plain or .gz (docs/formats.md §1)")
     parser.add_argument("--alp", metavar="FILE", help="raw ALP JSON Lines, plain or .gz")
     parser.add_argument("--guide", metavar="FILE", action="append", default=[],
                         help="guide (Markdown, text or PDF); repeat for several")

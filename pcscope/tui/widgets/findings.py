@@ -1,6 +1,6 @@
 """The findings pane: the run's ideas (best first), one idea in full, its evidence as links.
 
-Ideas are the report's idea objects (formats.md §4). The engineer's triage — accepted,
+Ideas are the report's idea objects (docs/formats.md §4). The engineer's triage — accepted,
 rejected or undecided, plus a note — lives beside them (kept in the session store by the
 screen); Enter on an evidence ID asks the screen to jump to it.
 """
