@@ -583,9 +583,9 @@ def test_allocate_is_exact_and_floored():
     assert sum(allocate(10**9 + 7, [0.3, 1e-9, 2.5, 0.7], 1)) == 10**9 + 7
 
 
-def test_bundled_planted_matches_the_generator(tmp_path):
+def test_bundled_planted_matches_the_generator(planted_sample, tmp_path):
     """The committed data is what the code makes (regenerate the bundles after changes)."""
-    s = bundled("planted")
+    s = planted_sample
     truth = json.loads(s.truth.read_text())
     generate(Options("planted", truth["seed"], tmp_path))
     for name in ("profile.csv.gz", "alp.jsonl.gz"):  # content, not zlib's bytes

@@ -13,17 +13,16 @@ from pcscope.cli.cmd_open import request_of
 from pcscope.cli.main import build_parser, main
 from pcscope.core.errors import InputError
 from pcscope.core.inputs import Inputs
-from pcscope.samples import bundled
 from pcscope.tui.app import PcscopeApp
 from pcscope.tui.config import TuiConfig
 from pcscope.tui.launch import OpenRequest
 from pcscope.tui.screens.indexing import IndexingCancelled, IndexingScreen
 
 
-def test_no_profile_opens_the_bundled_sample_with_its_alp_and_guides() -> None:
+def test_no_profile_opens_the_bundled_sample_with_its_alp_and_guides(sample_c) -> None:
     args = build_parser().parse_args(["open"])
     request = request_of(args)
-    sample = bundled("C")
+    sample = sample_c
     assert request.inputs.profile == Path(sample.profile)
     assert request.inputs.alp == Path(sample.alp)
     assert request.inputs.guides == tuple(Path(g) for g in sample.guides)
