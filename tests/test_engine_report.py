@@ -119,5 +119,3 @@ def test_analyze_the_real_bzip2_profile(bzip2, bundled_guides, tmp_path):
     check_report(report, workload)
     assert {i["basis"] for i in report["ideas"]} == {"profile-only"}
     assert "No ALP record covers it" in markdown
-
-
