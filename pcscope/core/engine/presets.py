@@ -13,10 +13,11 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from pcscope.core.bundled import bundled_path
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.errors import InputError, UsageError
 
-BUNDLED = Path(__file__).with_name("presets")
+BUNDLED = bundled_path("pcscope.core.engine", "presets")
 DEFAULT_PRESET = "standard"
 
 
