@@ -86,24 +86,24 @@ class IndexStore:
     def open(self, inputs: Inputs, *, rebuild: bool = False,
              progress: Progress | None = None) -> Workload:
         """Reopen the index of these inputs, or build it (atomically) when missing or stale."""
-        if not rebuild and (workload := self.try_open(inputs)) is not None:
-            return workload
-        home = self.home(inputs)
-        _swap(home, _build(home, inputs, _meta(inputs), progress or (lambda _m: None)))
+        inputs.check()
+        home, meta = self.home(inputs), _meta(inputs)  # fingerprints: each file hashed once
+        if rebuild or not _matches(home / "current", meta):
+            _swap(home, _build(home, inputs, meta, progress or (lambda _m: None)))
         return _load(home / "current", inputs)
 
     def latest_for(self, inputs: Inputs) -> Inputs | None:
         """The inputs of the newest current index of this profile with the same reader
         options (it may hold an ALP, guides, llvm-mca), or None."""
-        profile = str(inputs.profile.resolve())
-        metas = [m for m in self.root.glob("*/current/meta.json")
-                 if (stored := _read_meta(m.parent)) is not None
-                 and stored.get("options") == inputs.options()
-                 and _profile_path(stored) == profile]
-        for meta_file in sorted(metas, key=_mtime, reverse=True):
+        profile = inputs.profile.resolve()
+        found = []
+        for meta_file in self.root.glob("*/current/meta.json"):
             earlier = _inputs_of(_read_meta(meta_file.parent) or {})
-            if earlier is not None and all(p.is_file() for _, p in earlier.files()) \
-                    and _matches(meta_file.parent, _meta(earlier)):
+            if earlier is not None and earlier.profile == profile \
+                    and earlier.options() == inputs.options():
+                found.append((_mtime(meta_file), earlier))
+        for _, earlier in sorted(found, key=lambda f: f[0], reverse=True):
+            if all(p.is_file() for _, p in earlier.files()) and self.is_current(earlier):
                 return earlier
         return None
 
@@ -142,19 +142,14 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
-def _profile_path(meta: dict) -> str | None:
-    files = meta.get("files") or []
-    kind, fp = files[0] if files and len(files[0]) == 2 else (None, {})
-    return fp.get("path") if kind == "profile" and isinstance(fp, dict) else None
-
-
 def _inputs_of(meta: dict) -> Inputs | None:
     """The inputs a stored index was built from (paths as stored: resolved)."""
     paths: dict[str, list[Path]] = {"profile": [], "alp": [], "guide": [], "mca": []}
-    for kind, fp in meta.get("files", []):
-        if kind not in paths:
-            return None
-        paths[kind].append(Path(fp["path"]))
+    try:
+        for kind, fp in meta.get("files", []):
+            paths[kind].append(Path(fp["path"]))
+    except (KeyError, TypeError, ValueError):  # not a meta.json this version wrote
+        return None
     if len(paths["profile"]) != 1:
         return None
     options = meta.get("options", {})
