@@ -66,6 +66,8 @@ class GuideHit(_Model):
     score: float
     text: str  # the section text, cut to GUIDE_EXCERPT characters
     cut: bool  # whether the text was cut
+    snippet: str = ""  # the best fragment for the query
+    highlights: list[tuple[int, int]] = []  # matched character spans in ``snippet``
 
 
 class GuideResult(_Model):

@@ -232,7 +232,8 @@ class QueryEngine:
         _check_limit(k, MAX_GUIDES)
         hits = [
             GuideHit(id=m.id, doc=m.doc, heading=m.heading, line=m.line, score=m.score,
-                     text=m.text[:GUIDE_EXCERPT], cut=len(m.text) > GUIDE_EXCERPT)
+                     text=m.text[:GUIDE_EXCERPT], cut=len(m.text) > GUIDE_EXCERPT,
+                     snippet=m.snippet, highlights=list(m.highlights))
             for m in self.text.search_guides(query, k)
         ]  # fmt: skip
         return GuideResult(query=query, hits=hits)
