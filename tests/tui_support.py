@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from tui_data import Inputs, write_inputs
@@ -27,10 +27,14 @@ class Indexed:
     session: Path  # per test: state never leaks from one test into the next
 
     def request(self, **changes) -> OpenRequest:
-        base = dict(inputs=IndexInputs(self.inputs.profile, self.inputs.alp,
-                                       (self.inputs.guide,)),
-                    index_dir=self.index_dir, model="offline", session=self.session)
-        base.update(changes)
+        """The request for these inputs; ``changes`` may name input fields (``guides=…``)
+        as well as the request's own."""
+        named = {f.name for f in fields(IndexInputs)}
+        inputs = replace(IndexInputs(self.inputs.profile, self.inputs.alp, (self.inputs.guide,)),
+                         **{k: v for k, v in changes.items() if k in named})
+        base = dict(inputs=inputs, index_dir=self.index_dir, model="offline",
+                    session=self.session)
+        base.update({k: v for k, v in changes.items() if k not in named})
         return OpenRequest(**base)
 
     def app(self, config: TuiConfig | None = None, **changes) -> PcscopeApp:
