@@ -28,6 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="analysis preset: quick, standard (default), deep, or your own")
     p.add_argument("--session", metavar="FILE",
                    help="session store (default: <index dir>/sessions/<profile hash>.sqlite)")
+    p.add_argument("--fresh", action="store_true",
+                   help="when the session store is damaged, move it aside and start a new one")
     p.set_defaults(func=run)
 
 
@@ -53,6 +55,8 @@ def request_of(args: argparse.Namespace):
         preset=args.preset,
         session=Path(args.session) if args.session else None,
         rebuild=args.rebuild,
+        verify=args.verify,
+        fresh=args.fresh,
     )
 
 

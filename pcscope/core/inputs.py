@@ -54,8 +54,9 @@ class Inputs:
         """A missing input fails as one line, before any work."""
         for _, path in self.files():
             if not path.is_file():
-                raise InputError(str(path), None,
-                                 "no such file" if not path.exists() else "not a file")
+                raise InputError(str(path), None, "no such file" if not path.exists() else
+                                 "is a directory, not a file" if path.is_dir() else
+                                 "not a regular file")
 
     def describe(self) -> str:
         """The inputs as command-line options (for 'which index was used')."""

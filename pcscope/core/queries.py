@@ -82,8 +82,10 @@ class Queries(Protocol):
         """Instructions a Tantivy query matches, heaviest first."""
         ...
 
-    def regex(self, pattern: str, field: Field = "asm", limit: int = 20) -> SearchResult:
-        """Instructions (or mnemonics) a regular expression matches, heaviest first."""
+    def regex(self, pattern: str, field: Field = "asm", limit: int = 20,
+              deadline: float | None = None) -> SearchResult:
+        """Instructions (or mnemonics) a regular expression matches, heaviest first; work
+        stops at ``deadline`` (time.monotonic())."""
         ...
 
     def group(self, by: GroupBy, where: str | None = None, limit: int = 20) -> GroupResult:

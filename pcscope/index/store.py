@@ -4,7 +4,13 @@ Layout: ``<root>/<key>/current`` is a symlink to the last complete build
 ``<root>/<key>/build-<n>/``. A build is written in full, then the link is swapped with
 ``os.replace`` — atomic, so a crash mid-build leaves the last good index in place.
 The build is reused while every input has the same size, mtime and content hash and the
-format version and reader options are unchanged.
+format version and reader options are unchanged, and while its files match the manifest
+recorded with it (see manifest.py); a damaged build is rebuilt.
+
+Builders of one index take its writer lock (lock.py) around build and swap, so two
+processes never build at once: the second waits, then reuses the first one's result.
+Under the lock every build folder but the current one is a leftover (of a superseded
+build, or of a builder that died) and is removed.
 """
 
 from __future__ import annotations
@@ -22,10 +28,11 @@ from pcscope import __version__
 from pcscope.core.errors import InputError
 from pcscope.core.inputs import Inputs, PathLike
 from pcscope.core.workload import Workload
-from pcscope.index import arrays
+from pcscope.index import arrays, manifest
+from pcscope.index.lock import writer_lock
 from pcscope.index.parts import load_parts, save_parts
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: a manifest of checked files; extra columns in numbered files
 Progress = Callable[[str], None]
 
 
@@ -75,30 +82,49 @@ class IndexStore:
         return self.root / index_key(inputs)
 
     def is_current(self, inputs: Inputs) -> bool:
-        """Whether these inputs have a complete index that matches them (no build needed)."""
+        """Whether these inputs have a complete index that matches them (no build needed;
+        damage is found when it is opened)."""
         inputs.check()
-        return _matches(self.home(inputs) / "current", _meta(inputs))
+        stored = _stored_meta(self.home(inputs) / "current")
+        return stored is not None and _same(stored, _meta(inputs))
 
-    def try_open(self, inputs: Inputs) -> Workload | None:
-        """The current index of these inputs as memory maps, or None when it must be built."""
-        return _load(self.home(inputs) / "current", inputs) if self.is_current(inputs) else None
+    def try_open(self, inputs: Inputs, *, verify: bool = False) -> Workload | None:
+        """The current, intact index of these inputs as memory maps, or None when it must
+        be built (or rebuilt)."""
+        inputs.check()
+        return _reopen(self.home(inputs) / "current", _meta(inputs), inputs, verify,
+                       lambda _m: None)
 
-    def open(self, inputs: Inputs, *, rebuild: bool = False,
+    def open(self, inputs: Inputs, *, rebuild: bool = False, verify: bool = False,
              progress: Progress | None = None) -> Workload:
-        """Reopen the index of these inputs, or build it (atomically) when missing or stale."""
+        """Reopen the index of these inputs, or build it (atomically) when missing, stale or
+        damaged. ``verify``: compare every file's checksum, not only sizes and changed
+        files."""
         inputs.check()
         home, meta = self.home(inputs), _meta(inputs)  # fingerprints: each file hashed once
-        if rebuild or not _matches(home / "current", meta):
-            _swap(home, _build(home, inputs, meta, progress or (lambda _m: None)))
-        return _load(home / "current", inputs)
+        current = home / "current"
+        say = progress or (lambda _m: None)
+        if not rebuild and (workload := _reopen(current, meta, inputs, verify, say)) is not None:
+            return workload
+        with writer_lock(home):
+            # Another process may have built it while this one waited for the lock.
+            if not rebuild and (workload := _reopen(current, meta, inputs, verify, say)):
+                return workload
+            _remove_leftovers(home)
+            _swap(home, _build(home, inputs, meta, say))
+        try:
+            return _load(current, inputs)
+        except _DAMAGE as exc:
+            raise InputError(str(current.resolve()), None, f"index damaged right after its "
+                             f"build ({exc}): rerun with --rebuild") from None
 
     def latest_for(self, inputs: Inputs) -> Inputs | None:
         """The inputs of the newest current index of this profile with the same reader
         options (it may hold an ALP, guides, llvm-mca), or None."""
         profile = inputs.profile.resolve()
         found = []
-        for meta_file in self.root.glob("*/current/meta.json"):
-            earlier = _inputs_of(_read_meta(meta_file.parent) or {})
+        for meta_file in self.root.glob(f"*/current/{manifest.META}"):
+            earlier = _inputs_of(_stored_meta(meta_file.parent) or {})
             if earlier is not None and earlier.profile == profile \
                     and earlier.options() == inputs.options():
                 found.append((_mtime(meta_file), earlier))
@@ -118,21 +144,15 @@ def open_workload(
     merge_duplicates: bool = False,
     skip_bad_lines: bool = False,
     rebuild: bool = False,
+    verify: bool = False,
     progress: Progress | None = None,
 ) -> Workload:
     """Open (building when needed) the index of these files: the library's short form of
     ``IndexStore.at(index_dir).open(Inputs.of(...))``."""
     inputs = Inputs.of(profile, alp=alp, guides=guides, mca=mca,
                        merge_duplicates=merge_duplicates, skip_bad_lines=skip_bad_lines)
-    return IndexStore.at(index_dir).open(inputs, rebuild=rebuild, progress=progress)
-
-
-def _read_meta(folder: Path) -> dict | None:
-    try:
-        stored = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return stored if isinstance(stored, dict) else None
+    return IndexStore.at(index_dir).open(inputs, rebuild=rebuild, verify=verify,
+                                         progress=progress)
 
 
 def _mtime(path: Path) -> float:
@@ -158,9 +178,38 @@ def _inputs_of(meta: dict) -> Inputs | None:
                   bool(options.get("merge_duplicates")), bool(options.get("skip_bad_lines")))
 
 
-def _matches(current: Path, meta: dict) -> bool:
-    stored = _read_meta(current)
-    return stored is not None and {k: stored.get(k) for k in meta} == meta
+def _same(stored: dict, meta: dict) -> bool:
+    """Whether a stored meta.json is of these inputs (format, fingerprints, options)."""
+    return {k: stored.get(k) for k in meta} == meta
+
+
+# What loading a damaged build raises (np.load: ValueError; msgspec: DecodeError).
+_DAMAGE = (OSError, ValueError, KeyError, TypeError, EOFError)
+
+
+def _reopen(current: Path, meta: dict, inputs: Inputs, verify: bool,
+            say: Progress) -> Workload | None:
+    """The current build when it is of these inputs and intact; None otherwise."""
+    stored = _stored_meta(current)
+    if stored is None or not _same(stored, meta):
+        return None
+    folder = current.resolve()
+    damage = manifest.problem(folder, stored.get("manifest"), deep=verify)
+    if damage is None:
+        try:
+            return _load(current, inputs)
+        except _DAMAGE as exc:
+            damage = f"{type(exc).__name__}: {exc}"
+    say(f"index damaged ({damage}); rebuilding")
+    return None
+
+
+def _stored_meta(current: Path) -> dict | None:
+    try:
+        stored = json.loads((current / manifest.META).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return stored if isinstance(stored, dict) else None
 
 
 def _build(home: Path, inputs: Inputs, meta: dict, say: Progress) -> Path:
@@ -176,8 +225,12 @@ def _build(home: Path, inputs: Inputs, meta: dict, say: Progress) -> Path:
         )
         arrays.save_profile(profile, build / "profile")
         save_parts(build, profile, inputs, say)
-        stamped = dict(meta, pcscope=__version__)
-        (build / "meta.json").write_text(json.dumps(stamped, indent=1), encoding="utf-8")
+        stamped = dict(meta, pcscope=__version__, manifest=manifest.manifest(build))
+        (build / manifest.META).write_text(json.dumps(stamped, indent=1), encoding="utf-8")
+    except OSError as exc:
+        shutil.rmtree(build, ignore_errors=True)
+        raise InputError(str(home), None, f"cannot write the index ({exc.strerror or exc}); "
+                         "free some space or give another --index-dir") from None
     except BaseException:
         shutil.rmtree(build, ignore_errors=True)
         raise
@@ -185,13 +238,26 @@ def _build(home: Path, inputs: Inputs, meta: dict, say: Progress) -> Path:
 
 
 def _swap(home: Path, build: Path) -> None:
+    """Point ``current`` at ``build`` (atomically); under the writer lock."""
     tmp_link = home / f".current-{build.name}"
     os.symlink(build.name, tmp_link)
     os.replace(tmp_link, home / "current")
-    # Readers of an older build keep their memory maps: unlinked files stay readable.
+    _remove_leftovers(home)
+
+
+def _remove_leftovers(home: Path) -> None:
+    """Under the writer lock no build is in progress: every build folder but the current
+    one, and any half-made link or text index, is left over. Readers of an older build keep
+    their memory maps (unlinked files stay readable)."""
+    live = (home / "current").resolve().name
     for stale in home.glob("build-*"):
-        if stale != build:
+        if stale.name != live:
             shutil.rmtree(stale, ignore_errors=True)
+    for partial in [*home.glob(".current-*"), *home.glob("build-*/.text-*")]:
+        if partial.is_dir() and not partial.is_symlink():
+            shutil.rmtree(partial, ignore_errors=True)
+        else:
+            partial.unlink(missing_ok=True)
 
 
 def _load(current: Path, inputs: Inputs) -> Workload:

@@ -30,6 +30,8 @@ class OpenRequest:
     preset: str = "standard"
     session: Path | None = None  # default: the engine's per-profile store beside the index
     rebuild: bool = False
+    verify: bool = False
+    fresh: bool = False  # a damaged session store is moved aside, a new one started
 
     @property
     def store(self) -> IndexStore:
@@ -48,7 +50,8 @@ class Prepared:
 
 def prepare(request: OpenRequest, progress: Callable[[str], None]) -> Prepared:
     """Open (or build) the index, then everything else the explorer starts with."""
-    workload = request.store.open(request.inputs, rebuild=request.rebuild, progress=progress)
+    workload = request.store.open(request.inputs, rebuild=request.rebuild,
+                                  verify=request.verify, progress=progress)
     return _prepared(request, workload)
 
 
@@ -57,13 +60,14 @@ def reopen(request: OpenRequest) -> Prepared | None:
     screen then builds it with a progress display)."""
     if request.rebuild:
         return None
-    workload = request.store.try_open(request.inputs)
+    workload = request.store.try_open(request.inputs, verify=request.verify)
     return None if workload is None else _prepared(request, workload)
 
 
 def _prepared(request: OpenRequest, workload: Workload) -> Prepared:
     from pcscope.core.engine.presets import load_preset
 
-    session = (UiSession(request.session) if request.session
-               else UiSession.for_profile(request.store.root, request.inputs.profile))
+    session = (UiSession(request.session, fresh=request.fresh) if request.session
+               else UiSession.for_profile(request.store.root, request.inputs.profile,
+                                          request.fresh))
     return Prepared(workload, load_preset(request.preset), session, session.load())
