@@ -120,4 +120,4 @@ def test_analyze_the_real_bzip2_profile(bzip2, bundled_guides, tmp_path):
     workload = open_workload(bzip2.profile, guides=bundled_guides, index_dir=tmp_path / "idx")
     check_report(report, workload)
     assert {i["basis"] for i in report["ideas"]} == {"profile-only"}
-    assert "No ALP record covers it" in markdown
+    assert "no ALP record covers it" in markdown

@@ -34,14 +34,6 @@ RULES = [
      "the contract is what both sides import"),
 ]
 
-# The offline analyst still takes its instruction predicates from engine/support.py; issue 11
-# item 2 moves them into core/isa.py. Delete an entry as soon as its import is gone.
-PENDING = {
-    ("pcscope.core.backends.detectors", "pcscope.core.engine.support"),
-    ("pcscope.core.backends.offline", "pcscope.core.engine.support"),
-}
-
-
 def _module_name(path: Path) -> str:
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -74,28 +66,22 @@ def graph() -> dict[str, set[str]]:
     return {_module_name(p): imports_of(p) for p in sorted(PACKAGE.rglob("*.py"))}
 
 
-def violations(modules: dict[str, set[str]]) -> tuple[list[str], set[tuple[str, str]]]:
-    bad, pending_seen = [], set()
+def violations(modules: dict[str, set[str]]) -> list[str]:
+    bad = []
     for module, imported in modules.items():
         for importer, forbidden, why in RULES:
             if not _within(module, importer):
                 continue
             for target in sorted(imported):
-                if not any(_within(target, f) for f in forbidden):
-                    continue
-                pending = {p for p in PENDING if p[0] == module and _within(target, p[1])}
-                pending_seen |= pending
-                if not pending:
+                if any(_within(target, f) for f in forbidden):
                     bad.append(f"{module} imports {target} ({why})")
-    return bad, pending_seen
+    return bad
 
 
 def test_layers_are_kept():
     modules = graph()
     assert len(modules) > 100 and "pcscope.core.contract.backend" in modules
-    bad, pending_seen = violations(modules)
-    assert bad == []
-    assert PENDING <= pending_seen, f"no longer needed, delete: {PENDING - pending_seen}"
+    assert violations(modules) == []
 
 
 def test_the_checker_sees_lazy_relative_and_type_checking_imports(tmp_path):
@@ -107,8 +93,7 @@ def test_the_checker_sees_lazy_relative_and_type_checking_imports(tmp_path):
         "pcscope.core.contract.w": {"pcscope.core.backends.registry"},
         "pcscope.core.engine.v": {"pcscope.core.contract.findings"},
     }
-    bad, _ = violations(fake)
-    assert [b.split(" (")[0] for b in bad] == [
+    assert [b.split(" (")[0] for b in violations(fake)] == [
         "pcscope.core.x imports pcscope.index.query",
         "pcscope.core.backends.y imports pcscope.core.engine.tools",
         "pcscope.samples.z imports pcscope.cli.common",

@@ -33,6 +33,10 @@ def add_input_args(parser: argparse.ArgumentParser, profile: bool = True) -> Non
                         help="sum rows that repeat a PC instead of failing")
     parser.add_argument("--skip-bad-lines", action="store_true",
                         help="skip and count malformed ALP lines instead of failing")
+    parser.add_argument("--counts", choices=("samples", "executions", "exact"), default="samples",
+                        help="what the profile's counts are: sampled (default) or exact "
+                        "executions from emulation/instrumentation (`exact` = `executions`); "
+                        "a `cycles` column is used as cycles either way")
     parser.add_argument("--rebuild", action="store_true",
                         help="rebuild the index even when the inputs are unchanged")
     parser.add_argument("--verify", action="store_true",
@@ -109,7 +113,8 @@ def inputs_of(args: argparse.Namespace, profile: PathLike | None = None) -> Inpu
     if path is None:
         raise UsageError("no profile given")
     return Inputs.of(path, alp=args.alp, guides=args.guide, mca=args.mca,
-                     merge_duplicates=args.merge_duplicates, skip_bad_lines=args.skip_bad_lines)
+                     merge_duplicates=args.merge_duplicates, skip_bad_lines=args.skip_bad_lines,
+                     counts="executions" if args.counts == "exact" else args.counts)
 
 
 def default_guides(settings: Settings) -> tuple[Path, ...]:

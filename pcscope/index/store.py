@@ -32,7 +32,9 @@ from pcscope.index import arrays, manifest
 from pcscope.index.lock import writer_lock
 from pcscope.index.parts import load_parts, save_parts
 
-FORMAT_VERSION = 2  # 2: a manifest of checked files; extra columns in numbered files
+# 2: a manifest of checked files, extra columns in numbered files; 3: mechanisms
+# (mechanisms.msgpack) and code-shape-qualified patterns
+FORMAT_VERSION = 3
 Progress = Callable[[str], None]
 
 
@@ -146,11 +148,13 @@ def open_workload(
     rebuild: bool = False,
     verify: bool = False,
     progress: Progress | None = None,
+    counts: str = "samples",
 ) -> Workload:
     """Open (building when needed) the index of these files: the library's short form of
     ``IndexStore.at(index_dir).open(Inputs.of(...))``."""
     inputs = Inputs.of(profile, alp=alp, guides=guides, mca=mca,
-                       merge_duplicates=merge_duplicates, skip_bad_lines=skip_bad_lines)
+                       merge_duplicates=merge_duplicates, skip_bad_lines=skip_bad_lines,
+                       counts=counts)
     return IndexStore.at(index_dir).open(inputs, rebuild=rebuild, verify=verify,
                                          progress=progress)
 
@@ -175,7 +179,8 @@ def _inputs_of(meta: dict) -> Inputs | None:
     options = meta.get("options", {})
     return Inputs(paths["profile"][0], next(iter(paths["alp"]), None), tuple(paths["guide"]),
                   next(iter(paths["mca"]), None),
-                  bool(options.get("merge_duplicates")), bool(options.get("skip_bad_lines")))
+                  bool(options.get("merge_duplicates")), bool(options.get("skip_bad_lines")),
+                  str(options.get("counts", "samples")))
 
 
 def _same(stored: dict, meta: dict) -> bool:
@@ -263,4 +268,6 @@ def _remove_leftovers(home: Path) -> None:
 def _load(current: Path, inputs: Inputs) -> Workload:
     folder = current.resolve()
     profile = arrays.load_profile(folder / "profile")
+    if profile.cycles is None:  # a cycles column is its own basis
+        profile.basis = inputs.counts
     return load_parts(folder, profile, inputs)
