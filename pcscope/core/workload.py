@@ -64,5 +64,10 @@ class Workload:
             raise UsageError("no query engine for this workload")
         return self.query_loader(self)
 
+    @property
+    def text_ready(self) -> bool:
+        """Whether the text index is open already (a first use would open or build it)."""
+        return "text" in self.__dict__
+
     def hot(self, top: int | None = None, coverage: float = 0.90) -> HotSelection:
         return self.profile.hot_windows(top=top, coverage=coverage)
