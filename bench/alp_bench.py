@@ -1,6 +1,6 @@
 """ALP aggregation benchmark: time and peak RSS of read_alp on a raw ALP of ~17M tokens.
 
-Target (formats.md §2, issue 2): a ~17M-token (~68 MB) raw ALP aggregated in <= 2 s with
+Target (docs/formats.md §2, issue 2): a ~17M-token (~68 MB) raw ALP aggregated in <= 2 s with
 peak RSS <= 300 MB. Each measurement runs in a fresh subprocess so peak RSS is the
 reader's own (interpreter and imports included), not the caller's.
 

@@ -70,9 +70,9 @@ def generate_big(folder: Path) -> None:
 
 def prepare_index(profile: Path, alp: Path | None, index_dir: Path) -> str:
     """Index (and the text index) before any clock starts; returns the hottest function."""
+    from pcscope.cli.common import default_guides
     from pcscope.core.engine.presets import load_preset
     from pcscope.index.store import open_workload
-    from pcscope.tui.launch import default_guides
 
     settings = load_preset("standard")
     workload = open_workload(profile, alp=alp, guides=default_guides(settings),
@@ -198,6 +198,7 @@ def summary(values: list, prefix: str) -> dict:
 
 
 async def interact(profile: Path, alp: Path | None, index_dir: Path, work: Path) -> dict:
+    from pcscope.core.inputs import Inputs
     from pcscope.tui.app import PcscopeApp
     from pcscope.tui.config import TuiConfig
     from pcscope.tui.launch import OpenRequest
@@ -206,7 +207,7 @@ async def interact(profile: Path, alp: Path | None, index_dir: Path, work: Path)
     session = work / "interact.sqlite"
     for stale in work.glob("interact.sqlite*"):  # every run starts from the same state
         stale.unlink()
-    request = OpenRequest(profile, alp, index_dir=index_dir, model="scripted:ok@0.05",
+    request = OpenRequest(Inputs(profile, alp), index_dir=index_dir, model="scripted:ok@0.05",
                           preset="tui-bench", session=session)
     app = PcscopeApp(request, TuiConfig(path=None))
     out: dict = {}

@@ -16,7 +16,6 @@ from pcscope.samples import guides
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDES = [str(p) for p in guides()]
-BZIP2 = Path("/work/shared/corpus/real/bzip2/profile.csv.gz")
 
 # Three windows: a hot load/compare loop, a dispatch with a mispredicting blr (ALP), an
 # exclusive pair without ALP, and a cold division.

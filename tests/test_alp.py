@@ -1,4 +1,4 @@
-"""ALP reader and model (formats.md §2). Expected values are worked out by hand here or by
+"""ALP reader and model (docs/formats.md §2). Expected values are worked out by hand here or by
 the small independent reference aggregator below, never echoed from the code under test."""
 
 from __future__ import annotations
@@ -497,7 +497,7 @@ def test_skipped_line_leaves_no_trace_for_a_later_record(tmp_path, monkeypatch):
 
 
 def reference(records):
-    """An independent, plain aggregation of formats.md §2, for the property tests."""
+    """An independent, plain aggregation of docs/formats.md §2, for the property tests."""
     out = {}
     for r in records:
         pc = int(r["pc"], 16)
@@ -526,7 +526,7 @@ def weighted(pairs):
 
 
 def lawful(record):
-    """A drawn record made to keep formats.md §2's rules between fields: canonical stage
+    """A drawn record made to keep docs/formats.md §2's rules between fields: canonical stage
     times non-decreasing in pipeline order, taken and mispredicted at most executed,
     misses at most accesses."""
     out = dict(record)

@@ -54,7 +54,7 @@ def rows(*lines: str, header: str = "pc,samples,asm") -> str:
     return "\n".join((header,) + lines) + "\n"
 
 
-# -- profile (formats.md §1) ----------------------------------------------------------------
+# -- profile (docs/formats.md §1) ----------------------------------------------------------------
 PROFILE_CASES = [
     profile("empty file", "", "p.csv:1", "header"),
     profile("blank header", "\n\n", "p.csv:1", "header"),
@@ -125,7 +125,7 @@ PROFILE_CASES = [
 ]
 
 
-# -- ALP (formats.md §2) ----------------------------------------------------------------------
+# -- ALP (docs/formats.md §2) ----------------------------------------------------------------------
 def alp(name: str, *lines: str | bytes, where: int | None = None, says: str = "",
         extra: tuple[str, ...] = ()) -> Case:
     if any(isinstance(line, bytes) for line in lines):

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from pcscope.index.store import open_workload
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real" / "bzip2"
-pytestmark = pytest.mark.skipif(not CORPUS.exists(), reason=f"corpus not found at {CORPUS}")
+
+@pytest.fixture(scope="module")
+def workload(bzip2, tmp_path_factory):
+    return open_workload(bzip2.profile, index_dir=tmp_path_factory.mktemp("idx"))
 
 
 @pytest.fixture(scope="module")
-def workload(tmp_path_factory):
-    return open_workload(CORPUS / "profile.csv.gz", index_dir=tmp_path_factory.mktemp("idx"))
-
-
-@pytest.fixture(scope="module")
-def facts():
-    return json.loads((CORPUS / "facts.json").read_text())
+def facts(bzip2):
+    return bzip2.facts()
 
 
 def sig6(x: float) -> float:

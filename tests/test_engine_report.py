@@ -1,12 +1,11 @@
-"""Reports and the CLI: JSON exactly as formats.md §4, Markdown an engineer can forward,
+"""Reports and the CLI: JSON exactly as docs/formats.md §4, Markdown an engineer can forward,
 `pcscope analyze` / `calls` / `call` end to end."""
 
 from __future__ import annotations
 
 import json
 
-import pytest
-from engine_helpers import BZIP2, write_mini
+from engine_helpers import write_mini
 
 from pcscope.cli.main import main
 from pcscope.core.evidence import EvidenceStore
@@ -76,14 +75,13 @@ def analyze(tmp_path, *extra: str) -> tuple[int, dict, str]:
     return code, json.loads(out_json.read_text()), out_md.read_text()
 
 
-def test_analyze_the_mini_profile_end_to_end(tmp_path, capsys):
+def test_analyze_the_mini_profile_end_to_end(bundled_guides, tmp_path, capsys):
     profile, alp = write_mini(tmp_path / "in")
     code, report, markdown = analyze(tmp_path, str(profile), "--alp", str(alp),
                                      "--coverage", "1", "--hint", "0x2004 virtual call in a "
                                      "visitor loop")
     assert code == 0
-    workload = open_workload(profile, alp=alp, guides=_bundled_guides(),
-                             index_dir=tmp_path / "idx")
+    workload = open_workload(profile, alp=alp, guides=bundled_guides, index_dir=tmp_path / "idx")
     check_report(report, workload)
     assert report["model"] == "offline"
     assert report["run"]["settings"]["preset"] == "standard"
@@ -130,13 +128,11 @@ def test_bad_options_are_one_line_errors(tmp_path, capsys):
     assert "pc 0x9999 is not in the profile" in capsys.readouterr().err
 
 
-def test_analyze_the_bundled_planted_sample(tmp_path):
-    from pcscope.samples import bundled
-
-    sample = bundled("planted")  # the small bundled set; bench/engine_bench.py times C
+def test_analyze_the_bundled_planted_sample(planted_sample, bundled_guides, tmp_path):
+    sample = planted_sample  # the small bundled set; bench/engine_bench.py times C
     code, report, markdown = analyze(tmp_path, str(sample.profile), "--alp", str(sample.alp))
     assert code == 0 and report["run"]["stop_reason"] == "complete"
-    workload = open_workload(sample.profile, alp=sample.alp, guides=_bundled_guides(),
+    workload = open_workload(sample.profile, alp=sample.alp, guides=bundled_guides,
                              index_dir=tmp_path / "idx")
     check_report(report, workload)
     assert markdown.count("\n### ") == len(report["ideas"])
@@ -148,18 +144,10 @@ def test_analyze_the_bundled_planted_sample(tmp_path):
     assert all((t["category"], t["pc"]) in found for t in truth["planted"])
 
 
-@pytest.mark.skipif(not BZIP2.exists(), reason="the real bzip2 profile is not here")
-def test_analyze_the_real_bzip2_profile(tmp_path):
-    code, report, markdown = analyze(tmp_path, str(BZIP2))
+def test_analyze_the_real_bzip2_profile(bzip2, bundled_guides, tmp_path):
+    code, report, markdown = analyze(tmp_path, str(bzip2.profile))
     assert code == 0 and report["ideas"]
-    workload = open_workload(BZIP2, guides=_bundled_guides(), index_dir=tmp_path / "idx")
+    workload = open_workload(bzip2.profile, guides=bundled_guides, index_dir=tmp_path / "idx")
     check_report(report, workload)
     assert {i["basis"] for i in report["ideas"]} == {"profile-only"}
     assert "no ALP record covers it" in markdown
-
-
-def _bundled_guides() -> list[str]:
-    from pcscope.cli.cmd_analyze import bundled_guides
-
-    return bundled_guides()
-

@@ -352,14 +352,16 @@ def _registering(register, func):
 
 def test_the_explorer_reports_a_damaged_session_and_opens_fresh_only_when_asked(tmp_path):
     from pcscope.core.errors import InputError
+    from pcscope.core.inputs import Inputs
     from pcscope.tui.launch import OpenRequest, prepare
 
     profile = tmp_path / "p.csv"
     profile.write_text(profile_text(300))
     session = tmp_path / "s.sqlite"
     session.write_bytes(b"not a database at all " * 200)
-    request = OpenRequest(profile=profile, index_dir=tmp_path / "idx", session=session,
-                          guides=(ROOT / "pcscope" / "samples" / "guides" / "swopt.md",))
+    guide = ROOT / "pcscope" / "samples" / "guides" / "swopt.md"
+    request = OpenRequest(Inputs(profile, guides=(guide,)), index_dir=tmp_path / "idx",
+                          session=session)
     with pytest.raises(InputError) as err:
         prepare(request, lambda _step: None)
     assert "corrupt" in str(err.value) and session.read_bytes().startswith(b"not a database")

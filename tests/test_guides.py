@@ -1,4 +1,4 @@
-"""Guide readers (formats.md §3): section IDs, nesting, code fences, duplicates, .txt, PDF."""
+"""Guide readers (docs/formats.md §3): section IDs, nesting, code fences, duplicates, .txt, PDF."""
 
 from __future__ import annotations
 

@@ -17,18 +17,12 @@ from itertools import groupby
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from pcscope.cli.main import main
 from pcscope.core.ids import is_hidden_name
 from pcscope.core.readers.profile_csv import read_profile
 
-BZIP2 = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real" / "bzip2" / \
-    "profile.csv.gz"
 LIBDIR = "/usr/lib/aarch64-linux-gnu/"
-
-pytestmark = pytest.mark.skipif(not BZIP2.exists(), reason=f"{BZIP2} is not here")
-
 
 def _rows(profile) -> list[tuple]:
     names = [f.name or "" for f in profile.functions]
@@ -70,8 +64,8 @@ def _write_inputs(profile, tmp: Path) -> tuple[Path, list[Path]]:
     return path, objdumps
 
 
-def test_bzip2_profile_round_trips(tmp_path, capsys):
-    original = read_profile(BZIP2)
+def test_bzip2_profile_round_trips(bzip2, tmp_path, capsys):
+    original = read_profile(bzip2.profile)
     script, objdumps = _write_inputs(original, tmp_path)
     out = tmp_path / "bzip2.csv.gz"
     args = ["import", "perf", "--script", str(script), "-o", str(out)]

@@ -2,8 +2,6 @@
 
 import csv
 import gzip
-import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,8 +15,6 @@ from pcscope.core.patterns import (
     find_patterns,
 )
 from pcscope.core.readers.profile_csv import read_profile
-
-BZIP2 = Path("/work/shared/corpus/real/bzip2")
 
 
 def write_profile(tmp_path, rows, name="p.csv"):
@@ -268,13 +264,13 @@ def test_no_pattern_no_hits(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def bzip2():
-    profile = read_profile(BZIP2 / "profile.csv.gz")
-    return profile, find_patterns(profile), json.loads((BZIP2 / "facts.json").read_text())
+def bzip2_patterns(bzip2):
+    profile = read_profile(bzip2.profile)
+    return profile, find_patterns(profile), bzip2.facts()
 
 
-def test_bzip2_facts_found(bzip2):
-    profile, table, facts = bzip2
+def test_bzip2_facts_found(bzip2_patterns):
+    profile, table, facts = bzip2_patterns
     for pc, asm, share in facts["hot_indirect_branches"]:
         pc = int(pc, 16)
         assert asm == "br x17"
@@ -293,9 +289,9 @@ def test_bzip2_facts_found(bzip2):
         assert hit[0].weight == pytest.approx(share, rel=1e-4)
 
 
-def test_bzip2_every_branch_register_row_is_indirect(bzip2):
-    profile, table, _ = bzip2
-    with gzip.open(BZIP2 / "profile.csv.gz", "rt") as f:
+def test_bzip2_every_branch_register_row_is_indirect(bzip2, bzip2_patterns):
+    profile, table, _ = bzip2_patterns
+    with gzip.open(bzip2.profile, "rt") as f:
         expected = sorted(int(r["pc"], 16) for r in csv.DictReader(f)
                           if r["asm"].split()[0] in ("br", "blr"))  # fmt: skip
     assert hit_pcs(table, "indirect-branch") == expected
@@ -307,9 +303,9 @@ def test_bzip2_every_branch_register_row_is_indirect(bzip2):
     assert stubs and set(stubs) <= set(hit_pcs(table, "call-overhead"))
 
 
-def test_bzip2_byte_scans_agree_with_isa(bzip2):
+def test_bzip2_byte_scans_agree_with_isa(bzip2_patterns):
     """The vectorised operand reading equals pcscope.core.isa on every real row."""
-    profile, _, _ = bzip2
+    profile, _, _ = bzip2_patterns
     facts = code_facts(profile)
     for r in range(len(profile)):
         text = profile.asm(r)

@@ -1,4 +1,4 @@
-"""The profile reader against every rule of formats.md §1."""
+"""The profile reader against every rule of docs/formats.md §1."""
 
 from __future__ import annotations
 

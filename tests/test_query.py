@@ -1,7 +1,6 @@
 """Search primitives: hand-computed results, bounds and truncation, regex safety, CLI JSON."""
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -11,7 +10,6 @@ from pcscope.core.readers.profile_csv import read_profile
 from pcscope.index.query import MAX_LIMIT, QueryEngine
 from pcscope.index.text import TextIndex
 
-BZIP2 = Path("/work/shared/corpus/real/bzip2")
 # Total samples: 1000.
 CSV = """\
 function,window,pc,samples,asm,module
@@ -231,15 +229,15 @@ def test_search_guides(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def bzip2(tmp_path_factory):
-    profile = read_profile(BZIP2 / "profile.csv.gz")
+def bzip2_engine(bzip2, tmp_path_factory):
+    profile = read_profile(bzip2.profile)
     folder = tmp_path_factory.mktemp("bzip2")
     engine = QueryEngine(profile, find_patterns(profile), TextIndex.build(folder / "t", profile))
-    return engine, json.loads((BZIP2 / "facts.json").read_text())
+    return engine, bzip2.facts()
 
 
-def test_bzip2_indirect_branches_by_search(bzip2):
-    engine, facts = bzip2
+def test_bzip2_indirect_branches_by_search(bzip2_engine):
+    engine, facts = bzip2_engine
     expected = facts["hot_indirect_branches"]
     for result in (engine.search("mnemonic:br OR mnemonic:blr", len(expected)),
                    engine.regex(r"^bl?r ", "asm", len(expected))):  # fmt: skip
@@ -248,8 +246,8 @@ def test_bzip2_indirect_branches_by_search(bzip2):
             assert hit.share == pytest.approx(share, rel=1e-5)
 
 
-def test_bzip2_top_functions_by_group(bzip2):
-    engine, facts = bzip2
+def test_bzip2_top_functions_by_group(bzip2_engine):
+    engine, facts = bzip2_engine
     result = engine.group("function", None, 10)
     assert [(g.key, g.share) for g in result.groups] == [
         (name, pytest.approx(share, rel=1e-5)) for name, share in facts["top_functions"]

@@ -1,7 +1,7 @@
 """The sample generator and the bundled workloads (issue 3).
 
 Outputs are read back two ways: with the project's readers (read_profile, read_alp) and
-with plain csv/json parsing and an aggregation written here from formats.md §2, so a
+with plain csv/json parsing and an aggregation written here from docs/formats.md §2, so a
 bug shared by the generator and a reader cannot hide itself.
 """
 
@@ -30,7 +30,7 @@ from pcscope.samples.codegen import r as int_keys
 from pcscope.samples.codegen import v as fp_keys
 from pcscope.samples.generate import Options, generate
 
-CATEGORIES = {  # formats.md §4
+CATEGORIES = {  # docs/formats.md §4
     "indirect-branch", "branch-mispredict", "atomic-llsc", "atomic-contention", "barrier",
     "acquire-release", "dependent-load", "cache-miss", "tlb-miss", "store-forwarding",
     "division", "spin-wait", "call-overhead", "memcpy", "fp-dependency", "vectorization",
@@ -78,7 +78,7 @@ def mem_kind(mnemonic: str) -> str | None:
 
 @dataclass
 class Sums:
-    """One PC's raw records summed the way formats.md §2 says."""
+    """One PC's raw records summed the way docs/formats.md §2 says."""
 
     asm: str = ""
     iterations: int = 0
@@ -583,9 +583,9 @@ def test_allocate_is_exact_and_floored():
     assert sum(allocate(10**9 + 7, [0.3, 1e-9, 2.5, 0.7], 1)) == 10**9 + 7
 
 
-def test_bundled_planted_matches_the_generator(tmp_path):
+def test_bundled_planted_matches_the_generator(planted_sample, tmp_path):
     """The committed data is what the code makes (regenerate the bundles after changes)."""
-    s = bundled("planted")
+    s = planted_sample
     truth = json.loads(s.truth.read_text())
     generate(Options("planted", truth["seed"], tmp_path))
     for name in ("profile.csv.gz", "alp.jsonl.gz"):  # content, not zlib's bytes

@@ -12,20 +12,21 @@ from tui_support import ready
 from pcscope.cli.cmd_open import request_of
 from pcscope.cli.main import build_parser, main
 from pcscope.core.errors import InputError
-from pcscope.samples import bundled
+from pcscope.core.inputs import Inputs
 from pcscope.tui.app import PcscopeApp
 from pcscope.tui.config import TuiConfig
 from pcscope.tui.launch import OpenRequest
 from pcscope.tui.screens.indexing import IndexingCancelled, IndexingScreen
 
 
-def test_no_profile_opens_the_bundled_sample_with_its_alp_and_guides() -> None:
+def test_no_profile_opens_the_bundled_sample_with_its_alp_and_guides(sample_c) -> None:
     args = build_parser().parse_args(["open"])
     request = request_of(args)
-    sample = bundled("C")
-    assert request.profile == Path(sample.profile)
-    assert request.alp == Path(sample.alp)
-    assert request.guides == tuple(Path(g) for g in sample.guides) and request.guides
+    sample = sample_c
+    assert request.inputs.profile == Path(sample.profile)
+    assert request.inputs.alp == Path(sample.alp)
+    assert request.inputs.guides == tuple(Path(g) for g in sample.guides)
+    assert request.inputs.guides
     assert request.model == "offline"
 
 
@@ -45,7 +46,7 @@ def test_missing_profile_is_one_line_and_exit_2(tmp_path, capsys) -> None:
 async def test_bad_profile_leaves_with_its_file_and_line(tmp_path) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text("pc,samples,asm\n0x10,5,NOP\nzzz,1,NOP\n", encoding="utf-8")
-    app = PcscopeApp(OpenRequest(bad, index_dir=tmp_path / "idx",
+    app = PcscopeApp(OpenRequest(Inputs(bad), index_dir=tmp_path / "idx",
                                  session=tmp_path / "s.sqlite"), TuiConfig(path=None))
     async with app.run_test() as pilot:
         for _ in range(500):
@@ -63,7 +64,7 @@ async def test_indexing_shows_progress_and_escape_cancels(tmp_path, monkeypatch)
     inputs = write_inputs(tmp_path / "in")
     raised = threading.Event()
 
-    def slow_open(profile, *, progress, **_):
+    def slow_open(store, inputs, *, progress, **_):
         import time
 
         for step in range(200):
@@ -75,8 +76,8 @@ async def test_indexing_shows_progress_and_escape_cancels(tmp_path, monkeypatch)
             time.sleep(0.02)
         raise AssertionError("the build was never cancelled")
 
-    monkeypatch.setattr("pcscope.index.store.open_workload", slow_open)
-    app = PcscopeApp(OpenRequest(inputs.profile, index_dir=tmp_path / "idx",
+    monkeypatch.setattr("pcscope.index.store.IndexStore.open", slow_open)
+    app = PcscopeApp(OpenRequest(Inputs(inputs.profile), index_dir=tmp_path / "idx",
                                  session=tmp_path / "s.sqlite"), TuiConfig(path=None))
     async with app.run_test() as pilot:
         screen = app.screen
@@ -94,7 +95,7 @@ async def test_indexing_shows_progress_and_escape_cancels(tmp_path, monkeypatch)
 
 def test_no_color_is_honoured(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
-    app = PcscopeApp(OpenRequest(tmp_path / "p.csv"), TuiConfig(path=None))
+    app = PcscopeApp(OpenRequest(Inputs(tmp_path / "p.csv")), TuiConfig(path=None))
     assert app.no_color
 
 

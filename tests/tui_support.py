@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from tui_data import Inputs, write_inputs
 
+from pcscope.core.inputs import Inputs as IndexInputs
 from pcscope.index.store import open_workload
 from pcscope.tui.app import PcscopeApp
 from pcscope.tui.config import TuiConfig
@@ -26,10 +27,14 @@ class Indexed:
     session: Path  # per test: state never leaks from one test into the next
 
     def request(self, **changes) -> OpenRequest:
-        base = dict(profile=self.inputs.profile, alp=self.inputs.alp,
-                    guides=(self.inputs.guide,), index_dir=self.index_dir, model="offline",
+        """The request for these inputs; ``changes`` may name input fields (``guides=…``)
+        as well as the request's own."""
+        named = {f.name for f in fields(IndexInputs)}
+        inputs = replace(IndexInputs(self.inputs.profile, self.inputs.alp, (self.inputs.guide,)),
+                         **{k: v for k, v in changes.items() if k in named})
+        base = dict(inputs=inputs, index_dir=self.index_dir, model="offline",
                     session=self.session)
-        base.update(changes)
+        base.update({k: v for k, v in changes.items() if k not in named})
         return OpenRequest(**base)
 
     def app(self, config: TuiConfig | None = None, **changes) -> PcscopeApp:

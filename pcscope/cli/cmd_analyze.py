@@ -12,6 +12,7 @@ from pathlib import Path
 from pcscope.cli.common import (
     add_input_args,
     add_selection_args,
+    default_guides,
     load_workload,
     output_file,
     positive_float,
@@ -84,7 +85,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="file of hints, one per line")
     o = p.add_argument_group("output and record")
     o.add_argument("--json", metavar="FILE", type=output_file,
-                   help="JSON report (formats.md §4); '-' = stdout")
+                   help="JSON report (docs/formats.md §4); '-' = stdout")
     o.add_argument("--markdown", metavar="FILE", type=output_file,
                    help="Markdown report; '-' = stdout")
     o.add_argument("--session", metavar="FILE",
@@ -110,12 +111,6 @@ def settings_of(args: argparse.Namespace) -> Settings:
     })
 
 
-def bundled_guides() -> list[str]:
-    from pcscope.samples import guides
-
-    return [str(p) for p in guides()]
-
-
 def session_path(args: argparse.Namespace, profile: str) -> Path:
     if args.session:
         return Path(args.session)
@@ -126,13 +121,11 @@ def session_path(args: argparse.Namespace, profile: str) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     settings = settings_of(args)
-    if not args.guide:
-        args.guide = list(settings.guides) or bundled_guides()
     check(args.model, BackendOptions(offline_only=args.offline))
     hints = [HintText(text, "--hint") for text in args.hint]
     for path in args.hint_file:
         hints += read_hint_file(path)
-    workload = load_workload(args)
+    workload = load_workload(args, default_guides(settings))
     backend = open_backend(args.model, args, workload, concurrency=settings.concurrency,
                            record=args.record, trace=args.trace)
     bus = EventBus()

@@ -11,6 +11,7 @@ from pathlib import Path
 from pcscope.cli.common import (
     add_input_args,
     add_selection_args,
+    default_guides,
     load_workload,
     output_file,
     positive_float,
@@ -86,10 +87,6 @@ def run(args: argparse.Namespace) -> int:
         if side.evidence == "selected" and other.strategy != "bounded":
             raise UsageError("evidence 'selected' needs the other side to be bounded (its "
                              "calls select the ALP)")
-    if not args.guide:
-        from pcscope.cli.cmd_analyze import bundled_guides
-
-        args.guide = bundled_guides()
     if args.judge.partition(":")[0] not in ("anthropic", "replay"):
         raise UsageError(f"--judge {args.judge}: the judge must be a model "
                          "(anthropic:<model id> or replay:<record file>)")
@@ -101,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         "max_tokens": args.max_tokens, "max_seconds": args.max_seconds})
     if args.record:
         Path(args.record).mkdir(parents=True, exist_ok=True)
-    workload = load_workload(args)
+    workload = load_workload(args, default_guides(settings))
     data = asyncio.run(_evaluate(args, workload, settings, a, b))
     if args.json == "-":
         print(dumps(data, indent=2))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from pcscope.cli.common import add_input_args, load_workload, positive_int, print_json
 
 if TYPE_CHECKING:  # the query layer imports polars and tantivy: only when grouping runs
-    from pcscope.index.query import GroupResult
+    from pcscope.core.queries import GroupResult
 
 # pcscope.index.query.GROUP_KEYS, spelled out to keep `pcscope --help` fast (a test checks).
 GROUP_BY = ("mnemonic", "function", "window", "category", "module")
@@ -33,9 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pcscope.index.query import QueryEngine
-
-    result = QueryEngine.of(load_workload(args)).group(args.by, args.where, args.limit)
+    result = load_workload(args).queries.group(args.by, args.where, args.limit)
     if args.json:
         print_json(result.model_dump())
     else:

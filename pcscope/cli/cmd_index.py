@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_input_args(p)
     add_selection_args(p)
-    p.add_argument("--json", action="store_true", help="machine-readable output (formats.md §5)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (docs/formats.md §5)")
     p.add_argument("--rows", type=positive_int, default=20, metavar="N",
                    help="hot windows to print in the table (default 20; --json lists all)")
     p.set_defaults(func=run)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
-from pcscope.cli.common import add_input_args
-from pcscope.core.errors import InputError, UsageError
+from pcscope.cli.common import add_input_args, chosen_inputs, default_guides, inputs_of
+from pcscope.core.errors import UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,46 +34,37 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def request_of(args: argparse.Namespace):
+    from pcscope.core.engine.presets import load_preset
     from pcscope.tui.launch import OpenRequest
 
-    alp, guides = args.alp, list(args.guide)
-    profile = args.profile
-    if profile is None:
-        if alp or guides:
-            raise UsageError("--alp and --guide need a PROFILE")
+    settings = load_preset(args.preset)  # an unknown preset fails before the UI starts
+    if args.profile is None:
+        if args.alp or args.guide or args.mca:
+            raise UsageError("--alp, --guide and --mca need a PROFILE")
         from pcscope.samples import bundled
 
         sample = bundled()
-        profile, alp, guides = sample.profile, sample.alp, list(sample.guides)
+        inputs = replace(inputs_of(args, sample.profile), alp=sample.alp,
+                         guides=tuple(sample.guides))
+    else:
+        inputs = chosen_inputs(args, inputs_of(args), default_guides(settings))
     return OpenRequest(
-        profile=Path(profile),
-        alp=Path(alp) if alp else None,
-        guides=tuple(Path(g) for g in guides),
+        inputs=inputs,
         index_dir=Path(args.index_dir) if args.index_dir else None,
         model=args.model,
         preset=args.preset,
         session=Path(args.session) if args.session else None,
-        merge_duplicates=args.merge_duplicates,
-        skip_bad_lines=args.skip_bad_lines,
         rebuild=args.rebuild,
         verify=args.verify,
         fresh=args.fresh,
     )
 
 
-def check_inputs(request) -> None:
-    """Missing files fail here, as one line, before the terminal is taken over."""
-    for path in (request.profile, request.alp, *request.guides):
-        if path is not None and not path.is_file():
-            raise InputError(str(path), None, "no such file" if not path.exists()
-                             else "not a file")
-
-
 def run(args: argparse.Namespace) -> int:
     from pcscope.tui.launch import reopen
 
     request = request_of(args)
-    check_inputs(request)
+    request.inputs.check()  # a missing file fails as one line, before the terminal is taken
     prepared = reopen(request)  # a current index opens before the UI: no indexing screen
 
     from pcscope.tui.app import PcscopeApp

@@ -9,7 +9,7 @@ from pcscope.cli.common import add_input_args, load_workload, positive_int, prin
 from pcscope.core.errors import UsageError
 
 if TYPE_CHECKING:  # the query layer imports polars and tantivy: only when a search runs
-    from pcscope.index.query import SearchResult
+    from pcscope.core.queries import SearchResult
 
 QUERY_HELP = """\
 query syntax (Tantivy): terms are AND-ed (ldr x17), "a phrase", a OR b, -term,
@@ -37,19 +37,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --regex: match the instruction text (default) or the mnemonic")
     p.add_argument("--limit", type=positive_int, default=20, metavar="N",
                    help="at most N hits (default 20)")
-    p.add_argument("--json", action="store_true", help="machine-readable output (formats.md §5)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (docs/formats.md §5)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from pcscope.index.query import QueryEngine
-
     if args.field and not args.regex:
         raise UsageError("--field applies to --regex only")
     workload = load_workload(args)
     if args.query.startswith("mech:") and not args.regex:
         return _mechanisms(workload, args)
-    engine = QueryEngine.of(workload)
+    engine = workload.queries
     if args.regex:
         result = engine.regex(args.query, args.field or "asm", args.limit)
     else:

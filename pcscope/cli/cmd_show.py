@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(mech:<kind>:0x…: its sites, metrics and checks, then its anchor)")
     p.add_argument("--before", type=int, default=8, metavar="N", help="instructions before")
     p.add_argument("--after", type=int, default=8, metavar="N", help="instructions after")
-    p.add_argument("--json", action="store_true", help="machine-readable output (formats.md §5)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (docs/formats.md §5)")
     p.set_defaults(func=run)
 
 

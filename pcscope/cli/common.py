@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pcscope.core.errors import UsageError
+from pcscope.core.inputs import Inputs, PathLike
 
 if TYPE_CHECKING:  # numpy and the profile model load only with a profile to read
+    from pcscope.core.engine.presets import Settings
     from pcscope.core.workload import Workload
 
 
@@ -17,7 +21,7 @@ def add_input_args(parser: argparse.ArgumentParser, profile: bool = True) -> Non
     """PROFILE plus the reader options every profile-reading command takes."""
     if profile:
         parser.add_argument("profile", metavar="PROFILE",
-                            help="profile CSV/TSV, plain or .gz (formats.md §1)")
+                            help="profile CSV/TSV, plain or .gz (docs/formats.md §1)")
     parser.add_argument("--alp", metavar="FILE", help="raw ALP JSON Lines, plain or .gz")
     parser.add_argument("--guide", metavar="FILE", action="append", default=[],
                         help="guide (Markdown, text or PDF); repeat for several")
@@ -103,26 +107,49 @@ def progress_status(first: str = "indexing"):
         yield lambda msg: status.update(f"{msg}…")
 
 
-def load_workload(args: argparse.Namespace, profile: str | None = None) -> Workload:
-    from pcscope.index.store import open_workload
-
+def inputs_of(args: argparse.Namespace, profile: PathLike | None = None) -> Inputs:
+    """The one input value of a command: PROFILE (or ``profile``) and the input options."""
     path = profile or args.profile
     if path is None:
         raise UsageError("no profile given")
+    return Inputs.of(path, alp=args.alp, guides=args.guide, mca=args.mca,
+                     merge_duplicates=args.merge_duplicates, skip_bad_lines=args.skip_bad_lines,
+                     counts="executions" if args.counts == "exact" else args.counts)
+
+
+def default_guides(settings: Settings) -> tuple[Path, ...]:
+    """No --guide: the preset's guides, else the bundled ones."""
+    from pcscope.samples import guides
+
+    return tuple(Path(g) for g in settings.guides) or tuple(guides())
+
+
+def chosen_inputs(args: argparse.Namespace, given: Inputs,
+                  guides: tuple[Path, ...] = ()) -> Inputs:
+    """Given only the profile, the newest current index built for it (with its ALP and
+    guides; stderr says which) serves; else the given inputs, with ``guides`` when they
+    name none."""
+    from pcscope.index.store import IndexStore
+
+    if given.only_profile() and not args.rebuild:
+        earlier = IndexStore.at(args.index_dir).latest_for(given)
+        if earlier is not None:
+            if not earlier.only_profile():
+                print(f"pcscope: using the index of {earlier.describe()}", file=sys.stderr)
+            return earlier
+    if guides and not given.guides:
+        return replace(given, guides=guides)
+    return given
+
+
+def load_workload(args: argparse.Namespace, guides: tuple[Path, ...] = ()) -> Workload:
+    """Open (or build) the index of the command's inputs (see ``chosen_inputs``)."""
+    from pcscope.index.store import IndexStore
+
+    inputs = chosen_inputs(args, inputs_of(args), guides)
     with progress_status() as say:
-        return open_workload(
-            path,
-            alp=args.alp,
-            guides=args.guide,
-            mca=args.mca,
-            index_dir=args.index_dir,
-            merge_duplicates=args.merge_duplicates,
-            skip_bad_lines=args.skip_bad_lines,
-            rebuild=args.rebuild,
-            verify=args.verify,
-            progress=say,
-            counts="executions" if args.counts == "exact" else args.counts,
-        )
+        return IndexStore.at(args.index_dir).open(inputs, rebuild=args.rebuild,
+                                                  verify=args.verify, progress=say)
 
 
 def print_json(data: object) -> None:

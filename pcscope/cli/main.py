@@ -19,10 +19,12 @@ DESCRIPTION = """\
 pcscope turns huge AArch64 workload profiles into grounded performance ideas.
 
 With no command it opens the explorer on the bundled sample. Every command that reads a
-profile indexes it once (reused while the inputs are unchanged) and takes the same reader
-options: --alp, --guide, --index-dir, --merge-duplicates, --skip-bad-lines.
+profile indexes it once (reused while the inputs are unchanged) and takes the same input
+options: --alp, --guide, --mca, --index-dir, --merge-duplicates, --skip-bad-lines. Given
+only the profile, a command uses the newest current index built for it (with its ALP and
+guides) and says so on stderr.
 Evidence is named by stable IDs: pc:0x…, win:0x…, fn:…, alp:0x…, pat:<category>:0x…,
-guide:<doc>/<section>.
+mech:<kind>:0x…, mca:0x…, guide:<doc>/<section>. File formats: docs/formats.md.
 """
 
 EPILOG = """\

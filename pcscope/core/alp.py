@@ -1,4 +1,4 @@
-"""The aggregated ALP (Average Loop Pipeview) model: one record per PC (formats.md §2).
+"""The aggregated ALP (Average Loop Pipeview) model: one record per PC (docs/formats.md §2).
 
 Every figure here is unrounded; rounding to 3 significant digits happens only in
 ``to_json(rounded=True)``, i.e. when evidence is shown or sent to a model. Integer
@@ -8,9 +8,10 @@ counts are exact evidence and are never rounded.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from functools import cached_property
+from typing import Protocol
 
 import msgspec
 import numpy as np
@@ -199,6 +200,14 @@ def row_of(pcs: np.ndarray, pc: object) -> int | None:
     return i if i < len(pcs) and int(pcs[i]) == pc else None
 
 
+class TextLines(Protocol):
+    """Lines of text by number (a list, or the reader's compact RawLines)."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, i: int, /) -> str: ...
+
+
 class LoopRecords(Mapping[int, list[AlpLoopRecord]]):
     """The raw records of each kept PC, in file order, made into AlpLoopRecords on access:
     the reader keeps them as columns (one line of text each), since a view shows one PC
@@ -206,7 +215,7 @@ class LoopRecords(Mapping[int, list[AlpLoopRecord]]):
 
     def __init__(self, pcs: np.ndarray, order: np.ndarray, starts: np.ndarray,
                  loop_labels: list[str | None], loops: np.ndarray, lines: np.ndarray,
-                 texts: Sequence[str]) -> None:
+                 texts: TextLines) -> None:
         self._pcs = pcs                    # uint64 ascending; the records of pcs[i] are
         self._order = order                # texts[order[starts[i]:starts[i + 1]]]
         self._starts = starts
@@ -249,7 +258,7 @@ class AlpFileStats:
 
 @dataclass(frozen=True)
 class AlpStats(AlpFileStats):
-    """File figures plus the size of what was kept (formats.md §5 ``"alp"`` object)."""
+    """File figures plus the size of what was kept (docs/formats.md §5 ``"alp"`` object)."""
 
     trimmed_tokens: int    # characters of the kept records as compact rounded JSON / 4
     kept: int              # aggregated records kept in the table

@@ -116,7 +116,7 @@ def _stage_dicts(means: np.ndarray) -> list[dict[str, float]]:
     out: list = [None] * len(means)     # every row falls in one pattern below
     for code in np.unique(pattern).tolist():
         rows = np.flatnonzero(pattern == code)
-        cols = [j for j in range(len(STAGES)) if code >> j & 1]
+        cols = np.array([j for j in range(len(STAGES)) if code >> j & 1], np.int64)
         names = [STAGES[j] for j in cols]
         for row, values in zip(rows.tolist(), means[np.ix_(rows, cols)].tolist(), strict=True):
             out[row] = dict(zip(names, values, strict=True))

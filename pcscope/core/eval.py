@@ -269,7 +269,7 @@ def model_judge(backend) -> Judge:
     async def judge(prompt: JudgePrompt) -> Judgment | None:
         ctx = TurnContext(f"judge.t{prompt.trial}.{prompt.order}", wave=0)
         outcome = await backend.ask(judge_task(prompt), no_tools, ctx)
-        return outcome.output  # type: ignore[return-value]
+        return outcome.output
 
     return judge
 
@@ -340,6 +340,7 @@ async def run_side(side: Side, workload, backend, settings, session,
         bind(budget=run_budget(settings.max_tokens, settings.max_seconds))
     if side.evidence == "no-alp":
         workload = replace(workload, alp_loader=lambda: None, alp_path=None)
+    orchestrator: Orchestrator
     if side.strategy == "full-prompt":
         orchestrator = FullPromptOrchestrator(
             workload, backend, settings, session,

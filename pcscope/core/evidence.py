@@ -1,4 +1,4 @@
-"""The evidence store: every ID of formats.md §4 resolves here to a short rendering.
+"""The evidence store: every ID of docs/formats.md §4 resolves here to a short rendering.
 
 Exact lookups are array hits (a PC is a binary search over the sorted PC column, a window
 or function ID an index); nothing here goes through the text index.

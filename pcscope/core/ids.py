@@ -1,4 +1,4 @@
-"""Evidence IDs (formats.md §4): built from content, never from row order.
+"""Evidence IDs (docs/formats.md §4): built from content, never from row order.
 
 Hex is lower case without leading zeros: ``pc:0x2004``.
 """

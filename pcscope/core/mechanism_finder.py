@@ -147,7 +147,7 @@ class _Finder:
             fn_total = int(self.counts[rows].sum())
             threaded = len(sites) >= shapes.DISPATCH_SITES
             out.append(self.mechanism("dispatch", [
-                self.site([r] + ([self.p.row_of(pc)] if self.p.row_of(pc) is not None else []), r)
+                self.site([r] + ([at] if (at := self.p.row_of(pc)) is not None else []), r)
                 for r, pc in sites], [
                 Metric("dispatch sites", len(sites), "sites", "executed table-fed br in the function"),
                 Metric("dispatches", dispatches, "executions", "sum of the dispatch br counts"),
@@ -184,7 +184,7 @@ class _Finder:
             if not calls:
                 continue
             out.append(self.mechanism("indirect-call", [
-                self.site([r] + ([self.p.row_of(pc)] if pc and self.p.row_of(pc) is not None
+                self.site([r] + ([at] if pc and (at := self.p.row_of(pc)) is not None
                                  else []), r) for r, pc in sites], [
                 Metric("call sites", len(sites), "sites", "executed blr in the function"),
                 Metric("calls", calls, "executions", "sum of the blr counts"),
@@ -201,7 +201,7 @@ class _Finder:
         targets = self.facts.target[call_rows]
         out = []
         for _module, items in by_module.items():
-            sites, callers = [], defaultdict(int)
+            sites, callers = [], defaultdict[str, int](int)
             through = 0
             for row, start in items:
                 first = self.p.row_of(start)
@@ -278,8 +278,9 @@ class _Finder:
         if load is None:
             return None
         hi = min(len(self.p) - 1, store + 3)
-        back = next((r for r in range(store + 1, hi + 1) if self.op(r).target is not None
-                     and self.op(r).target <= int(self.p.pc[load])), None)
+        back = next((r for r in range(store + 1, hi + 1)
+                     if (t := self.op(r).target) is not None and t <= int(self.p.pc[load])),
+                    None)
         end = back if back is not None else store
         attempts = self.count(load)
         if not attempts:

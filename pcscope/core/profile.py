@@ -314,7 +314,7 @@ class Profile:
         return int(self.value[row]) / self.total if self.total else 0.0
 
     def windows_by_weight(self) -> np.ndarray:
-        """Window indices by descending weight; ties by lower first PC (formats.md §1)."""
+        """Window indices by descending weight; ties by lower first PC (docs/formats.md §1)."""
         if self._by_weight is None:
             self._by_weight = np.lexsort(
                 (self.windows.first_pcs(), -self.windows.value)

@@ -79,7 +79,8 @@ def _read(asm: str) -> tuple:
     mem = isa.memory_operand(ops)
     dest = isa.dest_registers(m, ops)
     writeback = bool(mem and mem.writeback)
-    loaded = tuple(r for r in dest if isa.is_load(m) and not (writeback and r == mem.base))
+    loaded = tuple(r for r in dest
+                   if isa.is_load(m) and not (writeback and mem is not None and r == mem.base))
     addr = tuple(r for r in (mem.base, mem.index) if r) if mem else ()
     return m, tuple(ops), dest, loaded, isa.source_registers(m, ops), addr, writeback
 

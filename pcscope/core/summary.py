@@ -1,4 +1,4 @@
-"""The summaries that reports and `--json` outputs share (formats.md §4 and §5)."""
+"""The summaries that reports and `--json` outputs share (docs/formats.md §4 and §5)."""
 
 from __future__ import annotations
 

@@ -164,11 +164,11 @@ def open_output(path: str | os.PathLike) -> Iterator[TextIO]:
     try:
         with ExitStack() as stack:
             raw = stack.enter_context(os.fdopen(fd, "wb"))
-            if target.name.endswith(".gz"):
-                raw = stack.enter_context(
-                    gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0)
-                )
-            stream = stack.enter_context(io.TextIOWrapper(raw, encoding="utf-8", newline="\n"))
+            packed = stack.enter_context(
+                gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0)
+            ) if target.name.endswith(".gz") else None
+            stream = stack.enter_context(io.TextIOWrapper(packed or raw, encoding="utf-8",
+                                                          newline="\n"))
             yield stream
         os.replace(tmp, target)
     except OSError as exc:

@@ -8,12 +8,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pcscope.core.errors import UsageError
 from pcscope.core.profile import HotSelection, Profile
 
 if TYPE_CHECKING:
     from pcscope.core.alp import AlpTable
     from pcscope.core.mechanisms import MechanismTable
     from pcscope.core.patterns import PatternTable
+    from pcscope.core.queries import Queries
     from pcscope.core.readers.guides import GuideSection
 
 
@@ -29,6 +31,8 @@ class Workload:
     text_loader: Callable[[], Any] = field(repr=False)
     mca_loader: Callable[[], dict[int, dict]] = field(repr=False, default=dict)
     mechanism_loader: Callable[[], MechanismTable] | None = field(repr=False, default=None)
+    # The index provides the query engine (core/queries.py holds the protocol it meets).
+    query_loader: Callable[[Workload], Queries] | None = field(repr=False, default=None)
     alp_path: Path | None = None
     guide_paths: tuple[Path, ...] = ()
 
@@ -52,6 +56,13 @@ class Workload:
     def text(self) -> Any:
         """The Tantivy index (pcscope.index.text.TextIndex), built on first use if needed."""
         return self.text_loader()
+
+    @cached_property
+    def queries(self) -> Queries:
+        """Search, regex, grouping and guide retrieval over this workload's index."""
+        if self.query_loader is None:
+            raise UsageError("no query engine for this workload")
+        return self.query_loader(self)
 
     @property
     def text_ready(self) -> bool:

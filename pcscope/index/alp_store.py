@@ -31,8 +31,9 @@ class _Lists(msgspec.Struct):
 
 def save_alp(table: AlpTable, folder: Path) -> None:
     folder.mkdir()
-    columns: AlpColumns = table.records.columns  # the reader's AlpRecords
-    loops: LoopRecords = table.per_loop
+    records, loops = table.records, table.per_loop
+    assert isinstance(records, AlpRecords) and isinstance(loops, LoopRecords)  # the reader's
+    columns = records.columns
     for f in dataclasses.fields(columns):
         if f.name not in _COLUMN_LISTS:
             np.save(folder / f"col.{f.name}.npy", getattr(columns, f.name), allow_pickle=False)

@@ -17,13 +17,14 @@ from pcscope.core.mechanism_finder import find_mechanisms
 from pcscope.core.mechanisms import Mechanism, MechanismTable
 from pcscope.core.patterns import PatternTable, code_facts, find_patterns
 from pcscope.core.profile import Profile
+from pcscope.core.queries import Queries
 from pcscope.core.readers.guides import GuideSection
 from pcscope.core.workload import Workload
 from pcscope.index.lock import writer_lock
 
 if TYPE_CHECKING:
     from pcscope.core.alp import AlpTable
-    from pcscope.index.store import Inputs
+    from pcscope.core.inputs import Inputs
 
 Progress = Callable[[str], None]
 
@@ -102,9 +103,17 @@ def load_parts(folder: Path, profile: Profile, inputs: Inputs) -> Workload:
         text_loader=open_text,
         mca_loader=load_mca,
         mechanism_loader=load_mechanisms,
+        query_loader=query_engine,
         alp_path=inputs.alp,
         guide_paths=inputs.guides,
     )
+
+
+def query_engine(workload: Workload) -> Queries:
+    # polars loads with the engine, on the first query rather than when the index opens.
+    from pcscope.index.query import QueryEngine
+
+    return QueryEngine.of(workload)
 
 
 def open_text_index(target: Path, profile: Profile, sections: list[GuideSection], cls):

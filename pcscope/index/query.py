@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from functools import cached_property
-from typing import Literal
 
 import numpy as np
 import polars as pl
-from pydantic import BaseModel, ConfigDict
 
 from pcscope.core.asmtext import asm_series
 from pcscope.core.errors import UsageError
@@ -36,6 +34,17 @@ from pcscope.core.ids import fn_id, hex_pc, pc_id, win_id
 from pcscope.core.isa import normalize_mnemonic
 from pcscope.core.patterns import PATTERN_CATEGORIES, PatternTable
 from pcscope.core.profile import Profile
+from pcscope.core.queries import (
+    Field,
+    GroupBy,
+    GroupResult,
+    GroupRow,
+    GuideHit,
+    GuideResult,
+    Hit,
+    SearchResult,
+)
+from pcscope.core.workload import Workload
 from pcscope.index.text import QUERY_TOKEN, TextIndex
 
 MAX_LIMIT = 1000  # hits or groups in one result
@@ -47,72 +56,9 @@ GUIDE_EXCERPT = 600  # characters of a guide section's text in a result
 GROUP_KEYS = ("mnemonic", "function", "window", "category", "module")
 NO_KEY = "(none)"  # the group of rows without a function / module
 
-Field = Literal["asm", "mnemonic"]
-GroupBy = Literal["mnemonic", "function", "window", "category", "module"]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class Hit(_Model):
-    """One instruction (formats.md §5 search hit, plus ``share`` and ``module``)."""
-
-    id: str  # pc:0x…
-    pc: str
-    asm: str
-    function: str | None
-    window: str  # win:0x…
-    samples: int
-    share: float  # the row's value (cycles, else samples) / profile total
-    module: str | None
-
-
-class SearchResult(_Model):
-    query: str
-    total: int
-    truncated: bool
-    hits: list[Hit]
-    kind: Literal["search", "regex"] = "search"
-    field: str = "asm"
-
-
-class GroupRow(_Model):
-    key: str  # the mnemonic, function name, window ID, category or module ("(none)")
-    id: str | None  # fn:… / win:… evidence ID where the key has one
-    count: int  # instructions
-    samples: int
-    share: float  # value (cycles, else samples) / profile total
-
-
-class GroupResult(_Model):
-    by: str
-    where: str | None
-    instructions: int  # rows grouped (those `where` matched)
-    total: int  # groups
-    truncated: bool
-    groups: list[GroupRow]
-
-
-class GuideHit(_Model):
-    id: str  # guide:<doc>/<section>
-    doc: str
-    heading: str
-    line: int
-    score: float
-    text: str  # the section text, cut to GUIDE_EXCERPT characters
-    cut: bool  # whether the text was cut
-    snippet: str = ""  # the best fragment for the query
-    highlights: list[tuple[int, int]] = []  # matched character spans in ``snippet``
-
-
-class GuideResult(_Model):
-    query: str
-    hits: list[GuideHit]
-
-
 class QueryEngine:
-    """Queries over one indexed workload. ``text`` may be a zero-argument callable that
+    """Queries over one indexed workload (the index's implementation of
+    pcscope.core.queries.Queries). ``text`` may be a zero-argument callable that
     returns the TextIndex, so that regex and grouping never wait for it to be built."""
 
     def __init__(
@@ -126,7 +72,7 @@ class QueryEngine:
         self._text = text
 
     @classmethod
-    def of(cls, workload) -> QueryEngine:
+    def of(cls, workload: Workload) -> QueryEngine:
         """From a pcscope.core.workload.Workload (its text index opens on first need)."""
         return cls(workload.profile, workload.patterns, lambda: workload.text)
 
@@ -254,12 +200,13 @@ class QueryEngine:
     def _codes(self, by: str) -> tuple[np.ndarray, int]:
         """Per-row group codes (rows without a function/module: the last code) and count."""
         p = self.profile
-        codes, names = {
+        table: dict[str, tuple[np.ndarray, Sized]] = {
             "mnemonic": (p.mnemonic, p.mnemonics),
             "module": (p.module, p.modules),
             "function": (p.function, p.function_names),
             "window": (p.window, p.windows),
-        }[by]
+        }
+        codes, names = table[by]
         size = len(names) + 1
         return np.where(codes >= 0, codes, size - 1), size
 

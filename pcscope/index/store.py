@@ -26,40 +26,16 @@ from pathlib import Path
 
 from pcscope import __version__
 from pcscope.core.errors import InputError
+from pcscope.core.inputs import Inputs, PathLike
 from pcscope.core.workload import Workload
 from pcscope.index import arrays, manifest
 from pcscope.index.lock import writer_lock
 from pcscope.index.parts import load_parts, save_parts
 
-COUNTS = ("samples", "executions")  # formats.md §1: what the `samples` column holds
 # 2: a manifest of checked files, extra columns in numbered files; 3: mechanisms
 # (mechanisms.msgpack) and code-shape-qualified patterns
 FORMAT_VERSION = 3
 Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class Inputs:
-    profile: Path
-    alp: Path | None = None
-    guides: tuple[Path, ...] = ()
-    mca: Path | None = None
-    merge_duplicates: bool = False
-    skip_bad_lines: bool = False
-    counts: str = "samples"  # what the `samples` column holds: samples or executions
-
-    def files(self) -> list[tuple[str, Path]]:
-        out = [("profile", self.profile)]
-        if self.alp:
-            out.append(("alp", self.alp))
-        out += [("guide", g) for g in self.guides]
-        if self.mca:
-            out.append(("mca", self.mca))
-        return out
-
-    def options(self) -> dict:
-        return {"merge_duplicates": self.merge_duplicates, "skip_bad_lines": self.skip_bad_lines,
-                "counts": self.counts}
 
 
 def default_root() -> Path:
@@ -94,13 +70,79 @@ def _meta(inputs: Inputs) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class IndexStore:
+    """The indexes under one root folder, one per set of inputs."""
+
+    root: Path
+
+    @classmethod
+    def at(cls, index_dir: PathLike | None = None) -> IndexStore:
+        return cls(Path(index_dir) if index_dir else default_root())
+
+    def home(self, inputs: Inputs) -> Path:
+        return self.root / index_key(inputs)
+
+    def is_current(self, inputs: Inputs) -> bool:
+        """Whether these inputs have a complete index that matches them (no build needed;
+        damage is found when it is opened)."""
+        inputs.check()
+        stored = _stored_meta(self.home(inputs) / "current")
+        return stored is not None and _same(stored, _meta(inputs))
+
+    def try_open(self, inputs: Inputs, *, verify: bool = False) -> Workload | None:
+        """The current, intact index of these inputs as memory maps, or None when it must
+        be built (or rebuilt)."""
+        inputs.check()
+        return _reopen(self.home(inputs) / "current", _meta(inputs), inputs, verify,
+                       lambda _m: None)
+
+    def open(self, inputs: Inputs, *, rebuild: bool = False, verify: bool = False,
+             progress: Progress | None = None) -> Workload:
+        """Reopen the index of these inputs, or build it (atomically) when missing, stale or
+        damaged. ``verify``: compare every file's checksum, not only sizes and changed
+        files."""
+        inputs.check()
+        home, meta = self.home(inputs), _meta(inputs)  # fingerprints: each file hashed once
+        current = home / "current"
+        say = progress or (lambda _m: None)
+        if not rebuild and (workload := _reopen(current, meta, inputs, verify, say)) is not None:
+            return workload
+        with writer_lock(home):
+            # Another process may have built it while this one waited for the lock.
+            if not rebuild and (workload := _reopen(current, meta, inputs, verify, say)):
+                return workload
+            _remove_leftovers(home)
+            _swap(home, _build(home, inputs, meta, say))
+        try:
+            return _load(current, inputs)
+        except _DAMAGE as exc:
+            raise InputError(str(current.resolve()), None, f"index damaged right after its "
+                             f"build ({exc}): rerun with --rebuild") from None
+
+    def latest_for(self, inputs: Inputs) -> Inputs | None:
+        """The inputs of the newest current index of this profile with the same reader
+        options (it may hold an ALP, guides, llvm-mca), or None."""
+        profile = inputs.profile.resolve()
+        found = []
+        for meta_file in self.root.glob(f"*/current/{manifest.META}"):
+            earlier = _inputs_of(_stored_meta(meta_file.parent) or {})
+            if earlier is not None and earlier.profile == profile \
+                    and earlier.options() == inputs.options():
+                found.append((_mtime(meta_file), earlier))
+        for _, earlier in sorted(found, key=lambda f: f[0], reverse=True):
+            if all(p.is_file() for _, p in earlier.files()) and self.is_current(earlier):
+                return earlier
+        return None
+
+
 def open_workload(
-    profile: str | os.PathLike,
+    profile: PathLike,
     *,
-    alp: str | os.PathLike | None = None,
-    guides: Sequence[str | os.PathLike] = (),
-    mca: str | os.PathLike | None = None,
-    index_dir: str | os.PathLike | None = None,
+    alp: PathLike | None = None,
+    guides: Sequence[PathLike] = (),
+    mca: PathLike | None = None,
+    index_dir: PathLike | None = None,
     merge_duplicates: bool = False,
     skip_bad_lines: bool = False,
     rebuild: bool = False,
@@ -108,43 +150,42 @@ def open_workload(
     progress: Progress | None = None,
     counts: str = "samples",
 ) -> Workload:
-    """Reopen the index of these inputs, or build it (atomically) when missing, stale or
-    damaged. ``verify``: compare every file's checksum, not only sizes and changed files.
-    ``counts`` says what the profile's counts are (``samples`` or exact ``executions``)."""
-    if counts not in COUNTS:
-        raise InputError(str(profile), None, f"unknown counts {counts!r} (want "
-                         f"{' or '.join(COUNTS)})")
-    inputs = Inputs(
-        Path(profile),
-        Path(alp) if alp else None,
-        tuple(Path(g) for g in guides),
-        Path(mca) if mca else None,
-        merge_duplicates,
-        skip_bad_lines,
-        counts,
-    )
-    for _, p in inputs.files():
-        if not p.is_file():
-            raise InputError(str(p), None, "no such file" if not p.exists() else
-                             "is a directory, not a file" if p.is_dir() else "not a regular file")
-    root = Path(index_dir) if index_dir else default_root()
-    home = root / index_key(inputs)
-    meta = _meta(inputs)
-    current = home / "current"
-    say = progress or (lambda _m: None)
-    if not rebuild and (workload := _reopen(current, meta, inputs, verify, say)) is not None:
-        return workload
-    with writer_lock(home):
-        # Another process may have built it while this one waited for the lock.
-        if not rebuild and (workload := _reopen(current, meta, inputs, verify, say)):
-            return workload
-        _remove_leftovers(home)
-        _swap(home, _build(home, inputs, meta, say))
+    """Open (building when needed) the index of these files: the library's short form of
+    ``IndexStore.at(index_dir).open(Inputs.of(...))``."""
+    inputs = Inputs.of(profile, alp=alp, guides=guides, mca=mca,
+                       merge_duplicates=merge_duplicates, skip_bad_lines=skip_bad_lines,
+                       counts=counts)
+    return IndexStore.at(index_dir).open(inputs, rebuild=rebuild, verify=verify,
+                                         progress=progress)
+
+
+def _mtime(path: Path) -> float:
     try:
-        return _load(current, inputs)
-    except _DAMAGE as exc:
-        raise InputError(str(current.resolve()), None, f"index damaged right after its build "
-                         f"({exc}): rerun with --rebuild") from None
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _inputs_of(meta: dict) -> Inputs | None:
+    """The inputs a stored index was built from (paths as stored: resolved)."""
+    paths: dict[str, list[Path]] = {"profile": [], "alp": [], "guide": [], "mca": []}
+    try:
+        for kind, fp in meta.get("files", []):
+            paths[kind].append(Path(fp["path"]))
+    except (KeyError, TypeError, ValueError):  # not a meta.json this version wrote
+        return None
+    if len(paths["profile"]) != 1:
+        return None
+    options = meta.get("options", {})
+    return Inputs(paths["profile"][0], next(iter(paths["alp"]), None), tuple(paths["guide"]),
+                  next(iter(paths["mca"]), None),
+                  bool(options.get("merge_duplicates")), bool(options.get("skip_bad_lines")),
+                  str(options.get("counts", "samples")))
+
+
+def _same(stored: dict, meta: dict) -> bool:
+    """Whether a stored meta.json is of these inputs (format, fingerprints, options)."""
+    return {k: stored.get(k) for k in meta} == meta
 
 
 # What loading a damaged build raises (np.load: ValueError; msgspec: DecodeError).
@@ -155,7 +196,7 @@ def _reopen(current: Path, meta: dict, inputs: Inputs, verify: bool,
             say: Progress) -> Workload | None:
     """The current build when it is of these inputs and intact; None otherwise."""
     stored = _stored_meta(current)
-    if stored is None or {k: stored.get(k) for k in meta} != meta:
+    if stored is None or not _same(stored, meta):
         return None
     folder = current.resolve()
     damage = manifest.problem(folder, stored.get("manifest"), deep=verify)
@@ -170,9 +211,10 @@ def _reopen(current: Path, meta: dict, inputs: Inputs, verify: bool,
 
 def _stored_meta(current: Path) -> dict | None:
     try:
-        return json.loads((current / manifest.META).read_text(encoding="utf-8"))
+        stored = json.loads((current / manifest.META).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    return stored if isinstance(stored, dict) else None
 
 
 def _build(home: Path, inputs: Inputs, meta: dict, say: Progress) -> Path:

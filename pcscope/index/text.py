@@ -38,6 +38,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -108,6 +109,13 @@ class GuideMatch:
     text: str  # the whole section text (callers bound it)
     snippet: str = ""  # the best fragment of the text for the query
     highlights: tuple[tuple[int, int], ...] = ()  # matched spans in ``snippet``
+
+
+def _stored(doc: tantivy.Document, name: str) -> Any:
+    value = doc.get_first(name)
+    if value is None:
+        raise UsageError(f"guide index document without {name!r}: rebuild the index")
+    return value
 
 
 @dataclass(frozen=True)
@@ -227,7 +235,7 @@ class TextIndex:
                                        order=tantivy.Order.Asc)  # fmt: skip
         addresses = [address for _, address in result.hits]
         rows = self._searcher.fast_field_values("row", addresses) if addresses else []
-        return np.array(rows, dtype=np.int64), int(result.count)
+        return np.array(rows, dtype=np.int64), int(result.count)  # type: ignore[attr-defined]
 
     def matching_rows(self, query: str) -> np.ndarray:
         """Every row the query matches, ascending."""
@@ -288,9 +296,9 @@ class GuideIndex:
             snippet = snippets.snippet_from_doc(doc)
             fragment = snippet.fragment()
             spans = _char_spans(fragment, [(r.start, r.end) for r in snippet.highlighted()])
-            out.append(GuideMatch(doc.get_first("id"), doc.get_first("doc"),
-                                  doc.get_first("heading"), int(doc.get_first("line")),
-                                  float(score), doc.get_first("text"), fragment,
+            out.append(GuideMatch(_stored(doc, "id"), _stored(doc, "doc"),
+                                  _stored(doc, "heading"), int(_stored(doc, "line")),
+                                  float(score), _stored(doc, "text"), fragment,
                                   spans))  # fmt: skip
         return out
 
@@ -316,7 +324,8 @@ def instruction_documents(profile: Profile) -> pl.Series:
     rank = np.empty(n, dtype=np.int64)
     rank[np.lexsort((profile.pc, -profile.samples))] = np.arange(n)
     base = AsmScan(profile.asm_column).memory_bases().astype(np.int64)
-    names = {  # per dictionary code, the JSON member ('' where a row has none)
+    names: dict[str, tuple[np.ndarray, Sequence[str]]] = {  # per dictionary code, the JSON
+        # member ('' where a row has none)
         "mnemonic": (profile.mnemonic, [isa.normalize_mnemonic(m) for m in profile.mnemonics]),
         "base": (base, _REGISTER_NAMES),
         "function": (profile.function, profile.function_names),
@@ -326,8 +335,8 @@ def instruction_documents(profile: Profile) -> pl.Series:
     parts = [pl.lit('{"asm":'), pl.lit(_json_strings(profile))]
     for name, values in (("row", np.arange(n)), ("rank", rank), ("samples", profile.samples)):
         parts += [pl.lit(f',"{name}":'), pl.lit(pl.Series(values)).cast(pl.String)]
-    for name, (codes, values) in names.items():
-        members = [f",{json.dumps(name)}:{json.dumps(v)}" for v in values]
+    for name, (codes, spelt) in names.items():
+        members = [f",{json.dumps(name)}:{json.dumps(v)}" for v in spelt]
         parts.append(pl.lit(_by_code(codes, members)))
     parts.append(pl.lit("}"))
     return pl.select(pl.concat_str(parts)).to_series()

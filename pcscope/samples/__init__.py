@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pcscope.core.bundled import bundled_path
 from pcscope.core.errors import UsageError
 
-HERE = Path(__file__).parent
-DATA = HERE / "data"
-GUIDES = HERE / "guides"
+DATA = bundled_path("pcscope.samples", "data")
+GUIDES = bundled_path("pcscope.samples", "guides")
 NAMES = ("A", "B", "C", "planted")
 
 

@@ -1,4 +1,4 @@
-"""Simulated ALP evidence for a generated window (formats.md §2).
+"""Simulated ALP evidence for a generated window (docs/formats.md §2).
 
 Each instruction's behaviour (branch taken/mispredict rates, cache/TLB miss rates,
 latency) comes from its Effect when a kernel set one, else from the workload's
@@ -235,7 +235,7 @@ def _mem_block(kind: str, accesses: int, sim: Sim, latency: float, env: Env,
 
 @dataclass
 class Agg:
-    """One PC's records summed over loops, as formats.md §2 aggregates them."""
+    """One PC's records summed over loops, as docs/formats.md §2 aggregates them."""
 
     asm: str = ""
     iterations: int = 0

@@ -3,7 +3,7 @@
     pcscope sample --kind C --seed 3 -o DIR
     pcscope sample --kind A --scale 1000000 -o DIR   # benchmark size
 
-writes DIR/profile.csv.gz (formats.md §1), DIR/alp.jsonl.gz (§2, raw per (loop, PC),
+writes DIR/profile.csv.gz (docs/formats.md §1), DIR/alp.jsonl.gz (§2, raw per (loop, PC),
 hot windows only), DIR/truth.json (planted issues and their look-alikes, with §4
 categories) and DIR/README.md. Output streams window by window and is planned a block of
 windows at a time (layout.py), so memory does not grow with the size asked. The same

@@ -26,7 +26,7 @@ from pcscope.samples.kinds import KindSpec
 
 BLOCK_WINDOWS = 4096
 COVERAGE = 0.90
-DERIVED_GAP = 68          # > 64 bytes: derivation starts a new window (formats.md §1)
+DERIVED_GAP = 68          # > 64 bytes: derivation starts a new window (docs/formats.md §1)
 EXTRA_LOOP_SHARE = 0.6    # share of a window's PCs an extra loop region covers
 PLT_ROWS_MAX = 96         # 24 stubs of 4 instructions
 
@@ -474,7 +474,7 @@ def _place_kernels(ws: list[WindowPlan], pairs: dict[str, list[int]], span: int,
 
 
 def hot_windows(ws: list[WindowPlan], coverage: float = COVERAGE) -> list[int]:
-    """formats.md §1: by weight desc (ties: lower first PC) until `coverage` is reached."""
+    """docs/formats.md §1: by weight desc (ties: lower first PC) until `coverage` is reached."""
     total = sum(w.value for w in ws)
     order = sorted(range(len(ws)), key=lambda i: (-ws[i].value, ws[i].first_pc))
     hot, acc = [], 0

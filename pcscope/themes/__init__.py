@@ -8,11 +8,11 @@ chosen to stay distinct when Textual reduces them to 256 or 16 colours.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from textual.theme import Theme
 
-STYLESHEET = Path(__file__).with_name("pcscope.tcss")
+from pcscope.core.bundled import bundled_path
+
+STYLESHEET = bundled_path("pcscope.themes", "pcscope.tcss")
 
 
 def _variables(

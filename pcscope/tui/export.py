@@ -23,7 +23,7 @@ def export_report(screen: MainScreen) -> None:
         export_view(screen)
         return
     verdicts = dict(screen.findings.ideas.verdicts)
-    stem = screen.request.profile.name.split(".")[0]
+    stem = screen.request.inputs.profile.name.split(".")[0]
 
     def write(path: str) -> str:
         from pcscope.core.engine.report import markdown_report
@@ -52,7 +52,7 @@ def export_view(screen: MainScreen) -> None:
     from pcscope.core.views import assembly_markdown, hot_windows_markdown
 
     profile = screen.workload.profile
-    stem = screen.request.profile.name.split(".")[0]
+    stem = screen.request.inputs.profile.name.split(".")[0]
     if screen.active == "hot" or screen.asm.window is None:
         model = screen.hot.model
         windows = [model.window_at(i) for i in range(len(model))]

@@ -12,32 +12,32 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from pcscope.core.inputs import Inputs
 from pcscope.core.workload import Workload
 from pcscope.tui.session import Restored, UiSession
+
+if TYPE_CHECKING:
+    from pcscope.index.store import IndexStore
 
 
 @dataclass(frozen=True)
 class OpenRequest:
-    profile: Path
-    alp: Path | None = None
-    guides: tuple[Path, ...] = ()
+    inputs: Inputs  # built by the CLI (`pcscope open`), guides and reuse already chosen
     index_dir: Path | None = None
     model: str = "offline"
     preset: str = "standard"
     session: Path | None = None  # default: the engine's per-profile store beside the index
-    merge_duplicates: bool = False
-    skip_bad_lines: bool = False
     rebuild: bool = False
     verify: bool = False
     fresh: bool = False  # a damaged session store is moved aside, a new one started
 
     @property
-    def index_root(self) -> Path:
-        from pcscope.index.store import default_root
+    def store(self) -> IndexStore:
+        from pcscope.index.store import IndexStore
 
-        return self.index_dir or default_root()
+        return IndexStore.at(self.index_dir)
 
 
 @dataclass
@@ -49,49 +49,25 @@ class Prepared:
 
 
 def prepare(request: OpenRequest, progress: Callable[[str], None]) -> Prepared:
-    from pcscope.core.engine.presets import load_preset
-    from pcscope.index.store import open_workload
-
-    settings = load_preset(request.preset)
-    workload = open_workload(
-        request.profile,
-        alp=request.alp,
-        guides=request.guides or default_guides(settings),
-        index_dir=request.index_dir,
-        merge_duplicates=request.merge_duplicates,
-        skip_bad_lines=request.skip_bad_lines,
-        rebuild=request.rebuild,
-        verify=request.verify,
-        progress=progress,
-    )
-    session = (UiSession(request.session, fresh=request.fresh) if request.session
-               else UiSession.for_profile(request.index_root, request.profile, request.fresh))
-    return Prepared(workload, settings, session, session.load())
-
-
-class _NeedsBuild(Exception):
-    """The index builder reported progress: there is no current index to reopen."""
-
-
-def _refuse(_step: str) -> None:
-    raise _NeedsBuild
+    """Open (or build) the index, then everything else the explorer starts with."""
+    workload = request.store.open(request.inputs, rebuild=request.rebuild,
+                                  verify=request.verify, progress=progress)
+    return _prepared(request, workload)
 
 
 def reopen(request: OpenRequest) -> Prepared | None:
-    """``prepare`` if the index is current; None when it must be built (the builder's
-    first progress report stops it before any work, and it cleans up after itself)."""
+    """``prepare`` if the index is current; None when it must be built (the indexing
+    screen then builds it with a progress display)."""
     if request.rebuild:
         return None
-    try:
-        return prepare(request, _refuse)
-    except _NeedsBuild:
-        return None
+    workload = request.store.try_open(request.inputs, verify=request.verify)
+    return None if workload is None else _prepared(request, workload)
 
 
-def default_guides(settings) -> tuple[Path, ...]:
-    """No --guide: the preset's guides, else the bundled ones (as `pcscope analyze` does,
-    so both commands share one index)."""
-    if settings.guides:
-        return tuple(Path(g) for g in settings.guides)
-    folder = Path(__file__).resolve().parent.parent / "samples" / "guides"
-    return tuple(sorted(p for p in folder.glob("*.md") if p.name != "README.md"))
+def _prepared(request: OpenRequest, workload: Workload) -> Prepared:
+    from pcscope.core.engine.presets import load_preset
+
+    session = (UiSession(request.session, fresh=request.fresh) if request.session
+               else UiSession.for_profile(request.store.root, request.inputs.profile,
+                                          request.fresh))
+    return Prepared(workload, load_preset(request.preset), session, session.load())

@@ -214,7 +214,7 @@ def _llsc(w: WindowView) -> list[Detection]:
                 if lat is not None:
                     parts.append(f"the exclusive load takes {lat:.3g} cycles on average with "
                                  f"{_pct(miss)} L1D misses")
-                strength = _strength(retry, R.RETRY_RATE) if retrying else \
+                strength = _strength(retry, R.RETRY_RATE) if retrying and retry is not None else \
                     _strength(lat or 0.0, R.ATOMIC_LATENCY)
                 out.append(Detection("llsc-retry", pcs, True, "; ".join(parts), strength))
     return out
@@ -286,7 +286,7 @@ def _divide(w: WindowView) -> list[Detection]:
         if lat is not None and lat >= R.DIVIDE_LATENCY:
             wait = consumer.figure("issue_wait") if consumer else None
             tail = f"; its consumer `{consumer.asm}` waits {wait:.3g} cycles to issue" \
-                if wait is not None else ""
+                if consumer is not None and wait is not None else ""
             rule = "slow-fp-divide" if is_fp_divide(ins.mnemonic) else "slow-divide"
             out.append(Detection(rule, pcs, True,
                                  f"the divide's execute latency is {lat:.3g} cycles "
@@ -358,7 +358,7 @@ def _fp_chain(w: WindowView) -> list[Detection]:
             if len(chain) < 2 or reg in reset:
                 continue
             pcs = tuple(i.pc for i in reversed(chain))
-            waits = [i.figure("issue_wait") for i in chain if i.figure("issue_wait") is not None]
+            waits = [x for i in chain if (x := i.figure("issue_wait")) is not None]
             if waits:
                 mean = sum(waits) / len(waits)
                 if mean >= R.FP_CHAIN_WAIT:

@@ -16,7 +16,7 @@ from pcscope.core.backends.detectors import Detection, Insn, WindowView, detect
 from pcscope.core.backends.operands import parse
 from pcscope.core.backends.rules import CATALOG, Rule
 from pcscope.core.contract.backend import CallRequest, CallResponse, Emit, ToolRunner, Usage
-from pcscope.core.contract.findings import CallOutput, Finding
+from pcscope.core.contract.findings import Basis, CallOutput, Finding
 from pcscope.core.guide_map import sections_for
 from pcscope.core.ids import alp_id, hex_pc, parse_pc, pat_id, pc_id
 from pcscope.core.isa import is_indirect, is_load
@@ -154,6 +154,7 @@ class OfflineAnalyst:
         evidence += [n["id"] for n in noted]
         where = f"`{anchor.asm}` at {hex_pc(det.pc)} in {view.function}, window {view.id} " \
                 f"({view.weight:.2%} of the total)"
+        basis: Basis
         if det.measured:
             claim = f"{LABEL} {where}: {det.figures} ({alp_id(det.pc)})."
             basis, confidence = "measured", 0.6 + 0.35 * det.strength

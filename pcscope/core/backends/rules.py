@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pcscope.core.contract.findings import Target
 from pcscope.core.guide_map import sections_for
 
 MISPREDICT = 0.10  # branch mispredict rate worth an idea
@@ -36,7 +37,7 @@ HOT_WINDOW = 0.01  # share of the total its window needs
 class Rule:
     name: str
     category: str
-    target: str  # software | compiler | hardware
+    target: Target
     title: str  # of a measured idea; "{asm}" and "{fn}" are filled in
     guess: str  # of a profile-only idea (nothing measured yet)
     recommendation: str

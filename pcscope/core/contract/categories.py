@@ -1,4 +1,4 @@
-"""The idea categories of formats.md §4 (kept apart from the schema so that reading them
+"""The idea categories of docs/formats.md §4 (kept apart from the schema so that reading them
 does not import pydantic, which start-up paths such as `pcscope open` avoid)."""
 
 CATEGORIES = (

@@ -8,7 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pcscope.core.contract.categories import CATEGORIES
 
-Category = Literal[CATEGORIES]  # one list: the tuple in categories.py
+# One list: the tuple in categories.py. pydantic reads the Literal at run time; mypy cannot
+# expand a tuple into one, so to it Category is Any.
+Category = Literal[CATEGORIES]  # type: ignore[valid-type]
 Target = Literal["software", "compiler", "hardware"]
 Basis = Literal["measured", "predicted", "profile-only"]
 

@@ -94,7 +94,7 @@ class CallRecord:
         return [asdict(t) for t in self.tools]
 
     def summary(self) -> dict[str, Any]:
-        """The report's ``calls`` entry (formats.md §4)."""
+        """The report's ``calls`` entry (docs/formats.md §4)."""
         return {
             "id": self.id,
             "wave": self.wave,

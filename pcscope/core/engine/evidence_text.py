@@ -13,7 +13,7 @@ answers and the legacy full prompt all render through here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from pcscope.core.alp import AlpRecord, round_sig
@@ -143,7 +143,7 @@ def instruction_lines(items: Sequence[Shown], basis: str,
     return lines
 
 
-def items_of(workload: Workload, rows: Sequence[int], alp: Callable[[int], AlpRecord | None],
+def items_of(workload: Workload, rows: Iterable[int], alp: Callable[[int], AlpRecord | None],
                mark: int | None = None, patterns: Callable[[int], bool] = lambda _r: True
                ) -> list[Shown]:
     """Profile rows as ``Shown`` items (``patterns(row)``: look up its pattern hits)."""

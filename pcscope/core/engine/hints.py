@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from pcscope.core.errors import InputError, UsageError
 from pcscope.core.evidence import Evidence, EvidenceStore
@@ -90,7 +91,7 @@ def _parse(note_id: str, given: HintText, store: EvidenceStore) -> Hint:
     return Hint(note_id, body, pc=pc, source=given.source)
 
 
-def _fail(given: HintText, what: str) -> None:
+def _fail(given: HintText, what: str) -> NoReturn:
     if given.path is not None:
         raise InputError(given.path, given.line, what)
     raise UsageError(f"--hint: {what}")

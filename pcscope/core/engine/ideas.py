@@ -1,4 +1,4 @@
-"""Accepted findings and the ideas the gatekeeper makes of them (formats.md §4)."""
+"""Accepted findings and the ideas the gatekeeper makes of them (docs/formats.md §4)."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ class Idea:
                 f"({self.category}: {self.penalty.why}) × confidence {self.confidence:.2f}")
 
     def to_json(self) -> dict:
-        """Exactly the keys of a report idea (formats.md §4)."""
+        """Exactly the keys of a report idea (docs/formats.md §4)."""
         return {
             "id": self.id,
             "title": self.title,

@@ -331,6 +331,7 @@ class Orchestrator:
         self.bus.publish(CallStarted(run=self.run_id, call=record.id))
         clock = time.perf_counter()
         review: Review | None = None
+        assert self._reviewer is not None  # _review calls this only with a reviewer
         try:
             review = await self._reviewer(list(self._accepted), self.store, wave, limit)
         except asyncio.CancelledError:  # _finish records it

@@ -13,10 +13,11 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from pcscope.core.bundled import bundled_path
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.errors import InputError, UsageError
 
-BUNDLED = Path(__file__).with_name("presets")
+BUNDLED = bundled_path("pcscope.core.engine", "presets")
 DEFAULT_PRESET = "standard"
 
 
@@ -112,7 +113,7 @@ def resolve(name: str | None, overrides: dict[str, Any],
             config_dir: Path | None = None) -> Settings:
     """The preset ``name`` (default ``standard``) with every non-None override applied."""
     settings = load_preset(name or DEFAULT_PRESET, config_dir)
-    given = {k: (tuple(v) if isinstance(v, list) else v)
+    given: dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v)
              for k, v in overrides.items() if v is not None}
     unknown = set(given) - set(_TYPES)
     if unknown:

@@ -1,4 +1,4 @@
-"""Analysis reports: the JSON of formats.md §4 and a Markdown report an engineer can forward.
+"""Analysis reports: the JSON of docs/formats.md §4 and a Markdown report an engineer can forward.
 
 The JSON holds exactly the spec's keys plus ``run`` (the resolved settings, stop reason,
 hints and coverage, so any run can be repeated and its reach judged). The Markdown opens

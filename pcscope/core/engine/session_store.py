@@ -183,7 +183,8 @@ class SessionStore:
                 "VALUES (?, ?, ?, ?, 'running', ?)",
                 (key, profile, model, json.dumps(settings, sort_keys=True), time.time()),
             )
-            return int(cur.lastrowid)
+            assert cur.lastrowid is not None  # set by every INSERT
+            return cur.lastrowid
 
     def reopen_run(self, run: int) -> None:
         with self._tx() as db:

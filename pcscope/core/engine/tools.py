@@ -29,7 +29,7 @@ from pcscope.core.mechanisms import number
 
 if TYPE_CHECKING:
     from pcscope.core.alp import AlpRecord
-    from pcscope.index.query import QueryEngine, SearchResult
+    from pcscope.core.queries import Queries, SearchResult
 
 MAX_TEXT = 12000  # characters of one tool answer
 MAX_WINDOW_ROWS = 96
@@ -167,7 +167,7 @@ class AlpRenderings:
         if len(wanted) * 8 < len(records) and isinstance(records, AlpRecords):
             chosen = records.many(sorted(wanted))  # a small share: only those rows
         else:
-            chosen = (record for record in records.values() if record.pc in wanted)
+            chosen = [record for record in records.values() if record.pc in wanted]
         for record in chosen:
             self._records[record.pc] = record
 
@@ -179,6 +179,7 @@ class AlpRenderings:
         if not self.has(pc):
             return None
         if pc not in self._records:
+            assert self._table is not None  # has(pc) without a table: already built
             self._records[pc] = self._table.records[pc]
         return self._records[pc]
 
@@ -205,16 +206,11 @@ class SharedMemory:
 
     def __post_init__(self) -> None:
         self.alp = AlpRenderings(self.store)
-        self._queries: QueryEngine | None = None
 
     @property
-    def queries(self) -> QueryEngine:
+    def queries(self) -> Queries:
         """Search, regex, grouping and guide retrieval over the workload's index."""
-        if self._queries is None:
-            from pcscope.index.query import QueryEngine
-
-            self._queries = QueryEngine.of(self.store.workload)
-        return self._queries
+        return self.store.workload.queries
 
     def add_finding(self, evidence: Evidence, finding: Finding) -> None:
         self.store.register(evidence)
@@ -257,7 +253,7 @@ class ToolBox:
             if model is None:
                 raise ToolError(f"unknown tool {_capped(name)!r} (tools: {', '.join(ARGS)})")
             request = model.model_validate(args)
-            if name == "regex":   # the one query whose work can grow long: it stops itself
+            if isinstance(request, RegexArgs):  # the one query that can run long: it stops
                 deadline = time.monotonic() + QUERY_SECONDS
                 result = await asyncio.to_thread(self._regex, request, deadline)
             elif name in ("search", "group"):   # bounded by query length and limits

@@ -23,7 +23,7 @@ PROFILE_COLUMNS = ("function", "module", "pc", "samples", "asm")
 NO_ASM = "<unknown>"
 
 
-def open_binary(path: str | os.PathLike) -> BinaryIO:
+def open_binary(path: str | os.PathLike) -> BinaryIO | gzip.GzipFile:
     """A binary stream of a plain or gzip file (by content); '-' is standard input."""
     if str(path) == STDIN:
         raw = sys.stdin.buffer
@@ -93,7 +93,7 @@ class Skipped:
 
 @dataclass(frozen=True)
 class ProfileRow:
-    """One row of a native profile (formats.md §1)."""
+    """One row of a native profile (docs/formats.md §1)."""
 
     pc: int
     samples: int

@@ -51,8 +51,11 @@ def _concat(parts: list[Records]) -> Records:
     parts = [p for p in parts if len(p)]
     if not parts:
         return Records.empty()
-    return Records(*(np.concatenate([getattr(p, f) for p in parts])
-                     for f in ("seq", "upc", "pc", "fetch", "ticks")), {})
+    def joined(field: str) -> np.ndarray:
+        return np.concatenate([getattr(p, field) for p in parts])
+
+    return Records(joined("seq"), joined("upc"), joined("pc"), joined("fetch"), joined("ticks"),
+                   {})
 
 
 class _Sums:

@@ -248,7 +248,7 @@ class LineParser:
     def parse(self, buf: bytes, known: set[int], lines_before: int) -> Records:
         rows: list[tuple] = []
         asm: dict[int, str] = {}
-        self.from_micro_op: set[int] = set()
+        self.from_micro_op = set()
         for offset, raw in enumerate(buf.split(b"\n")):
             at = raw.find(PREFIX)
             if at < 0:
@@ -320,6 +320,7 @@ class LineParser:
         """A stage's tick; 0 (a stage the instruction never reached) or not before the
         latest stage so far in pipeline order."""
         tick = self._tick(text, lineno)
+        assert self.cur is not None  # stage lines follow their record's first line
         if tick:
             if tick < self.cur[7]:
                 raise self._bad(lineno, f"{stage.decode()} at tick {tick} comes before an "

@@ -34,7 +34,7 @@ from pcscope.core.importers.perf_script import (
     parse_sample,
 )
 
-WINDOW_GAP = 64   # formats.md §1: a gap wider than this starts a new window
+WINDOW_GAP = 64   # docs/formats.md §1: a gap wider than this starts a new window
 PAGE = 0x1000
 
 

@@ -1,4 +1,4 @@
-"""Streaming reader of a raw ALP (JSON Lines, plain or gzip) into an AlpTable (formats.md §2).
+"""Streaming reader of a raw ALP (JSON Lines, plain or gzip) into an AlpTable (docs/formats.md §2).
 
 Speed: a ~17M-token file holds ~300k records, so there is no Python loop per line in the
 usual case: lines are taken in batches, decoded by a typed msgspec decoder (types,
@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Callable
 from itertools import chain
-from typing import Annotated, Literal
+from typing import Annotated, Literal, cast
 
 import msgspec
 import numpy as np
@@ -128,7 +128,7 @@ _MISSES = ("l1d_miss", "l2_miss", "llc_miss", "tlb_miss", "store_forwarded")
 
 
 def _value_problems(recs: list[_Line]) -> tuple[int, str] | None:
-    """The first record (position, what) whose values break formats.md §2's rules between
+    """The first record (position, what) whose values break docs/formats.md §2's rules between
     fields: stage times non-negative and non-decreasing in pipeline order, mispredicted and
     taken at most executed, every miss count at most accesses. A few numpy calls per
     batch; the message is built only for a bad record."""
@@ -137,7 +137,7 @@ def _value_problems(recs: list[_Line]) -> tuple[int, str] | None:
                          np.float64, count=len(STAGES) * len(recs)).reshape(-1, len(STAGES))
     with np.errstate(invalid="ignore"):
         reached = np.fmax.accumulate(stages, axis=1)      # latest stage time so far
-        bad = (stages < 0).any(axis=1) | (stages[:, 1:] < reached[:, :-1]).any(axis=1)
+        bad = np.asarray((stages < 0).any(axis=1) | (stages[:, 1:] < reached[:, :-1]).any(axis=1))
     branches = [(i, r.branch) for i, r in enumerate(recs) if r.branch is not None]
     mems = [(i, r.mem) for i, r in enumerate(recs) if r.mem is not None]
     if branches:
@@ -170,9 +170,10 @@ def _what_is_wrong(rec: _Line) -> str:
             if getattr(b, name) > b.executed != ABSENT:
                 return f"branch {name} {getattr(b, name)} exceeds executed {b.executed}"
     m = rec.mem
-    for name in _MISSES if m is not None else ():
-        if getattr(m, name) > m.accesses != ABSENT:
-            return f"mem {name} {getattr(m, name)} exceeds accesses {m.accesses}"
+    if m is not None:
+        for name in _MISSES:
+            if getattr(m, name) > m.accesses != ABSENT:
+                return f"mem {name} {getattr(m, name)} exceeds accesses {m.accesses}"
     raise AssertionError("no problem in the record")
 
 
@@ -322,7 +323,7 @@ _USUAL_PCS = re.compile(r"(?:0x[0-9a-f]{1,16}\n)*0x[0-9a-f]{1,16}")  # 64 bits a
 
 def _pc_value(spelt: str | int) -> int:
     """A PC as spelt in the file: a JSON integer, ``0x``-hex (any case) or decimal."""
-    if type(spelt) is int:
+    if isinstance(spelt, int):  # msgspec gives str | int: never a bool
         value = spelt
     elif _PC_TEXT.fullmatch(spelt):
         value = int(spelt, 16) if spelt[1:2] in ("x", "X") else int(spelt)
@@ -376,11 +377,12 @@ class _Reader:
         """Give new PC spellings their PC index (``0x2004``, ``0X2004``, ``8196`` share one);
         ValueError at the first that is not a 64-bit PC."""
         pc_index, of_value, values = self.pc_index, self.index_of_value, self.pc_values
+        texts = cast(list[str], spellings)  # unless a JSON integer makes join raise
         try:  # the usual spelling, checked for the whole batch by one regex pass
-            usual = _USUAL_PCS.fullmatch("\n".join(spellings)) is not None
+            usual = _USUAL_PCS.fullmatch("\n".join(texts)) is not None
         except TypeError:  # a PC spelt as a JSON integer
             usual = False
-        parsed = ([int(s, 16) for s in spellings] if usual
+        parsed = ([int(s, 16) for s in texts] if usual
                   else list(map(_pc_value, spellings)))
         for spelt, value in zip(spellings, parsed, strict=True):
             index = of_value.setdefault(value, len(values))

@@ -252,7 +252,7 @@ class KeptPcs:
         none), row after row, and where each row's start: from the unique (row, label rank)
         pairs."""
         labels = self.loop_labels
-        named = sorted(range(1, len(labels)), key=labels.__getitem__)   # loop ids by label
+        named = sorted(range(1, len(labels)), key=lambda i: labels[i] or "")  # ids by label
         rank = np.full(len(labels), -1, np.int64)
         rank[named] = np.arange(len(named))
         r = rank[loops]

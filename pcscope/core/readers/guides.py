@@ -1,4 +1,4 @@
-"""Guide readers (formats.md §3): Markdown, plain text and (when pypdf is installed) PDF,
+"""Guide readers (docs/formats.md §3): Markdown, plain text and (when pypdf is installed) PDF,
 each cut into sections with stable IDs ``guide:<doc>/<slug>/<slug>…``.
 
 Markdown: each ATX heading of level 1-3 (``#``, ``##``, ``###``) starts a section whose

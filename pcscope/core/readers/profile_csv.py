@@ -1,4 +1,4 @@
-"""Profile CSV/TSV reader (formats.md §1): polars parses, numpy derives windows and weights.
+"""Profile CSV/TSV reader (docs/formats.md §1): polars parses, numpy derives windows and weights.
 
 Every problem is reported as ``InputError(file, line, what)``, the line being the physical
 line where the record starts. Polars rows map to records one to one (blank lines become

@@ -50,7 +50,7 @@ class IndexingScreen(Screen):
     def compose(self) -> ComposeResult:
         with Vertical(classes="indexing"):
             yield Static(Content.assemble(
-                ("pcscope", "bold $primary"), f"  opening {self.request.profile.name}"),
+                ("pcscope", "bold $primary"), f"  opening {self.request.inputs.profile.name}"),
                 id="indexing-title")
             yield Static("", id="indexing-steps")
             yield Static(Content.assemble(("Escape cancels", "$pcscope-muted")),

@@ -124,7 +124,7 @@ class MainScreen(Screen):
 
     def _title(self) -> str:
         p = self.workload.profile
-        return (f" pcscope · {self.request.profile.name} · {len(p):,} instructions · "
+        return (f" pcscope · {self.request.inputs.profile.name} · {len(p):,} instructions · "
                 f"{len(p.windows):,} windows · {p.basis} · hot selection "
                 f"{len(self.selection.windows):,} windows ({self.selection.coverage:.0%}) · "
                 f"model {self.request.model}")

@@ -1,6 +1,6 @@
 """The findings pane: the run's ideas (best first), one idea in full, its evidence as links.
 
-Ideas are the report's idea objects (formats.md §4), each showing its own share (its PCs and
+Ideas are the report's idea objects (docs/formats.md §4), each showing its own share (its PCs and
 its mechanisms' sites), grouped by mechanism: ideas about the same mechanism sit together, in
 the rank of the best of them. The engineer's triage — accepted, rejected or undecided, plus
 a note — lives beside them (kept in the session store by the screen); Enter on an evidence

@@ -8,6 +8,7 @@ replaces a running one, Escape drops it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -22,6 +23,9 @@ from pcscope.tui import render
 from pcscope.tui.keymap import bindings_of
 from pcscope.tui.widgets.virtual_list import Row, VirtualList
 from pcscope.tui.work import in_thread
+
+if TYPE_CHECKING:
+    from pcscope.core.queries import Queries
 
 LIMIT = 1000  # hits fetched per query (the index reports the total)
 
@@ -44,7 +48,7 @@ class Outcome:
     error: str | None = None  # a query the index refused (shown in the pane, not a crash)
 
 
-def run_query(engine, query: str, regex: bool) -> Outcome:
+def run_query(engine: Queries, query: str, regex: bool) -> Outcome:
     """Ask the index's query engine (in a worker thread: the first search may build the
     Tantivy index, the first regex the lower-cased text column)."""
     try:
@@ -109,7 +113,6 @@ class SearchView(Vertical):
     def __init__(self, workload: Workload) -> None:
         super().__init__(id="search-view")
         self.workload = workload
-        self._engine = None  # the index's QueryEngine, made on the first search
         self.input = QueryInput(placeholder="mnemonic:ldaxr   function:memcpy   (F3: regex)",
                                 id="search-input")
         self.mode = Static("query", id="search-mode")
@@ -165,15 +168,8 @@ class SearchView(Vertical):
         building = "" if self.workload.text_ready else " (building the search index)"
         self.post_message(self.Results([], f"searching…{building}"))
         regex = self.regex
-        self._worker = in_thread(self, lambda: run_query(self._query_engine(), query, regex),
+        self._worker = in_thread(self, lambda: run_query(self.workload.queries, query, regex),
                                  name="search", group="search", exclusive=True)
-
-    def _query_engine(self):
-        if self._engine is None:
-            from pcscope.index.query import QueryEngine
-
-            self._engine = QueryEngine.of(self.workload)
-        return self._engine
 
     def cancel(self) -> None:
         if self._worker is not None:

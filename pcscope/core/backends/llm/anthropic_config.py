@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
+from pcscope.core.bundled import bundled_path
 from pcscope.core.contract.backend import Usage
 from pcscope.core.errors import InputError
 
@@ -122,7 +122,7 @@ def user_config_dir() -> Path:
 
 def load_config(user_file: Path | None = None) -> AnthropicConfig:
     """The bundled TOML, then the user's file on top (key by key; prices by model)."""
-    bundled = resources.files("pcscope.core.backends.llm").joinpath(USER_FILE).read_text("utf-8")
+    bundled = bundled_path("pcscope.core.backends.llm", USER_FILE).read_text("utf-8")
     data = tomllib.loads(bundled)
     path = user_file or user_config_dir() / USER_FILE
     if path.is_file():

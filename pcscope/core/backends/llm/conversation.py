@@ -164,7 +164,7 @@ class Conversation:
             self.tracer.chat_done(span, None, failed.usage, failed.attempts, failed.reason)
             return None
         finally:
-            if hold is not None:
+            if budget is not None and hold is not None:
                 budget.settle(hold, self.weigh(spent))
         out.usage.add(turn.usage)
         out.attempts += turn.attempts
@@ -204,6 +204,7 @@ class Conversation:
         if error is not None:
             self.tracer.tool_done(span, "", (), error)
             return request_bodies.tool_result(call.id, error, error=True)
+        assert args is not None  # parse gives the object or what is wrong with it
         result: ToolResult = await use_tool(call.name, args)
         self.tracer.tool_done(span, result.text, result.ids, result.error)
         if result.error:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import overload
 
 from pcscope.core.backends.llm import request_bodies
 from pcscope.core.backends.llm.anthropic_config import AnthropicConfig
@@ -69,6 +70,12 @@ class Secret:
 
     def __repr__(self) -> str:
         return "Secret(***)"
+
+    @overload
+    def scrub(self, text: str) -> str: ...
+
+    @overload
+    def scrub(self, text: None) -> None: ...
 
     def scrub(self, text: str | None) -> str | None:
         if not text or not self.value:
@@ -162,6 +169,7 @@ class ModelBackend:
                           int(request.seed.get("depth", request.wave)),
                           evidence_ids=request.evidence_ids, emit=emit)
         outcome = await self.ask(task, use_tool, ctx)
+        assert outcome.output is None or isinstance(outcome.output, CallOutput)  # as asked
         return CallResponse(outcome.output, outcome.raw, outcome.usage, outcome.error)
 
     @staticmethod

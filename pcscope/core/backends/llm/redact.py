@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from pcscope.core.backends.llm.conversation import Outcome, Task
 from pcscope.core.backends.llm.turns import TurnContext
@@ -63,6 +63,12 @@ class Redactor:
         return cls(aliases)
 
     # -- text --------------------------------------------------------------------------
+    @overload
+    def outbound(self, text: str) -> str: ...
+
+    @overload
+    def outbound(self, text: None) -> None: ...
+
     def outbound(self, text: str | None) -> str | None:
         if not text or not self.aliases:
             return text
@@ -81,6 +87,12 @@ class Redactor:
             if head in self._simple:
                 return self.aliases[head] + self._token(token[cut:])
         return token
+
+    @overload
+    def inbound(self, text: str) -> str: ...
+
+    @overload
+    def inbound(self, text: None) -> None: ...
 
     def inbound(self, text: str | None) -> str | None:
         if not text:

@@ -130,7 +130,7 @@ def _mark(message: dict, index: int) -> None:
 
 def tool_result(call_id: str, text: str, error: bool = False) -> dict:
     """A tool's answer; workload text in it must already be wrapped by ``data``."""
-    block = {"type": "tool_result", "tool_use_id": call_id,
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id,
              "content": [{"type": "text", "text": text}]}
     if error:
         block["is_error"] = True

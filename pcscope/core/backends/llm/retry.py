@@ -17,7 +17,7 @@ import asyncio
 import email.utils
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from pcscope.core.backends.llm.messages_client import (
@@ -146,7 +146,7 @@ def backoff(policy: RetryPolicy, attempt: int, seed: str) -> float:
 class RetryingClient:
     def __init__(self, inner: ModelClient, policy: RetryPolicy, limit: AdaptiveLimit,
                  budget: Callable[[], TurnBudget | None],
-                 sleep: Callable[[float], object] = asyncio.sleep,
+                 sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
                  scrub: Callable[[str], str] = lambda text: text) -> None:
         self.inner = inner
         self.scrub = scrub  # server messages may echo secrets: scrubbed before anyone stores
