@@ -131,6 +131,8 @@ class OfflineAnalyst:
                 f"({view.weight:.2%} of the total)"
         if det.measured:
             claim = f"{LABEL} {where}: {det.figures} ({alp_id(det.pc)})."
+            if det.checks:
+                claim += f" Fields read: {'; '.join(det.checks)}."
             basis, confidence = "measured", 0.6 + 0.35 * det.strength
         else:
             claim = (f"{LABEL} {where}: {det.figures}. No ALP record covers it, so this is a "
