@@ -17,6 +17,7 @@ from collections import defaultdict
 import pytest
 from engine_helpers import generated, run
 
+from pcscope.cli.main import main as pcscope_main
 from pcscope.core.backends import rules as R
 from pcscope.samples.generate import Options, generate
 
@@ -156,3 +157,15 @@ def test_the_variant_is_an_option_and_the_default_is_unchanged(tmp_path):
         (other.out / "alp.jsonl.gz").read_bytes()
     assert "variant" not in json.loads((default.out / "truth.json").read_text())
     assert "--variant alt" in (other.out / "README.md").read_text()
+
+
+def test_cli_takes_the_variant_and_refuses_an_unknown_one(tmp_path, capsys):
+    out = tmp_path / "s"
+    assert pcscope_main(["sample", "--kind", "A", "--windows", "80", "--variant", "alt",
+                         "-o", str(out)]) == 0
+    assert json.loads((out / "truth.json").read_text())["variant"] == "alt"
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        pcscope_main(["sample", "--variant", "other", "-o", str(tmp_path / "t")])
+    assert stop.value.code == 2
+    assert "invalid choice: 'other'" in capsys.readouterr().err

@@ -241,15 +241,16 @@ def _spin(w: WindowView) -> list[Detection]:
     out = []
     for first, last in w.loops():
         body = w.insns[first:last + 1]
-        if len(body) > 8 or any(is_store(i.mnemonic) for i in body):
+        if len(body) > 8 or any(is_store(i.mnemonic) or i.mnemonic.startswith("bl")
+                                for i in body):
             continue
-        written = {r for i in body for r in i.ops.dest}
-        tested = {r for i in body if i.mnemonic in _COMPARES or is_conditional(i.mnemonic)
-                  for r in i.ops.src}
+        written = [r for i in body for r in i.ops.dest]
+        tested = _exit_registers(w, first, last)
         # a poll: a load off a register the loop does not change (not the private stack)
-        # whose value decides the exit
-        polls = [i for i in body if is_load(i.mnemonic) and not set(i.ops.address) & written
+        # whose value, unchanged, decides the exit (not a count or a derived pointer)
+        polls = [i for i in body if is_load(i.mnemonic) and not set(i.ops.address) & set(written)
                  and not is_lse(i.mnemonic) and set(i.ops.dest) & tested
+                 and all(written.count(r) == 1 for r in i.ops.dest)
                  and not {"sp", "x29"} & set(i.ops.address)]
         if not polls:
             continue
@@ -273,6 +274,27 @@ def _spin(w: WindowView) -> list[Detection]:
                 "spin-poll", pcs, False,
                 f"a tight poll loop (`{load.asm}`, compare, backward branch, no store) holds "
                 f"{_pct(share)} of the total", min(1.0, share / 0.05)))
+    return out
+
+
+def _exit_registers(w: WindowView, first: int, last: int) -> set[str]:
+    """The registers the loop's exit decisions read: those of a cbz/tbz-style branch, or of
+    the compare that sets the flags a b.cond reads."""
+    lo, hi = w.insns[first].pc, w.insns[last].pc
+    out: set[str] = set()
+    for k in range(first, last + 1):
+        ins = w.insns[k]
+        target = ins.ops.target
+        exits = k == last or (target is not None and not lo <= target <= hi)
+        if not is_conditional(ins.mnemonic) or not exits:
+            continue
+        if ins.ops.src:
+            out.update(ins.ops.src)
+            continue
+        compare = next((w.insns[i] for i in range(k - 1, first - 1, -1)
+                        if w.insns[i].mnemonic in _COMPARES), None)
+        if compare is not None:
+            out.update(compare.ops.src)
     return out
 
 
