@@ -1,7 +1,7 @@
 """`make bench`: every benchmark, each in its own process, on inputs made once with a fixed
 seed (bench/out/big: 1,000,000 rows and a ~17M-token ALP from the samples generator).
 
-    python -m bench [index search alp engine planted tui gem5 sample] [--gem5-size 2G]
+    python -m bench [index search alp engine planted briefs tui gem5 sample] [--gem5-size 2G]
     make bench planted                  # one section through make
 
 Targets and floors are printed by each section; the machine's load is printed first,
@@ -28,7 +28,13 @@ def ensure_inputs() -> None:
                     "--scale", "1000000", "-o", str(BIG)], check=True)
 
 
-NEEDS_BIG = {"index", "search", "alp", "tui"}  # the sections that read bench/out/big
+def bundled_c() -> Path:
+    from pcscope.samples import bundled
+
+    return bundled("C").profile.parent
+
+
+NEEDS_BIG = {"index", "search", "alp", "briefs", "tui"}  # the sections that read bench/out/big
 
 
 def sections(gem5_size: str) -> dict[str, list[str]]:
@@ -39,6 +45,7 @@ def sections(gem5_size: str) -> dict[str, list[str]]:
         "alp": ["bench.alp_bench", alp],
         "engine": ["bench.engine_bench", "quality", "overhead", "speed"],
         "planted": ["bench.engine_bench", "variants"],
+        "briefs": ["bench.brief_bench", str(bundled_c()), str(BIG)],
         "tui": ["bench.tui_bench", str(BIG)],
         "gem5": ["bench.gem5_bench", gem5_size],
         "sample": ["bench.sample_bench"],
