@@ -1,7 +1,7 @@
 """`make bench`: every benchmark, each in its own process, on inputs made once with a fixed
 seed (bench/out/big: 1,000,000 rows and a ~17M-token ALP from the samples generator).
 
-    python -m bench [index search alp engine planted briefs tui gem5 sample] [--gem5-size 2G]
+    python -m bench [index search alp engine planted real briefs tui gem5 sample] [--gem5-size 2G]
     make bench planted                  # one section through make
 
 Targets and floors are printed by each section; the machine's load is printed first,
@@ -45,6 +45,7 @@ def sections(gem5_size: str) -> dict[str, list[str]]:
         "alp": ["bench.alp_bench", alp],
         "engine": ["bench.engine_bench", "quality", "overhead", "speed"],
         "planted": ["bench.engine_bench", "variants"],
+        "real": ["bench.real_bench"],
         "briefs": ["bench.brief_bench", str(bundled_c()), str(BIG)],
         "tui": ["bench.tui_bench", str(BIG)],
         "gem5": ["bench.gem5_bench", gem5_size],

@@ -38,9 +38,13 @@ def record(iterations: int = 1000, wait: float | None = 1.0, execute: float | No
     return AlpRecord(0, None, iterations, [], stages, b, m, True).to_json()
 
 
-def window(*rows: tuple[int, str, dict | None]) -> WindowView:
+def window(*rows: tuple[int, str, dict | None], marked: dict[int, str] | None = None
+           ) -> WindowView:
+    """``marked``: the pattern the index's shape checks confirmed at a PC."""
+    marked = marked or {}
     return WindowView("win:0x1000", "fn", 0.2, [
-        Insn.of({"pc": pc, "asm": asm, "share": 0.05, "patterns": []}, alp)
+        Insn.of({"pc": pc, "asm": asm, "share": 0.05,
+                 "patterns": [marked[pc]] if pc in marked else []}, alp)
         for pc, asm, alp in rows])
 
 
@@ -70,7 +74,7 @@ def _spin(taken: int) -> WindowView:
                                                 "avg_latency": 4.0})),
         (0x1004, "cmp w1, #0", record(n)),
         (0x1008, "b.ne 0x1000", record(n, branch={"executed": n, "taken": taken,
-                                                  "mispredicted": 5})))
+                                                  "mispredicted": 5})), marked={0x1008: "spin-wait"})
 
 
 def _llsc(attempts: float) -> WindowView:
@@ -106,7 +110,8 @@ def _chase(l2: int, execute: float) -> WindowView:
         (0x1004, "cmp x2, x3", record()),
         (0x1008, "ldr x1, [x1, #8]", node),
         (0x100c, "cbnz x1, 0x1000", record(branch={"executed": 1000, "taken": 999,
-                                                   "mispredicted": 1})))
+                                                   "mispredicted": 1})),
+        marked={0x1008: "dependent-load"})
 
 
 def _stream(l2: int, execute: float) -> WindowView:

@@ -51,7 +51,6 @@ FP_LATENCY = {"fmadd": 4.0, "fmsub": 4.0, "fnmadd": 4.0, "fnmsub": 4.0, "fmla": 
               "fmls": 4.0, "fmul": 3.0, "fadd": 2.0, "fsub": 2.0}
 HOT_PC = 0.002  # share of the total a PC (or its loop) needs for a profile-only idea
 HOT_WINDOW = 0.01  # share of the total its window needs
-HOT_STUB = 0.01  # share of the total a PLT stub or veneer needs
 
 
 @dataclass(frozen=True)
@@ -178,12 +177,23 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         "the memory op behind it",
     ),
     Rule(
+        "slow-fp-divide", "division", "software",
+        "Floating-point divide {asm} on the critical path in {fn}",
+        "Hot floating-point divide {asm} in {fn}",
+        "Hoist a loop-invariant divisor as `r = 1.0 / d` and multiply, or use `frecpe`/"
+        "`frsqrte` plus Newton steps (`frecps`/`frsqrts`) where the precision allows; "
+        "`-freciprocal-math` lets the compiler do the first.",
+        sections_for("division", "fp-division"),
+        "floating point division reciprocal hoisting",
+        confirm="the ALP execute latency of the divide and the issue wait of its consumers",
+    ),
+    Rule(
         "slow-divide", "division", "software",
         "Division {asm} on the critical path in {fn}",
         "Hot division {asm} in {fn}",
         "Avoid the divide: make the divisor a compile-time constant (multiply-high and shift), "
         "use a power-of-two size with a mask, or precompute a reciprocal for a loop-invariant "
-        "divisor (libdivide/fastmod); for FP, hoist `1.0 / d` and multiply.",
+        "divisor (libdivide/fastmod).",
         sections_for("division", "division"),
         "integer division reciprocal hoisting",
         confirm="the ALP execute latency of the divide and the issue wait of its consumers",
@@ -222,6 +232,25 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         sections_for("call-overhead", "plt"),
         "plt stubs avoidance fno-plt",
         confirm="calls per second through the stub and its indirect mispredict rate (ALP/SPE)",
+    ),
+    Rule(
+        "libc-routine", "other", "software",
+        "Time in a C-library routine {asm} in {fn}",
+        "Time in a C-library routine {asm} in {fn}",
+        "Call the routine less: cache results, compare lengths or hashes first, intern "
+        "strings.",
+        sections_for("other", "libc-routine"),
+        "memcpy strcmp c library routine calls",
+        confirm="the routine's callers (perf record -g) and bytes per call",
+    ),
+    Rule(
+        "jit-code", "other", "software",
+        "Hot JIT-generated code at {asm} in {fn}",
+        "Hot JIT-generated code at {asm} in {fn}",
+        "Use the JIT's own diagnostics and change the source so it can specialise.",
+        sections_for("other", "jit"),
+        "jit code generation diagnostics",
+        confirm="the JIT's own profile of this code (deoptimisations, inline-cache states)",
     ),
     Rule(
         "byte-compare-loop", "vectorization", "software",
