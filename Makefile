@@ -21,8 +21,14 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2
 
+# `make bench planted` runs one section: the words after `bench` are its arguments.
+ifeq (bench,$(firstword $(MAKECMDGOALS)))
+BENCH_ARGS := $(wordlist 2,$(words $(MAKECMDGOALS)),$(MAKECMDGOALS))
+$(eval $(BENCH_ARGS):;@:)
+endif
+
 bench: $(STAMP)
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

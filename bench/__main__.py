@@ -1,8 +1,9 @@
 """`make bench`: every benchmark, each in its own process, on inputs made once with a fixed
 seed (bench/out/big: 1,000,000 rows and a ~17M-token ALP from the samples generator).
 
-    python -m bench [table index search alp engine calls real briefs tui gem5 sample]
+    python -m bench [table index search alp engine planted calls real briefs tui gem5 sample]
                     [--gem5-size 2G]
+    make bench planted                  # one section through make
 
 ``table`` is the issue-17 table: each figure beside its floor measured in the same run.
 
@@ -36,6 +37,9 @@ def bundled_c() -> Path:
     return bundled("C").profile.parent
 
 
+NEEDS_BIG = {"table", "index", "search", "alp", "briefs", "tui"}  # the sections that read bench/out/big
+
+
 def sections(gem5_size: str) -> dict[str, list[str]]:
     profile, alp = str(BIG / "profile.csv.gz"), str(BIG / "alp.jsonl.gz")
     return {
@@ -43,7 +47,8 @@ def sections(gem5_size: str) -> dict[str, list[str]]:
         "index": ["bench.index_bench", profile, str(OUT / "index")],
         "search": ["bench.search_bench", profile, str(OUT / "text")],
         "alp": ["bench.alp_bench", alp],
-        "engine": ["bench.engine_bench"],
+        "engine": ["bench.engine_bench", "quality", "overhead", "speed"],
+        "planted": ["bench.engine_bench", "variants"],
         "calls": ["bench.calls_bench"],
         "real": ["bench.real_bench"],
         "briefs": ["bench.brief_bench", str(bundled_c()), str(BIG)],
@@ -60,9 +65,10 @@ def main(argv: list[str]) -> int:
         gem5_size = argv[i + 1]
         argv = argv[:i] + argv[i + 2:]
     OUT.mkdir(parents=True, exist_ok=True)
-    ensure_inputs()
     table = sections(gem5_size)
     chosen = argv or list(table)
+    if set(chosen) & NEEDS_BIG:
+        ensure_inputs()
     print(f"load average {os.getloadavg()}, {os.cpu_count()} cores", flush=True)
     failed = []
     for name in chosen:

@@ -64,13 +64,13 @@ def mini_workload(folder: Path, *, alp: bool = True, guides: bool = True):
                          guides=GUIDES if guides else (), index_dir=folder / "idx")
 
 
-def generated(folder: Path, kind: str = "planted", seed: int = 3):
+def generated(folder: Path, kind: str = "planted", seed: int = 3, variant: str = "default"):
     """A generated set (profile, ALP, truth) and its workload."""
     from pcscope.samples.generate import Options, generate
 
-    out = folder / f"{kind}-{seed}"
+    out = folder / f"{kind}-{seed}-{variant}"
     if not (out / "truth.json").exists():
-        generate(Options(kind, seed, out))
+        generate(Options(kind, seed, out, variant=variant))
     workload = open_workload(out / "profile.csv.gz", alp=out / "alp.jsonl.gz", guides=GUIDES,
                              index_dir=folder / "idx")
     truth = json.loads((out / "truth.json").read_text(encoding="utf-8"))

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from pcscope.cli.common import positive_int, progress_status
-from pcscope.samples.generate import TOKENS_PER_ROW, Options, generate
+from pcscope.samples.generate import TOKENS_PER_ROW, VARIANTS, Options, generate
 from pcscope.samples.kinds import KINDS
 from pcscope.samples.layout import BLOCK_WINDOWS
 
@@ -36,13 +36,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--alp-tokens", type=positive_int, metavar="N",
                    help="target ALP size in tokens (characters / 4); default with "
                    f"--scale: {TOKENS_PER_ROW} per row, else every hot window")
+    p.add_argument("--variant", choices=VARIANTS, default="default",
+                   help="alt: the same planted issues and look-alikes with each cost shown "
+                   "through other ALP fields (e.g. a barrier's execute latency and the next "
+                   "load's issue wait, a spin as a ~100%%-taken back-edge)")
     p.add_argument("-o", "--out", required=True, metavar="DIR", help="output directory")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     opts = Options(args.kind, args.seed, Path(args.out), args.windows, args.scale,
-                   args.alp_tokens)
+                   args.alp_tokens, args.variant)
     with progress_status("generating") as say:
         summary = generate(opts, say)
     print(summary.line(opts.kind, opts.seed))

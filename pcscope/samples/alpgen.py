@@ -54,6 +54,8 @@ class Sim:
     tlb: float = 0.0
     fwd: float = 0.0
     exact: bool = False  # set by a kernel: keep the per-loop jitter small
+    unreported: tuple[str, ...] = ()  # Effect.unreported
+    late: tuple[str, ...] = ()        # Effect.late
 
 
 def _pick(value: float | None, default: float) -> float:
@@ -64,6 +66,8 @@ def resolve(ins: Insn, env: Env, rng: random.Random) -> Sim:
     fx = ins.fx
     op = ins.op
     sim = Sim(lat=ins.latency, extra=fx.extra_wait if fx else 0.0, exact=fx is not None)
+    if fx is not None:
+        sim.unreported, sim.late = fx.unreported, fx.late
     if op in MEM_KIND:
         _resolve_mem(sim, ins, env, rng)
     elif ins.branch_kind is not None:
@@ -126,18 +130,20 @@ def schedule(insns: Sequence[Insn], sims: Sequence[Sim]) -> list[tuple[float, fl
     for seq, i in enumerate(order):
         ins, sim = insns[i], sims[i]
         t = seq / FETCH_WIDTH
-        issue = t + 4.0
-        for reg in ins.src:
-            ready_at = ready.get(reg)
-            if ready_at is not None and ready_at > issue:
-                issue = ready_at
-        is_mem = ins.op in MEM_KIND
-        if is_mem and fence > issue:
-            issue = fence
-        if ins.op == "barrier" and mem_done > issue:
-            issue = mem_done
-        issue += sim.extra
-        complete = issue + sim.lat
+        if sim.late:
+            issue, complete = _late_timing(ins, sim, t + 4.0, ready, fence, mem_done)
+        else:
+            issue = t + 4.0
+            for reg in ins.src:
+                ready_at = ready.get(reg)
+                if ready_at is not None and ready_at > issue:
+                    issue = ready_at
+            if ins.op in MEM_KIND and fence > issue:
+                issue = fence
+            if ins.op == "barrier" and mem_done > issue:
+                issue = mem_done
+            issue += sim.extra
+            complete = issue + sim.lat
         for reg in ins.dst:
             ready[reg] = complete
         for reg in ins.wb:
@@ -155,6 +161,30 @@ def schedule(insns: Sequence[Insn], sims: Sequence[Sim]) -> list[tuple[float, fl
             acc[2] += retire - t
             counts[i] += 1
     return [(s[0] / c, s[1] / c, s[2] / c) for s, c in zip(sums, counts, strict=True)]
+
+
+def _late_timing(ins: Insn, sim: Sim, earliest: float, ready: dict[str, float], fence: float,
+                 mem_done: float) -> tuple[float, float]:
+    """(issue, complete) of an op that waits for its ``late`` inputs in execution: it
+    issues once its other inputs are ready, so the wait shows as execute latency."""
+    issue, waited = earliest, 0.0
+    for reg in ins.src:
+        ready_at = ready.get(reg)
+        if ready_at is None:
+            continue
+        if reg in sim.late:
+            waited = max(waited, ready_at)
+        elif ready_at > issue:
+            issue = ready_at
+    if ins.op in MEM_KIND and fence > issue:
+        issue = fence
+    if ins.op == "barrier":
+        if "drain" in sim.late:
+            waited = max(waited, mem_done)
+        elif mem_done > issue:
+            issue = mem_done
+    issue += sim.extra
+    return issue, max(issue, waited) + sim.lat
 
 
 @dataclass(frozen=True)
@@ -192,8 +222,11 @@ def record(pc: int, asm: str, ins: Insn, sim: Sim, timing: tuple[float, float, f
     if kind is not None:
         j = _jitter(rng, sim.exact)
         taken = _rate(execs, sim.taken, j if sim.taken < 1.0 else 1.0)
-        parts.append(f'"branch": {{"kind": "{kind}", "executed": {execs}, "taken": {taken}, '
-                     f'"mispredicted": {_rate(execs, sim.mispredict, j)}}}')
+        counts = {"executed": execs, "taken": taken,
+                  "mispredicted": _rate(execs, sim.mispredict, j)}
+        parts.append(f'"branch": {{"kind": "{kind}"'
+                     + "".join(f', "{name}": {value}' for name, value in counts.items()
+                               if name not in sim.unreported) + "}")
     mkind = ins.mem_kind
     if mkind is not None:
         parts.append(_mem_block(mkind, execs, sim, latency, env, rng))
@@ -212,9 +245,10 @@ def _stages(timing: tuple[float, float, float], sim: Sim, ins: Insn,
     issue = round(4.0 + front + (issue - 4.0) * j, 2)
     done = round(issue + execute, 2)
     retire = round(done + max(1.0, (retire - complete) * j), 2)
+    complete = "" if "complete" in sim.unreported else f'"complete": {done}, '
     return (f'"stages": {{"fetch": 0.0, "decode": {round(1.0 + front, 2)}, '
             f'"rename": {round(2.0 + front, 2)}, "dispatch": {round(3.0 + front, 2)}, '
-            f'"issue": {issue}, "complete": {done}, "retire": {retire}}}', execute)
+            f'"issue": {issue}, {complete}"retire": {retire}}}', execute)
 
 
 def _mem_block(kind: str, accesses: int, sim: Sim, latency: float, env: Env,
@@ -229,8 +263,11 @@ def _mem_block(kind: str, accesses: int, sim: Sim, latency: float, env: Env,
         "tlb_miss": _rate(accesses, sim.tlb, j2),
         "store_forwarded": _rate(accesses, sim.fwd, j2),
     }
-    fields = "".join(f', "{name}": {counts[name]}' for name in env.mem_fields)
-    return f'"mem": {{"kind": "{kind}"{fields}, "avg_latency": {latency}}}'
+    fields = "".join(f', "{name}": {counts[name]}' for name in env.mem_fields
+                     if name not in sim.unreported)
+    if "avg_latency" not in sim.unreported:
+        fields += f', "avg_latency": {latency}'
+    return f'"mem": {{"kind": "{kind}"{fields}}}'
 
 
 @dataclass
@@ -256,19 +293,21 @@ class Agg:
         self.iterations += it
         st = rec["stages"]
         self.wait_sum += (st["issue"] - st["dispatch"]) * it
-        self.execute_sum += (st["complete"] - st["issue"]) * it
+        self.execute_sum += (st.get("complete", st["issue"]) - st["issue"]) * it
         br = rec.get("branch")
         if br:
-            self.executed += br["executed"]
-            self.taken += br["taken"]
-            self.mispredicted += br["mispredicted"]
+            self.executed += br.get("executed", 0)
+            self.taken += br.get("taken", 0)
+            self.mispredicted += br.get("mispredicted", 0)
         m = rec.get("mem")
         if m:
             self.accesses += m["accesses"]
             self.l1d += m.get("l1d_miss", 0)
             self.tlb += m.get("tlb_miss", 0)
             self.forwarded += m.get("store_forwarded", 0)
-            self.latency_sum += m["avg_latency"] * m["accesses"]
+            # without avg_latency, the stages' execute latency is the access latency
+            latency = m.get("avg_latency", st.get("complete", st["issue"]) - st["issue"])
+            self.latency_sum += latency * m["accesses"]
 
     @property
     def mnemonic(self) -> str:

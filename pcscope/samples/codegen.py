@@ -51,6 +51,13 @@ class Effect:
     forwarded: float | None = None      # loads served by store-to-load forwarding
     latency: float | None = None        # memory avg_latency or execute latency
     extra_wait: float = 0.0             # structural issue wait (busy divider …)
+    # The alternative variant (generate.py --variant alt) shows a cost in other ALP fields:
+    unreported: tuple[str, ...] = ()    # fields this instruction's record leaves out: branch
+    #                                     or memory counters, "avg_latency", stage names
+    late: tuple[str, ...] = ()          # inputs waited for in execution, not before issue:
+    #                                     registers (late accumulator forwarding), or "drain"
+    #                                     (a barrier that issues at once, completes once older
+    #                                     stores have drained)
 
 
 class Insn(NamedTuple):

@@ -86,9 +86,11 @@ def _looped(b: Builder, n: int, names: Sequence[str], cum_weights: Sequence[floa
 
 
 def kernel_window(rng: random.Random, n: int, category: str, bad: bool,
-                  calls: tuple[int, ...], shape: random.Random) -> tuple[Builder, Kernel]:
+                  calls: tuple[int, ...], shape: random.Random,
+                  alt: bool = False) -> tuple[Builder, Kernel]:
     """`shape` makes the structural choices: a planted window and its look-alike get
-    generators with the same seed, so they share the instruction shape."""
+    generators with the same seed, so they share the instruction shape. `alt`: the
+    alternative variant's ALP fields (planted.py)."""
     b = Builder(rng, calls)
     trip = _trip(rng, 60.0, 3000.0)
     b.freq = 1.0 / trip
@@ -103,7 +105,7 @@ def kernel_window(rng: random.Random, n: int, category: str, bad: bool,
             b.emit(f"movz {x(a)}, {himm(rng.randrange(0, 0x400))}", "alu", r(a))
     b.freq = 1.0
     b.begin_block()
-    kernel = KERNELS[category](b, bad, trip, shape)
+    kernel = KERNELS[category](b, bad, trip, shape, alt)
     b.freq = 1.0 / trip
     if len(b) + 3 > n:
         raise ValueError(f"{category} kernel needs {len(b) + 3} instructions, window has {n}")

@@ -2,12 +2,15 @@
 
     pcscope sample --kind C --seed 3 -o DIR
     pcscope sample --kind A --scale 1000000 -o DIR   # benchmark size
+    pcscope sample --kind planted --variant alt -o DIR
 
 writes DIR/profile.csv.gz (docs/formats.md §1), DIR/alp.jsonl.gz (§2, raw per (loop, PC),
 hot windows only), DIR/truth.json (planted issues and their look-alikes, with §4
 categories) and DIR/README.md. Output streams window by window and is planned a block of
 windows at a time (layout.py), so memory does not grow with the size asked. The same
-options give byte-identical files.
+options give byte-identical files. ``--variant alt`` plants the same issues and look-alikes
+but shows each cost through the ALP fields the default variant leaves alone (planted.py),
+so the analyst's rules can be checked against evidence shaped differently.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from pcscope.samples.output import output
 from pcscope.samples.planted import Kernel
 
 ITERATION_SCALE = 4e7  # ALP iterations of a window holding the whole profile
+VARIANTS = ("default", "alt")
 TOKENS_PER_ROW = 17    # --scale default: 1M rows -> ~17M ALP tokens
 
 
@@ -42,6 +46,7 @@ class Options:
     windows: int | None = None
     scale: int | None = None
     alp_tokens: int | None = None
+    variant: str = "default"
 
 
 @dataclass(frozen=True)
@@ -95,8 +100,9 @@ class Writer:
     plan: Plan          # the block being written
     plan_total: int     # its weight
 
-    def __init__(self, spec: KindSpec, profile: TextIO, alp: TextIO) -> None:
+    def __init__(self, spec: KindSpec, profile: TextIO, alp: TextIO, alt: bool = False) -> None:
         self.spec = spec
+        self.alt = alt
         self.profile = profile
         self.alp = alp
         self.names = [n for n, _ in self.spec.mix]
@@ -128,7 +134,7 @@ class Writer:
         omitted = self._omitted(wp, insns, kernel, rng)
         self._rows(wp, insns, texts, omitted, rng)
         if wp.loops:
-            agg = self._alp(wp, insns, texts, rng, kernel.evidence if kernel else None)
+            agg = self._alp(wp, insns, texts, rng, kernel)
             if kernel is not None:
                 self._truth(wp, texts, kernel, agg)
 
@@ -142,7 +148,7 @@ class Writer:
         if wp.kernel:
             shape = random.Random(f"pcscope-sample:{self.spec.name}:{self.plan.seed}:"
                                   f"{wp.kernel}:shape")
-            b, kernel = kernel_window(rng, wp.n, wp.kernel, wp.bad, calls, shape)
+            b, kernel = kernel_window(rng, wp.n, wp.kernel, wp.bad, calls, shape, self.alt)
         else:
             b = background(rng, wp.n, self.names, self.cum_weights, calls,
                            self.spec.loop_prob)
@@ -207,18 +213,24 @@ class Writer:
         return loops
 
     def _alp(self, wp: WindowPlan, insns: list[Insn], texts: list[str], rng: random.Random,
-             evidence: int | None) -> Agg:
+             kernel: Kernel | None) -> Agg:
         """Write the window's ALP records; return the evidence instruction's aggregate."""
         env = self.spec.env
         sims = [resolve(ins, env, rng) for ins in insns]
         timing = schedule(insns, sims)
         loops = self._loops(wp, len(insns), rng)
-        with_loop = env.loop_key_always or len(loops) > 1
+        inner = kernel.inner if kernel else None
+        evidence = kernel.evidence if kernel else None
+        with_loop = env.loop_key_always or len(loops) > 1 or inner is not None
         agg = Agg()
         write = self.alp.write
-        for loop in loops:
-            for k in range(loop.start, loop.end):
-                line = record(wp.first_pc + 4 * k, texts[k], insns[k], sims[k], timing[k],
+        for outer in loops:
+            nested = self._inner_loop(outer, inner)
+            for k in range(outer.start, outer.end):
+                loop, ins = outer, insns[k]
+                if nested is not None and nested.start <= k < nested.end:
+                    loop, ins = nested, ins._replace(freq=ins.freq / inner[2])
+                line = record(wp.first_pc + 4 * k, texts[k], ins, sims[k], timing[k],
                               loop, env, rng, with_loop)
                 write(line + "\n")
                 self.alp_records += 1
@@ -226,6 +238,15 @@ class Writer:
                 if k == evidence:
                     agg.add(json.loads(line), texts[k])
         return agg
+
+    def _inner_loop(self, outer: Loop, inner: tuple[int, int, float] | None) -> Loop | None:
+        """The part of ``inner`` inside ``outer`` as an ALP loop of its own (a label per
+        outer loop), its iterations those of ``outer`` times its executions per iteration."""
+        if inner is None or inner[1] <= outer.start or outer.end <= inner[0]:
+            return None
+        self.loop_number += 1
+        return Loop(f"L{self.loop_number:04d}", round(outer.iterations * inner[2]),
+                    max(inner[0], outer.start), min(inner[1], outer.end))
 
     def _truth(self, wp: WindowPlan, texts: list[str], kernel: Kernel, agg: Agg) -> None:
         pc = wp.first_pc + 4 * kernel.evidence
@@ -269,13 +290,13 @@ def generate(opts: Options, progress: Callable[[str], None] = lambda _msg: None)
     level = 1 if opts.scale else 6  # benchmark inputs: speed over size
     with output(out / "profile.csv.gz", level) as profile, \
             output(out / "alp.jsonl.gz", level) as alp:
-        writer = Writer(spec, profile, alp)
+        writer = Writer(spec, profile, alp, alt=opts.variant == "alt")
         for plan in blocks:
             writer.block(plan)
             progress(f"{writer.windows:,} of {plan.sample_windows:,} windows written "
                      f"({writer.rows:,} rows)")
     with output(out / "truth.json") as f:
-        f.write(json.dumps(_truth_doc(opts.seed, writer), indent=1, sort_keys=True) + "\n")
+        f.write(json.dumps(_truth_doc(opts, writer), indent=1, sort_keys=True) + "\n")
     with output(out / "README.md") as f:
         f.write(readme(opts, writer))
     return Summary(out, writer.windows, writer.rows, writer.hot, writer.alp_records,
@@ -283,12 +304,15 @@ def generate(opts: Options, progress: Callable[[str], None] = lambda _msg: None)
                    len(writer.truth["lookalikes"]), time.perf_counter() - started)
 
 
-def _truth_doc(seed: int, writer: Writer) -> dict:
+def _truth_doc(opts: Options, writer: Writer) -> dict:
     def order(entries: list[tuple[dict, int]]) -> list[dict]:
         weighted = [{**e, "weight": round(value / writer.total, 6)} for e, value in entries]
         return sorted(weighted, key=lambda e: (e["category"], e["pc"]))
+    # the default variant's truth has no "variant" key: its files stay as they were
+    variant = {} if opts.variant == "default" else {"variant": opts.variant}
     return {
-        "seed": seed,
+        **variant,
+        "seed": opts.seed,
         "kind": writer.spec.name,
         "basis": "cycles" if writer.spec.cycles else "samples",
         "windows": writer.windows,
@@ -311,6 +335,8 @@ def command(opts: Options) -> str:
         parts.append(f"--scale {opts.scale}")
     if opts.alp_tokens:
         parts.append(f"--alp-tokens {opts.alp_tokens}")
+    if opts.variant != "default":
+        parts.append(f"--variant {opts.variant}")
     return " ".join(parts + ["-o DIR"])
 
 

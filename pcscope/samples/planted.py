@@ -4,12 +4,21 @@ A kernel emits one loop into a window's Builder. The planted (``bad``) and look-
 forms have the same instruction shape (same mnemonics in the same order, different
 registers and constants); only their simulated behaviour differs, so the problem is
 visible in the ALP and not in the text. ``evidence`` is the instruction that carries it.
+
+``alt`` builds the alternative variant (``--variant alt``): the same problem and look-alike,
+with the cost shown in the ALP fields the default variant does not use for it — a
+mispredict as counts without an executed count, a miss as L2 misses and the stages'
+execute latency instead of L1D misses and avg_latency, a barrier as its own execute
+latency and the next memory operation's issue wait, a spin as a ~100%-taken back-edge of
+its own ALP loop, LL/SC retries as executions of the pair per iteration with the failure
+branch's taken count unreported, an FP chain as execute latency (the op issues at once and
+waits for its inputs while executing), and so on per kernel.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from random import Random
 
 from pcscope.samples.alpgen import Agg
@@ -21,6 +30,19 @@ class Kernel:
     evidence: int                 # instruction index carrying the evidence
     pcs: tuple[int, ...]          # every instruction of the kernel
     what: Callable[[Agg], str]    # one line about the evidence, from its aggregated ALP
+    # (first, end, executions per iteration) of an inner loop the ALP records as a loop of
+    # its own, so its instructions run once per (inner) iteration; None: one loop
+    inner: tuple[int, int, float] | None = None
+
+
+def _hide(alt: bool, *fields: str) -> tuple[str, ...]:
+    """The ALP fields the alternative variant leaves out of a record."""
+    return fields if alt else ()
+
+
+# What a load's record leaves out in the alternative variant: its L1D count and average
+# latency (the L2/LLC counts and the stages' execute latency carry the miss).
+_LOAD_ALT = ("l1d_miss", "avg_latency")
 
 
 def _loop_end(b: Builder, loop: str, i: int, n: int, trip: float) -> None:
@@ -62,7 +84,7 @@ def _head(b: Builder, count: int) -> list[int]:
     return [b.pin(b.xs()) for _ in range(count)]
 
 
-def indirect_branch(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
+def indirect_branch(b: Builder, bad: bool, trip: float, shape: Random, alt: bool) -> Kernel:
     u = b.rng.uniform
     mp = u(0.18, 0.36) if bad else u(0.001, 0.006)
     loop, start = b.new_label(), len(b)
@@ -75,7 +97,8 @@ def indirect_branch(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel
         b.emit(f"ldr {x(vt)}, [{x(o)}]", "load", r(vt), r(o), fx=_hit(b))
         b.emit(f"ldr {x(f)}, [{x(vt)}, {imm(slot)}]", "load", r(f), r(vt), fx=_hit(b))
         b.emit(f"mov x0, {x(o)}", "alu", r(0), r(o))
-        ev = b.emit(f"blr {x(f)}", "blr", r(0, 30), r(f, 0), fx=Effect(mispredict=mp))
+        ev = b.emit(f"blr {x(f)}", "blr", r(0, 30), r(f, 0),
+                    fx=Effect(mispredict=mp, unreported=_hide(alt, "executed")))
         _loop_end(b, loop, i, n, trip)
         shape = "virtual call through a vtable slot"
     else:
@@ -85,22 +108,29 @@ def indirect_branch(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel
         b.emit(f"ldrb {w(op)}, [{x(ip)}], #1", "load", r(op), r(ip), wb=r(ip), fx=_hit(b))
         b.emit(f"ldr {x(t)}, [{x(tab)}, {x(op)}, lsl #3]", "load", r(t), r(tab, op),
                fx=_hit(b))
-        ev = b.emit(f"br {x(t)}", "br", (), r(t), fx=Effect(mispredict=mp))
+        ev = b.emit(f"br {x(t)}", "br", (), r(t),
+                    fx=Effect(mispredict=mp, unreported=_hide(alt, "executed")))
         b.emit(f"add {x(acc)}, {x(acc)}, {x(op)}", "alu", r(acc), r(acc, op))
         _count_end(b, loop, cnt, trip)
         shape = "opcode-table dispatch"
-    if bad:
+    if bad and alt:
+        def what(a: Agg) -> str:
+            return (f"{shape}: the indirect branch mispredicts {a.mispredicted:,} times in "
+                    f"{a.iterations:,} iterations (no executed count)")
+    elif bad:
         def what(a: Agg) -> str:
             return (f"{shape}: the indirect branch mispredicts {a.mispredict_rate:.0%} of "
                     f"{a.executed:,} executions")
     else:
         def what(a: Agg) -> str:
             return (f"same {shape} shape, but the target is predictable "
+                    f"({a.mispredicted / a.iterations:.2%} mispredicted per iteration)"
+                    if alt else f"same {shape} shape, but the target is predictable "
                     f"({a.mispredict_rate:.2%} mispredicted)")
     return Kernel(ev, tuple(range(start, len(b))), what)
 
 
-def branch_mispredict(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
+def branch_mispredict(b: Builder, bad: bool, trip: float, shape: Random, alt: bool) -> Kernel:
     u = b.rng.uniform
     if bad:
         taken, mp = u(0.35, 0.65), u(0.12, 0.28)
@@ -112,7 +142,7 @@ def branch_mispredict(b: Builder, bad: bool, trip: float, shape: Random) -> Kern
     loop, skip, start = b.new_label(), b.new_label(), len(b)
     b.place(loop)
     b.emit(f"ldr {w(val)}, [{x(p)}, {x(i)}, lsl #2]", "load", r(val), r(p, i), fx=_hit(b))
-    fx = Effect(taken=taken, mispredict=mp)
+    fx = Effect(taken=taken, mispredict=mp, unreported=_hide(alt, "executed"))
     style = shape.choice(("cmp", "cbz", "tbz"))
     if style == "cmp":
         b.emit(f"cmp {w(val)}, {w(thr)}", "alu", FLAGS, r(val, thr))
@@ -129,7 +159,12 @@ def branch_mispredict(b: Builder, bad: bool, trip: float, shape: Random) -> Kern
     b.emit(f"add {w(cnt)}, {w(cnt)}, #1", "alu", r(cnt), r(cnt), freq=1.0 - taken)
     b.place(skip)
     _loop_end(b, loop, i, n, trip)
-    if bad:
+    if alt:
+        def what(a: Agg) -> str:
+            return (f"{'data-dependent' if bad else 'same biased'} {a.mnemonic} filter: "
+                    f"{a.mispredicted:,} mispredicts in {a.iterations:,} iterations "
+                    f"(no executed count)")
+    elif bad:
         def what(a: Agg) -> str:
             return (f"data-dependent {a.mnemonic} on loaded values mispredicts "
                     f"{a.mispredict_rate:.0%} (taken {a.taken_rate:.0%})")
@@ -140,7 +175,7 @@ def branch_mispredict(b: Builder, bad: bool, trip: float, shape: Random) -> Kern
     return Kernel(ev, tuple(range(start, len(b))), what)
 
 
-def dependent_load(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
+def dependent_load(b: Builder, bad: bool, trip: float, shape: Random, alt: bool) -> Kernel:
     node, key = _head(b, 2)
     k = b.xt()
     koff, noff = shape.choice((0, 0x10, 0x18)), b.choice((8, 0x20, 0x28))
@@ -151,7 +186,7 @@ def dependent_load(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
             return _miss(b, (0.55, 0.9), (0.35, 0.7), (0.2, 0.6), (0.01, 0.05),
                          b.rng.uniform(35.0, 150.0))
         return _hit(b)
-    chase = eff()
+    chase = replace(eff(), unreported=_LOAD_ALT) if alt else eff()
     b.place(loop)
     b.emit(f"ldr {x(k)}, {'[' + x(node) + ']' if koff == 0 else f'[{x(node)}, {imm(koff)}]'}",
            "load", r(k), r(node), fx=chase)
@@ -165,7 +200,9 @@ def dependent_load(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
     if bad:
         def what(a: Agg) -> str:
             return (f"linked-list walk: {a.asm} loads the next node from the previous one; "
-                    f"L1D misses {a.l1d_rate:.0%}, avg latency {a.latency:.0f} cycles")
+                    + (f"L2 misses shown, latency {a.latency:.0f} cycles (execute latency)"
+                       if alt else f"L1D misses {a.l1d_rate:.0%}, avg latency "
+                       f"{a.latency:.0f} cycles"))
     else:
         def what(a: Agg) -> str:
             return (f"same pointer walk ({a.asm}) over a cache-resident list: avg latency "
@@ -173,11 +210,13 @@ def dependent_load(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
     return Kernel(ev, tuple(range(start, len(b))), what)
 
 
-def cache_miss(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
+def cache_miss(b: Builder, bad: bool, trip: float, shape: Random, alt: bool) -> Kernel:
     if bad:
         fx = _miss(b, (0.25, 0.5), (0.5, 0.85), (0.3, 0.7), (0.0005, 0.004), 20.0, 80.0)
     else:
         fx = _hit(b)
+    if alt:
+        fx = replace(fx, unreported=_LOAD_ALT)
     src, s1, s2, n = _head(b, 4)
     loop, start = b.new_label(), len(b)
     b.place(loop)
@@ -196,20 +235,24 @@ def cache_miss(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
     if bad:
         def what(a: Agg) -> str:
             return (f"sequential stream ({a.asm}), no dependency between iterations, misses "
-                    f"L1D on {a.l1d_rate:.0%} of accesses (avg latency {a.latency:.0f})")
+                    + (f"L2 (latency {a.latency:.0f}, execute latency)" if alt else
+                       f"L1D on {a.l1d_rate:.0%} of accesses (avg latency {a.latency:.0f})"))
     else:
         def what(a: Agg) -> str:
-            return (f"same streaming loop ({a.asm}) over cache-resident data: L1D misses "
-                    f"{a.l1d_rate:.2%}")
+            return (f"same streaming loop ({a.asm}) over cache-resident data: "
+                    + (f"latency {a.latency:.1f}" if alt else f"L1D misses {a.l1d_rate:.2%}"))
     return Kernel(ev, tuple(range(start, len(b))), what)
 
 
-def atomic_llsc(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
+def atomic_llsc(b: Builder, bad: bool, trip: float, shape: Random, alt: bool) -> Kernel:
     u = b.rng.uniform
     attempts = u(2.5, 6.0) if bad else u(1.0, 1.02)
     objs, i, n = _head(b, 3)
     p, old, new, st = b.xt(), b.xt(), b.xt(), b.xt()
-    if bad:
+    if bad and alt:  # retries show only as executions of the pair per iteration
+        ld = _hit(b, (4.5, 6.0))
+        stx = Effect(l1d=0.0, l2=0.0, llc=0.0, tlb=0.0, latency=u(2.0, 4.0))
+    elif bad:
         ld = _miss(b, (0.4, 0.8), (0.3, 0.6), (0.05, 0.2), (0.0, 0.002), 40.0, 140.0)
         stx = Effect(l1d=u(0.1, 0.3), l2=0.0, llc=0.0, tlb=0.0, latency=u(20.0, 45.0))
     else:
@@ -227,7 +270,8 @@ def atomic_llsc(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
                 freq=attempts, fx=stx)
     b.emit(f"cbnz {w(st)}, {TARGET}", "bcond", (), r(st), target=retry, freq=attempts,
            fx=Effect(taken=1.0 - 1.0 / attempts,
-                     mispredict=u(0.1, 0.25) if bad else u(0.0, 0.002)))
+                     mispredict=u(0.1, 0.25) if bad else u(0.0, 0.002),
+                     unreported=_hide(alt, "taken")))
     _loop_end(b, loop, i, n, trip)
     if bad:
         def what(a: Agg) -> str:
@@ -240,12 +284,17 @@ def atomic_llsc(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
     return Kernel(ev, tuple(range(start, len(b))), what)
 
 
-def atomic_contention(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
-    if bad:
+def atomic_contention(b: Builder, bad: bool, trip: float, shape: Random, alt: bool) -> Kernel:
+    if bad and alt:  # a far atomic: executed at the shared cache, no L1D miss counted
+        fx = Effect(l1d=b.rng.uniform(0.0, 0.01), l2=0.0, llc=0.0, tlb=0.0,
+                    latency=b.rng.uniform(70.0, 200.0), unreported=("avg_latency",))
+    elif bad:
         fx = _miss(b, (0.5, 0.95), (0.4, 0.8), (0.05, 0.2), (0.0, 0.002),
                    b.rng.uniform(70.0, 200.0), 260.0)
     else:
         fx = _hit(b, (6.0, 10.0))
+        if alt:
+            fx = replace(fx, unreported=("avg_latency",))
     ctx, total, n = _head(b, 3)
     c, one, old = b.xt(), b.xt(), b.xt()
     off = b.choice((0x40, 0x80, 0xc0, 0x100, 0x8))
@@ -266,14 +315,15 @@ def atomic_contention(b: Builder, bad: bool, trip: float, shape: Random) -> Kern
     if bad:
         def what(a: Agg) -> str:
             return (f"{a.mnemonic} on a shared counter: avg latency {a.latency:.0f} cycles, "
-                    f"L1D misses {a.l1d_rate:.0%} (line ping-pong)")
+                    f"L1D misses {a.l1d_rate:.0%} ("
+                    + ("far atomic, execute latency" if alt else "line ping-pong") + ")")
     else:
         def what(a: Agg) -> str:
             return f"same {a.mnemonic} on a private line: avg latency {a.latency:.1f} cycles"
     return Kernel(ev, tuple(range(start, len(b))), what)
 
 
-def barrier(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
+def barrier(b: Builder, bad: bool, trip: float, shape: Random, alt: bool) -> Kernel:
     u = b.rng.uniform
     if bad:
         store = Effect(l1d=u(0.5, 0.9), l2=u(0.1, 0.3), llc=0.0, tlb=0.0, latency=u(30.0, 60.0))
@@ -285,24 +335,31 @@ def barrier(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
     b.place(loop)
     b.emit(f"add {x(seq)}, {x(seq)}, #1", "alu", r(seq), r(seq))
     b.emit(f"str {x(seq)}, [{x(buf)}, {x(i)}, lsl #3]", "store", (), r(seq, buf, i), fx=store)
-    ev = b.emit(f"dmb {shape.choice(('ish', 'ish', 'ishst'))}", "barrier")
+    ev = b.emit(f"dmb {shape.choice(('ish', 'ish', 'ishst'))}", "barrier",
+                fx=Effect(late=("drain",)) if alt else None)
     b.emit(f"ldr {x(f)}, [{x(ctl)}, {imm(b.choice((8, 0x10, 0x40)))}]", "load", r(f), r(ctl),
            fx=_hit(b))
     _loop_end(b, loop, i, n, trip)
     if bad:
         def what(a: Agg) -> str:
-            return (f"{a.asm} after a store that misses: the barrier waits "
-                    f"{a.issue_wait:.0f} cycles to issue and holds younger loads")
+            return (f"{a.asm} after a store that misses: the barrier "
+                    + (f"executes for {a.execute:.0f} cycles" if alt else
+                       f"waits {a.issue_wait:.0f} cycles to issue")
+                    + " and holds younger loads")
     else:
         def what(a: Agg) -> str:
-            return f"same {a.asm} after a store that hits: {a.issue_wait:.1f} cycles issue wait"
+            return (f"same {a.asm} after a store that hits: "
+                    + (f"{a.execute:.1f} cycles execute latency" if alt else
+                       f"{a.issue_wait:.1f} cycles issue wait"))
     return Kernel(ev, tuple(range(start, len(b))), what)
 
 
-def division(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
+def division(b: Builder, bad: bool, trip: float, shape: Random, alt: bool) -> Kernel:
     u = b.rng.uniform
     fx = (Effect(latency=u(22.0, 36.0), extra_wait=u(4.0, 12.0)) if bad
           else Effect(latency=u(6.0, 9.0)))
+    if alt:  # no complete stage: the consumer's issue wait carries the latency
+        fx = replace(fx, unreported=("complete",))
     p, d, tab, acc, i, n = _head(b, 6)
     a, q, rem, val = b.xt(), b.xt(), b.xt(), b.xt()
     signed = shape.random() < 0.4
@@ -320,15 +377,17 @@ def division(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
     _loop_end(b, loop, i, n, trip)
     if bad:
         def what(a: Agg) -> str:
-            return (f"{a.asm} feeds the remainder and the table index: execute latency "
-                    f"{a.execute:.0f} cycles on the loop's critical path")
+            return (f"{a.asm} feeds the remainder and the table index: "
+                    + ("its consumer waits for it to issue (no complete stage)" if alt else
+                       f"execute latency {a.execute:.0f} cycles") + " on the loop's critical path")
     else:
         def what(a: Agg) -> str:
-            return f"same {a.mnemonic}/msub shape with small operands: {a.execute:.1f} cycles"
+            return (f"same {a.mnemonic}/msub shape with small operands"
+                    + ("" if alt else f": {a.execute:.1f} cycles"))
     return Kernel(ev, tuple(range(start, len(b))), what)
 
 
-def store_forwarding(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
+def store_forwarding(b: Builder, bad: bool, trip: float, shape: Random, alt: bool) -> Kernel:
     u = b.rng.uniform
     src, tmp, acc, i, n = _head(b, 5)
     a, out = b.xt(), b.xt()
@@ -339,6 +398,8 @@ def store_forwarding(b: Builder, bad: bool, trip: float, shape: Random) -> Kerne
     else:
         fx = Effect(l1d=u(0.0, 0.002), l2=0.0, llc=0.0, tlb=0.0, forwarded=u(0.9, 0.99),
                     latency=u(4.5, 5.5))
+    if alt:  # no forwarding counter: the latency of an L1-hitting load carries it
+        fx = replace(fx, unreported=("store_forwarded", "avg_latency"))
     narrow = w if bad else x  # a 32-bit store under a 64-bit load cannot forward
     loop, start = b.new_label(), len(b)
     b.place(loop)
@@ -351,16 +412,18 @@ def store_forwarding(b: Builder, bad: bool, trip: float, shape: Random) -> Kerne
     _loop_end(b, loop, i, n, trip)
     if bad:
         def what(a: Agg) -> str:
-            return (f"{a.asm} reads 8 bytes just written by a 4-byte store: forwarded "
-                    f"{a.forward_rate:.0%}, avg latency {a.latency:.0f} cycles")
+            return (f"{a.asm} reads 8 bytes just written by a 4-byte store: "
+                    + ("" if alt else f"forwarded {a.forward_rate:.0%}, avg ")
+                    + f"latency {a.latency:.0f} cycles")
     else:
         def what(a: Agg) -> str:
-            return (f"same store-then-load ({a.asm}) with matching widths: forwarded "
-                    f"{a.forward_rate:.0%}, avg latency {a.latency:.1f}")
+            return (f"same store-then-load ({a.asm}) with matching widths: "
+                    + ("" if alt else f"forwarded {a.forward_rate:.0%}, ")
+                    + f"{'' if alt else 'avg '}latency {a.latency:.1f}")
     return Kernel(ev, tuple(range(start, len(b))), what)
 
 
-def spin_wait(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
+def spin_wait(b: Builder, bad: bool, trip: float, shape: Random, alt: bool) -> Kernel:
     u = b.rng.uniform
     locks, i, n = _head(b, 3)
     lk, val, one, old, d = b.xt(), b.xt(), b.xt(), b.xt(), b.xt()
@@ -392,20 +455,31 @@ def spin_wait(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
     b.emit(f"stlr wzr, [{x(lk)}]", "store", (), r(lk),
            fx=Effect(l1d=0.0, l2=0.0, llc=0.0, tlb=0.0, latency=u(2.0, 4.0)))
     _loop_end(b, loop, i, n, trip)
-    if bad:
+    body = b.labels[spin], b.labels[acq]  # the poll loop, up to the acquire
+    if bad and alt:
+        def what(a: Agg) -> str:
+            exits = a.executed - a.taken
+            polls = f"{a.executed / exits:.0f} polls per" if exits else "no exit seen in the"
+            return (f"ldr/cmp/b.ne polling loop with no yield or wfe, its own ALP loop: "
+                    f"back-edge taken {a.taken_rate:.1%} = {polls} acquisition")
+    elif bad:
         def what(a: Agg) -> str:
             return (f"ldr/cmp/b.ne polling loop with no yield or wfe: {a.per_iteration:.0f} "
                     f"polls per acquisition, back-edge taken {a.taken_rate:.0%}")
     else:
         def what(a: Agg) -> str:
             return (f"polling loop with yield backoff that rarely spins: "
-                    f"{a.per_iteration:.2f} polls per acquisition")
-    return Kernel(ev, tuple(range(start, len(b))), what)
+                    f"{a.per_iteration:.2f} polls per "
+                    + ("poll-loop iteration (its own ALP loop)" if alt else "acquisition"))
+    return Kernel(ev, tuple(range(start, len(b))), what,
+                  inner=(*body, spins) if alt else None)
 
 
-def tlb_miss(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
+def tlb_miss(b: Builder, bad: bool, trip: float, shape: Random, alt: bool) -> Kernel:
     fx = (_miss(b, (0.5, 0.9), (0.3, 0.6), (0.1, 0.4), (0.25, 0.6), 40.0, 150.0) if bad
           else _hit(b))
+    if alt:
+        fx = replace(fx, unreported=_LOAD_ALT)
     acc, n = _head(b, 2)
     val = b.xt()
     loop, start = b.new_label(), len(b)
@@ -434,7 +508,7 @@ def tlb_miss(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
     return Kernel(ev, tuple(range(start, len(b))), what)
 
 
-def fp_dependency(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
+def fp_dependency(b: Builder, bad: bool, trip: float, shape: Random, alt: bool) -> Kernel:
     xp, yp, n = _head(b, 3)
     a = [b.vt() for _ in range(4)]
     c = [b.vt() for _ in range(4)]
@@ -449,20 +523,23 @@ def fp_dependency(b: Builder, bad: bool, trip: float, shape: Random) -> Kernel:
     ev = -1
     for k in range(4):
         ev = b.emit(f"fmadd d{accs[k]}, d{a[k]}, d{c[k]}, d{accs[k]}", "fma", v(accs[k]),
-                    v(a[k], c[k], accs[k]))
+                    v(a[k], c[k], accs[k]),
+                    fx=Effect(late=v(a[k], c[k], accs[k])) if alt else None)
     _count_end(b, loop, n, trip, 4)
     if bad:
         def what(a: Agg) -> str:
-            return (f"four fmadd into one accumulator: each waits for the previous, issue "
-                    f"wait {a.issue_wait:.0f} cycles at {a.asm}")
+            return ("four fmadd into one accumulator: each waits for the previous, "
+                    + (f"execute latency {a.execute:.0f} cycles (inputs waited for in execution)"
+                       if alt else f"issue wait {a.issue_wait:.0f} cycles") + f" at {a.asm}")
     else:
         def what(a: Agg) -> str:
-            return (f"same unrolled fmadd loop with four independent accumulators: issue "
-                    f"wait {a.issue_wait:.1f} cycles")
+            return ("same unrolled fmadd loop with four independent accumulators: "
+                    + (f"execute latency {a.execute:.1f}" if alt else
+                       f"issue wait {a.issue_wait:.1f}") + " cycles")
     return Kernel(ev, tuple(range(start, len(b))), what)
 
 
-KERNELS: dict[str, Callable[[Builder, bool, float, Random], Kernel]] = {
+KERNELS: dict[str, Callable[[Builder, bool, float, Random, bool], Kernel]] = {
     "indirect-branch": indirect_branch,
     "branch-mispredict": branch_mispredict,
     "dependent-load": dependent_load,

@@ -157,6 +157,8 @@ class OfflineAnalyst:
         basis: Basis
         if det.measured:
             claim = f"{LABEL} {where}: {det.figures} ({alp_id(det.pc)})."
+            if det.checks:
+                claim += f" Fields read: {'; '.join(det.checks)}."
             basis, confidence = "measured", 0.6 + 0.35 * det.strength
         else:
             claim = (f"{LABEL} {where}: {det.figures}. {_basis_note(view.basis)}; to confirm, "

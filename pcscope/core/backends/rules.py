@@ -7,6 +7,23 @@ load takes ~4 cycles, so an average latency of 15+ cycles with 10%+ L1D misses i
 miss; divides take ~7-20 cycles, so 15+ cycles is the slow end; ordering waits of "tens of
 cycles" start at 10. Guide section IDs come from the category and mechanism table
 (pcscope.core.guide_map); when a user's guides lack them the analyst searches by ``query``.
+
+Each measured rule reads every ALP field (formats.md §2) that can carry its signal, fires
+when any of them is past the threshold, and names the fields it read (detectors.py). One
+physical quantity, one threshold, whichever field shows it:
+
+| rule | fields read | threshold, and why |
+| --- | --- | --- |
+| indirect/conditional mispredict | mispredicted / executed; without `executed`, mispredicted / iterations | MISPREDICT 10% per execution (per iteration is a lower bound for a branch run once per iteration) |
+| pointer-chase, stream-miss | latency: `mem.avg_latency`, else execute latency (complete - issue); misses: L1D rate, else the higher of the L2/LLC rates (each missed L1D first); no miss count at all: latency with no store to wait for | MISS_LATENCY 15 cycles (an L1 hit is ~4) and MISS_RATE 10% |
+| tlb-walk | `mem.tlb_miss` / accesses and the latency above | TLB_RATE 5% with MISS_LATENCY |
+| forwarding-fail | `mem.store_forwarded` / accesses when counted; latency (either field) of a load that hits L1D after an overlapping store | FORWARD_RATE 10%, FORWARD_LATENCY 10 cycles (a forwarded load takes ~4-5) |
+| llsc-retry | status branch taken rate (cbnz retries when taken, cbz when not); pair executions per loop iteration (n attempts = 1 - 1/n retried); exclusive load latency | RETRY_RATE 5% for both retry fields; ATOMIC_LATENCY 40 cycles |
+| atomic-contention | latency (either field), with or without L1D misses (a far atomic counts none) | ATOMIC_LATENCY 40 cycles (an L2 hit is ~10-15: 40+ means another core's line) |
+| barrier-wait | its issue wait, its execute latency, the next memory op's issue wait | ORDER_WAIT 10 cycles each (a barrier with nothing to drain takes ~2) |
+| slow-divide | execute latency; the next consumer's issue wait less the divide's own | DIVIDE_LATENCY 15 cycles each (the same latency, seen from the consumer) |
+| spin-poll | poll-load executions per loop iteration; polls per exit from the branch counts (1 / (1 - back-edge taken rate), or exit branch executed / taken) | SPIN_POLLS 2 for both (a free lock is read once) |
+| fp-chain | mean issue wait of the chained ops; mean execute latency beyond the op's own (FP_LATENCY: an op that issues before its inputs are ready waits while executing) | FP_CHAIN_WAIT 3 cycles each |
 """
 
 from __future__ import annotations
@@ -24,11 +41,15 @@ FORWARD_RATE = 0.10  # at or below: the load (almost) never forwards
 FORWARD_LATENCY = 10.0  # cycles of a load that waits for stores to drain
 RETRY_RATE = 0.05  # LL/SC retry branch taken rate
 ATOMIC_LATENCY = 40.0  # cycles of an atomic whose line comes from another core
-ATOMIC_MISS = 0.25
+ATOMIC_MISS = 0.25  # L1D miss rate of an atomic whose line moves (named in the claim)
 ORDER_WAIT = 10.0  # issue wait (cycles) held by a barrier
 DIVIDE_LATENCY = 15.0  # execute latency (cycles) of a slow divide
 SPIN_POLLS = 2.0  # poll-loop loads per outer iteration
 FP_CHAIN_WAIT = 3.0  # issue wait (cycles) of a chained FP accumulation
+# Execute latency (cycles) of an FP operation whose inputs are ready (Neoverse-class cores:
+# FMA 4, FMUL 3, FADD 2): what a chained op's execute latency is measured against.
+FP_LATENCY = {"fmadd": 4.0, "fmsub": 4.0, "fnmadd": 4.0, "fnmsub": 4.0, "fmla": 4.0,
+              "fmls": 4.0, "fmul": 3.0, "fadd": 2.0, "fsub": 2.0}
 HOT_PC = 0.002  # share of the total a PC (or its loop) needs for a profile-only idea
 HOT_WINDOW = 0.01  # share of the total its window needs
 
@@ -153,7 +174,8 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         "instead of one per element.",
         sections_for("barrier", "barrier"),
         "data barrier dmb issue wait acquire release",
-        confirm="the ALP issue wait of the barrier and of the loads behind it",
+        confirm="the ALP issue wait and execute latency of the barrier and the issue wait of "
+        "the memory op behind it",
     ),
     Rule(
         "slow-fp-divide", "division", "software",
@@ -186,7 +208,8 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         "block in the OS (futex) after a bounded spin; shorten the lock hold time.",
         sections_for("spin-wait", "spin-wait"),
         "spin wait loop yield wfe isb back-off",
-        confirm="polls per acquisition (ALP executions of the poll load per loop iteration)",
+        confirm="polls per acquisition (ALP executions of the poll load per loop iteration, "
+        "or 1 / (1 - taken rate) of its back-edge)",
     ),
     Rule(
         "fp-chain", "fp-dependency", "compiler",
