@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from pcscope.core.backends.base import ToolResult, ToolSpec
 from pcscope.core.engine.calls import ToolUse
+from pcscope.core.engine.ideas import Accepted, finding_id, windows_of
 from pcscope.core.engine.prompt import compact
 from pcscope.core.engine.schema import Finding
 from pcscope.core.errors import EvidenceError, PcscopeError
@@ -26,16 +27,35 @@ from pcscope.core.ids import alp_id, kind_of, parse_pc, pat_id, pc_id, pc_of
 
 if TYPE_CHECKING:
     from pcscope.core.alp import AlpRecord
+    from pcscope.core.engine.validation import Verdict
     from pcscope.index.query import QueryEngine, SearchResult
 
 MAX_TEXT = 12000  # characters of one tool answer
 MAX_WINDOW_ROWS = 96
 MAX_GUIDE_TEXT = 2500
+MAX_SITES_SHOWN = 5  # sites listed per mechanism (the heaviest)
 QUERY_SECONDS = 5.0
 
 
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class HotWindowsArgs(_Args):
+    """The hottest instruction windows by weight, until ``coverage`` of the total or ``top``
+    windows, whichever comes first, with their function and module."""
+
+    coverage: float = Field(0.90, gt=0.0, le=1.0)
+    top: int = Field(20, ge=1, le=50)
+
+
+class MechanismsArgs(_Args):
+    """Mechanisms (pattern sites grouped into the one thing to fix: dispatch loops, PLT
+    stubs, atomic helpers, spin loops …), heaviest first by their own share; optionally
+    only those with a site at ``pc``."""
+
+    pc: str | None = Field(None, max_length=24, description="0x-hex PC")
+    limit: int = Field(10, ge=1, le=30)
 
 
 class AsmAroundArgs(_Args):
@@ -118,6 +138,8 @@ class RememberArgs(_Args):
 
 
 ARGS: dict[str, type[_Args]] = {
+    "hot_windows": HotWindowsArgs,
+    "mechanisms": MechanismsArgs,
     "asm_around": AsmAroundArgs,
     "window": WindowArgs,
     "search": SearchArgs,
@@ -210,9 +232,20 @@ class SharedMemory:
             self._queries = QueryEngine.of(self.store.workload)
         return self._queries
 
-    def add_finding(self, evidence: Evidence, finding: Finding) -> None:
-        self.store.register(evidence)
-        self.findings[evidence.id] = finding
+    def accept(self, verdict: Verdict, call: str, wave: int, model: str) -> list[Accepted]:
+        """The findings validation accepted, named ``finding:<call>.f<n>`` and registered
+        as evidence that later calls may fetch and cite."""
+        out = []
+        for n, finding, pcs in verdict.accepted:
+            fid = finding_id(call, n)
+            self.store.register(Evidence(
+                fid, "finding", finding.title,
+                f"[{finding.category}] {finding.claim} Recommendation: "
+                f"{finding.recommendation}", pcs))
+            self.findings[fid] = finding
+            out.append(Accepted(fid, call, wave, model, finding, pcs,
+                                windows_of(self.store.profile, pcs)))
+        return out
 
     def add_set(self, name: str, call: str, ids: list[str]) -> str:
         set_id = f"set:{name}"
@@ -275,6 +308,53 @@ class ToolBox:
         return result
 
     # -- the tools -----------------------------------------------------------------------
+    def _hot_windows(self, req: HotWindowsArgs) -> ToolResult:
+        profile = self.store.profile
+        selection = profile.hot_windows(top=req.top, coverage=req.coverage)
+        lines = [f"{len(selection.windows)} hot windows covering {selection.coverage:.3%} of "
+                 f"the {profile.basis}"]
+        ids: list[str] = []
+        data = []
+        for index in selection.windows:
+            win = profile.windows[index]
+            fn = self.store.function_of(win.first_pc)
+            module = profile.modules[win.module] if win.module >= 0 else None
+            ids += [win.id, *([fn.id] if fn else [])]
+            lines.append(f"{win.id}  weight {win.weight:.3%}  {win.n} instructions  "
+                         f"{fn.id if fn else '(no function)'}  {module or ''}".rstrip())
+            data.append({"window": win.id, "function": fn.id if fn else None,
+                         "module": module, "weight": win.weight, "n": win.n})
+        return ToolResult("\n".join(lines),
+                          {"coverage": selection.coverage, "windows": data},
+                          tuple(dict.fromkeys(ids)))
+
+    def _mechanisms(self, req: MechanismsArgs) -> ToolResult:
+        table = self.store.workload.mechanisms
+        found = table.at(parse_pc(req.pc)) if req.pc is not None else list(table)
+        shown = found[: req.limit]
+        where = f" with a site at {req.pc}" if req.pc is not None else ""
+        lines = [f"{len(found)} mechanisms{where}, showing {len(shown)} by own share"]
+        ids: list[str] = []
+        data = []
+        for mech in shown:
+            sites = sorted(mech.sites, key=lambda s: (-s.share, s.pc))[:MAX_SITES_SHOWN]
+            ids += [mech.id, *(pc_id(site.pc) for site in sites)]
+            lines.append(f"{mech.id} [{mech.category}] own share {mech.share:.3%}, "
+                         f"{len(mech.sites)} sites in {', '.join(mech.functions[:5])}")
+            lines += [f"  metric {m.name} = {m.value:.3g} {m.unit} ({m.how})"
+                      for m in mech.metrics]
+            lines += [f"  check {check}" for check in mech.checks]
+            lines += [f"  site {pc_id(site.pc)} {site.function} share {site.share:.3%}"
+                      for site in sites]
+            data.append({"id": mech.id, "kind": mech.kind, "category": mech.category,
+                         "share": mech.share, "functions": list(mech.functions),
+                         "metrics": [vars(m) for m in mech.metrics],
+                         "checks": list(mech.checks),
+                         "sites": [{"pc": site.pc, "function": site.function,
+                                    "share": site.share, "pcs": len(site.pcs)}
+                                   for site in sites]})
+        return ToolResult("\n".join(lines), {"mechanisms": data}, tuple(dict.fromkeys(ids)))
+
     def _asm_around(self, req: AsmAroundArgs) -> ToolResult:
         pc = parse_pc(req.pc)
         try:
