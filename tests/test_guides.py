@@ -9,7 +9,7 @@ import types
 import pytest
 
 from pcscope.core.errors import InputError
-from pcscope.core.readers.guides import read_guide, slugify
+from pcscope.core.readers.guides import read_guide, section_index, slugify
 
 UARCH = """\
 Intro paragraph before any heading.
@@ -238,3 +238,71 @@ def test_pdf_without_outline_is_one_section_per_page(tmp_path, monkeypatch):
     path.write_bytes(b"%PDF")
     assert [(s.id, s.text) for s in read_guide(path)] == [
         ("guide:g/page-1", "one"), ("guide:g/page-2", "two")]
+
+
+RENAMED = """\
+# Copy
+
+<!-- former IDs: guide:g/copy/memcpy -->
+
+## memcpy and memmove
+
+<!-- former IDs: guide:g/copy/old-memcpy, guide:g/old/memcpy -->
+Copies.
+
+```
+<!-- former IDs: guide:g/inside/a/fence -->
+```
+
+### Variants
+
+Names.
+"""
+
+
+def test_former_ids_attach_to_their_section_and_leave_its_text(tmp_path):
+    sections = by_id(read_guide(write(tmp_path, "g.md", RENAMED)))
+    copy = sections["guide:g/copy"]
+    memcpy = sections["guide:g/copy/memcpy-and-memmove"]
+    assert copy.aliases == ("guide:g/copy/memcpy",)
+    assert memcpy.aliases == ("guide:g/copy/old-memcpy", "guide:g/old/memcpy")
+    assert sections["guide:g/copy/memcpy-and-memmove/variants"].aliases == ()
+    assert copy.text.count("former IDs") == 1      # only the fenced one, which is code
+    assert memcpy.text.startswith("Copies.")
+    assert "<!-- former IDs: guide:g/inside/a/fence -->" in memcpy.text   # code stays text
+    assert (memcpy.line, sections["guide:g/copy/memcpy-and-memmove/variants"].line) == (5, 14)
+
+
+def test_section_index_answers_to_ids_and_former_ids(tmp_path):
+    index = section_index(read_guide(write(tmp_path, "g.md", RENAMED)))
+    assert index["guide:g/copy/memcpy"].id == "guide:g/copy"
+    assert index["guide:g/old/memcpy"].id == "guide:g/copy/memcpy-and-memmove"
+    assert index["guide:g/copy/memcpy-and-memmove"].id == "guide:g/copy/memcpy-and-memmove"
+    assert "guide:g/inside/a/fence" not in index
+
+
+@pytest.mark.parametrize("line, what", [
+    ("<!-- former IDs: guide:g/b -->", "also a section's ID"),
+    ("<!-- former IDs: guide:other/a -->", "not of this guide"),
+    ("<!-- former IDs: guide:g/x, guide:g/x -->", "listed twice"),
+])
+def test_bad_former_ids_are_input_errors_with_their_line(tmp_path, line, what):
+    path = write(tmp_path, "g.md", f"# A\n\n{line}\n\n# B\n")
+    with pytest.raises(InputError) as err:
+        read_guide(path)
+    assert err.value.line == 3 and what in err.value.what
+
+
+def test_evidence_store_resolves_a_former_id_to_the_renamed_section(tmp_path):
+    from pcscope.core.evidence import EvidenceStore
+    from pcscope.index.store import open_workload
+
+    (tmp_path / "p.csv").write_text("pc,samples,asm\n0x10,1,nop\n")
+    guide = write(tmp_path, "g.md", RENAMED)
+    store = EvidenceStore(open_workload(tmp_path / "p.csv", guides=[guide],
+                                       index_dir=tmp_path / "idx"))
+    old = store.resolve("guide:g/old/memcpy")
+    assert old.id == "guide:g/old/memcpy" and old.text.startswith("Copies.")
+    assert old.title == "memcpy and memmove (now guide:g/copy/memcpy-and-memmove)"
+    assert store.resolve("guide:g/copy/memcpy-and-memmove").title == "memcpy and memmove"
+    assert not store.exists("guide:g/inside/a/fence")

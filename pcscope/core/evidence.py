@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pcscope.core.errors import EvidenceError
 from pcscope.core.ids import alp_id, hex_pc, kind_of, mca_id, parse_pc, pc_id, win_id
 from pcscope.core.profile import Function, Window
+from pcscope.core.readers.guides import section_index
 from pcscope.core.workload import Workload
 
 
@@ -54,7 +55,7 @@ class EvidenceStore:
     registered: dict[str, Evidence] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self._guides = {section.id: section for section in self.workload.guides}
+        self._guides = section_index(self.workload.guides)
 
     @property
     def profile(self):
@@ -195,5 +196,7 @@ class EvidenceStore:
             section = self._guides.get(evidence_id)
             if section is None:
                 return None
-            return Evidence(evidence_id, kind, section.heading, section.text, ())
+            title = section.heading if section.id == evidence_id else \
+                f"{section.heading} (now {section.id})"   # a former ID of a renamed section
+            return Evidence(evidence_id, kind, title, section.text, ())
         return None

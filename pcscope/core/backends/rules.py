@@ -5,13 +5,15 @@ Thresholds follow the bundled guides' own ranges (pcscope/samples/guides): a mis
 rate above ~5% is material and above ~15% severe, so rules fire from 10%; an L1-hitting
 load takes ~4 cycles, so an average latency of 15+ cycles with 10%+ L1D misses is a
 miss; divides take ~7-20 cycles, so 15+ cycles is the slow end; ordering waits of "tens of
-cycles" start at 10. Guide section IDs are those of the bundled guides' category map
-(guides/README.md); when a user's guides lack them the analyst searches by ``query``.
+cycles" start at 10. Guide section IDs come from the category and mechanism table
+(pcscope.core.guide_map); when a user's guides lack them the analyst searches by ``query``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from pcscope.core.guide_map import sections_for
 
 MISPREDICT = 0.10  # branch mispredict rate worth an idea
 MISS_RATE = 0.10  # L1D miss rate of a missing load
@@ -39,7 +41,7 @@ class Rule:
     title: str  # of a measured idea; "{asm}" and "{fn}" are filled in
     guess: str  # of a profile-only idea (nothing measured yet)
     recommendation: str
-    guides: tuple[str, ...]  # section IDs, uArch guide first
+    guides: tuple[str, ...]  # section IDs, most relevant first (guide_map.sections_for)
     query: str  # guide search when the sections are absent
     confirm: str = ""  # the measurement that would confirm a profile-only idea
     question: str = ""  # asked one wave deeper ("{pc}" filled in)
@@ -55,8 +57,7 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         "(PGO indirect-call promotion); for opcode dispatch use threaded dispatch (computed "
         "goto) so each handler ends in its own br; batch objects by type so a loop sees one "
         "target at a time.",
-        ("guide:uarch/branch-prediction/indirect-branches", "guide:swopt/branches/devirtualization",
-         "guide:swopt/branches/interpreter-dispatch"),
+        sections_for("indirect-branch"),
         "indirect branch mispredict devirtualization dispatch",
         confirm="the ALP (or SPE) mispredict rate of this br/blr; above ~5% it is material",
         question="Which load supplies the branch target of {pc}?",
@@ -68,7 +69,7 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         "Make the decision branchless when both sides are cheap (csel/cset/csinc or a mask, "
         "e.g. `x = c ? a : b`; Clang `__builtin_unpredictable`), or sort/partition the data "
         "so the outcome becomes regular; let PGO lay out the branch if it is biased per input.",
-        ("guide:uarch/branch-prediction/conditional-branches", "guide:swopt/branches/branchless-code"),
+        sections_for("branch-mispredict"),
         "conditional branch mispredict branchless csel",
     ),
     Rule(
@@ -76,11 +77,11 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         "Pointer chase {asm} misses the cache in {fn}",
         "Dependent load {asm} in {fn}",
         "Break the serial chain: store nodes in arrays and link by index (or use B-trees / "
-        "open addressing), allocate nodes in traversal order, prefetch the next node as soon as "
-        "its address is known (`prfm pldl1keep, [xN]`), or walk several independent chains "
-        "per loop so their misses overlap.",
-        ("guide:uarch/load-and-store-unit/dependent-loads", "guide:swopt/memory-access/pointer-chasing",
-         "guide:swopt/memory-access/software-prefetch"),
+        "open addressing), allocate nodes in traversal order, walk several independent chains "
+        "per loop so their misses overlap, or keep jump pointers to prefetch several hops ahead "
+        "(prefetching only the next node gains almost nothing: its address arrives with the "
+        "load that needs it).",
+        sections_for("dependent-load", "pointer-chase"),
         "dependent loads pointer chasing prefetch",
         confirm="the ALP (or SPE) L1D/L2 miss rate and average latency of this load; above ~10% "
         "misses and ~15 cycles the chain serialises misses",
@@ -94,8 +95,7 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         "(`prfm pldl2keep, [xN, #256]`, distance = miss latency / cycles per iteration), "
         "make the access pattern sequential enough for the hardware prefetcher, and shrink "
         "the data touched per element (structure of arrays, narrower types).",
-        ("guide:uarch/memory-hierarchy/cache-misses", "guide:swopt/memory-access/software-prefetch",
-         "guide:swopt/memory-access/data-layout-for-locality"),
+        sections_for("cache-miss"),
         "cache misses software prefetch data layout",
     ),
     Rule(
@@ -105,7 +105,7 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         "Increase TLB reach: back the region with huge pages (THP `madvise(MADV_HUGEPAGE)` or "
         "hugetlbfs, 2 MiB-aligned allocations) and touch fewer pages per operation (pack hot "
         "data, avoid page-sized strides).",
-        ("guide:uarch/memory-hierarchy/tlb-hierarchy", "guide:swopt/memory-access/huge-pages"),
+        sections_for("tlb-miss"),
         "tlb miss huge pages",
     ),
     Rule(
@@ -115,8 +115,7 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         "Load with the width and address of the store that wrote the data (or keep the value "
         "in a register: build it with `bfi`/`orr` instead of through memory); avoid a narrow "
         "store followed by a wider overlapping load.",
-        ("guide:uarch/load-and-store-unit/store-to-load-forwarding",
-         "guide:swopt/memory-access/store-forwarding-fixes"),
+        sections_for("store-forwarding"),
         "store to load forwarding",
     ),
     Rule(
@@ -126,9 +125,8 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         "Replace the ldxr/stxr loop with a single LSE atomic (`ldadd`, `swp`, `cas`; "
         "`__atomic_fetch_add`) by building with `-march=armv8.1-a` (or a suitable `-mcpu`), "
         "or `-moutline-atomics` for binaries that must run on older cores; reduce sharing of "
-        "the line (per-thread counters, 64-byte padding).",
-        ("guide:uarch/atomics/exclusive-monitor", "guide:swopt/synchronization/atomic-instruction-choice",
-         "guide:swopt/compiler-flags/lse-atomics-flags"),
+        "the line (per-thread counters, padding to the cache line).",
+        sections_for("atomic-llsc", "llsc"),
         "exclusive monitor ldxr stxr lse atomics",
         confirm="the ALP retry-branch taken rate and latency of the exclusive pair",
     ),
@@ -137,9 +135,10 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         "Contended atomic {asm} in {fn}",
         "Hot atomic {asm} in {fn}",
         "The line bounces between cores: shard the counter per thread or per core and combine "
-        "on read, pad and align the shared variable to its own 64-byte line (`alignas(64)`), "
+        "on read, pad and align the shared variable to its own line (64 B on Neoverse cores, 128 B "
+        "where adjacent-line prefetch pairs lines; the size is in CTR_EL0), "
         "use the weakest correct ordering (no `al` suffix for statistics), batch updates.",
-        ("guide:uarch/atomics/atomic-contention", "guide:swopt/synchronization/contention-reduction"),
+        sections_for("atomic-contention"),
         "atomic contention false sharing",
         confirm="the ALP latency and L1D misses of this atomic; hundreds of cycles mean the "
         "line comes from another core",
@@ -149,10 +148,10 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         "Barrier {asm} holds the pipeline in {fn}",
         "Hot barrier {asm} in {fn}",
         "Use the weakest ordering that is correct: `stlr` to publish and `ldar`/`ldapr` to "
-        "consume instead of a full `dmb ish`, `dmb ishst`/`dmb ishld` where only stores or "
-        "loads need ordering, and one fence per batch instead of one per element.",
-        ("guide:uarch/memory-ordering/data-barriers", "guide:swopt/synchronization/barrier-reduction",
-         "guide:swopt/synchronization/acquire-and-release"),
+        "consume instead of a full `dmb ish` (`dmb ishst` orders stores against later stores "
+        "only, so it cannot publish; `dmb ishld` orders earlier loads), and one fence per batch "
+        "instead of one per element.",
+        sections_for("barrier", "barrier"),
         "data barrier dmb issue wait acquire release",
         confirm="the ALP issue wait of the barrier and of the loads behind it",
     ),
@@ -163,8 +162,7 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         "Avoid the divide: make the divisor a compile-time constant (multiply-high and shift), "
         "use a power-of-two size with a mask, or precompute a reciprocal for a loop-invariant "
         "divisor (libdivide/fastmod); for FP, hoist `1.0 / d` and multiply.",
-        ("guide:uarch/execution-units/integer-division", "guide:swopt/arithmetic/division-by-constants",
-         "guide:swopt/arithmetic/division-hoisting"),
+        sections_for("division", "division"),
         "integer division reciprocal hoisting",
         confirm="the ALP execute latency of the divide and the issue wait of its consumers",
     ),
@@ -175,7 +173,7 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         "Back off instead of polling tightly: `isb` for short waits, an `ldaxr` + `wfe` wait "
         "for longer ones (`yield` does little on cores without SMT), exponential back-off, and "
         "block in the OS (futex) after a bounded spin; shorten the lock hold time.",
-        ("guide:uarch/atomics/spin-wait-loops", "guide:swopt/synchronization/spin-wait-back-off"),
+        sections_for("spin-wait", "spin-wait"),
         "spin wait loop yield wfe isb back-off",
         confirm="polls per acquisition (ALP executions of the poll load per loop iteration)",
     ),
@@ -186,7 +184,7 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         "Split the reduction into several independent accumulators combined after the loop, "
         "or allow reassociation narrowly (`-fassociative-math -fno-signed-zeros "
         "-fno-trapping-math`, `#pragma omp simd reduction(+:s)`) so the compiler does it.",
-        ("guide:uarch/execution-units/fp-dependency-chains", "guide:swopt/arithmetic/fp-accumulation-chains"),
+        sections_for("fp-dependency"),
         "fp dependency chain accumulators reassociation",
         confirm="the ALP issue wait of the chained instructions (about the FP latency each)",
     ),
@@ -198,7 +196,7 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         "`-fvisibility=hidden` with `-fno-semantic-interposition` (or "
         "`-Wl,-Bsymbolic-functions`) for calls inside a library, LTO or static linking of the "
         "hot dependency.",
-        ("guide:uarch/calls-and-returns/plt-stubs", "guide:swopt/calls/plt-avoidance"),
+        sections_for("call-overhead", "plt"),
         "plt stubs avoidance fno-plt",
         confirm="calls per second through the stub and its indirect mispredict rate (ALP/SPE)",
     ),
@@ -210,8 +208,7 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         "(`eor` + `rev` + `clz` to find the first difference) or SIMD (`cmeq` + `umaxv`/`shrn`), "
         "and fall back to bytes only at the end; check that the compiler can vectorize it "
         "(`-O3 -mcpu=native`, `restrict`).",
-        ("guide:uarch/execution-units/simd-and-fp-pipes", "guide:swopt/vectorization/auto-vectorization",
-         "guide:swopt/vectorization/neon-and-sve"),
+        sections_for("vectorization", "byte-loop"),
         "vectorization simd byte loop neon",
         confirm="cycles per byte and the mispredict rate of the loop's compare branch (ALP or "
         "SPE); wide compares pay off when the loop runs many bytes per call",

@@ -13,6 +13,12 @@ rest is the slugified heading path. A path seen before in the same file gets ``-
 ``-3``… on its last part, in order of appearance (its subsections inherit the suffixed
 part), so an ID changes only when a same-named section is added or removed before it —
 never when text changes. Any other extension than ``.txt`` or ``.pdf`` reads as Markdown.
+
+Former IDs (Markdown only): a line ``<!-- former IDs: guide:<doc>/old/path, … -->`` in a
+section's own text (before its first subsection) lists IDs the section answered to before
+its heading was renamed or moved, so evidence cited by stored sessions still resolves.
+The line is left out of the section's text. A former ID that is also a section's ID, or
+names another file's doc, or appears twice, is an input error.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _NON_SLUG = re.compile(r"[^a-z0-9]+")
+_FORMER = re.compile(r"^ {0,3}<!--\s*former ids?:(.*?)-->\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,17 @@ class GuideSection:
     level: int                 # 1-3 (0: text before the first heading)
     text: str                  # body without the heading line; blank edges trimmed
     line: int                  # 1-based line of the heading (PDF: page number)
+    aliases: tuple[str, ...] = ()  # former IDs that resolve to this section
+
+
+def section_index(sections: Iterable[GuideSection]) -> dict[str, GuideSection]:
+    """Every section by its ID and by each of its former IDs."""
+    index: dict[str, GuideSection] = {}
+    for section in sections:
+        index[section.id] = section
+        for alias in section.aliases:
+            index.setdefault(alias, section)
+    return index
 
 
 def slugify(heading: str) -> str:
@@ -73,7 +91,7 @@ def read_guide(path: str | os.PathLike) -> list[GuideSection]:
     lines = [text for _, text in open_text_lines(path)]
     if kind == ".txt":
         return _text_sections(doc_name(path), lines)
-    return _markdown_sections(doc_name(path), name.stem, lines)
+    return _markdown_sections(doc_name(path), name.stem, lines, str(path))
 
 
 class _Ids:
@@ -104,8 +122,8 @@ def _trimmed(lines: Iterable[str]) -> str:
     return "\n".join(kept[start:])
 
 
-def _headings(lines: list[str]) -> list[tuple[int, int, str]]:
-    """(index, level, heading) of the level 1-3 headings outside fenced code."""
+def _outside_fences(lines: list[str]) -> list[int]:
+    """Indexes of the lines that are not inside (or opening/closing) fenced code."""
     found = []
     fence: str | None = None
     for i, line in enumerate(lines):
@@ -118,31 +136,78 @@ def _headings(lines: list[str]) -> list[tuple[int, int, str]]:
         if opening:
             fence = opening.group(1)
             continue
-        m = _ATX.match(line)
+        found.append(i)
+    return found
+
+
+def _headings(lines: list[str], outside: list[int]) -> list[tuple[int, int, str]]:
+    """(index, level, heading) of the level 1-3 headings outside fenced code."""
+    found = []
+    for i in outside:
+        m = _ATX.match(lines[i])
         if m and len(m.group(1)) <= MAX_SECTION_LEVEL:
             found.append((i, len(m.group(1)), (m.group(2) or "").strip()))
     return found
 
 
-def _markdown_sections(doc: str, title: str, lines: list[str]) -> list[GuideSection]:
-    heads = _headings(lines)
+def _former_ids(lines: list[str], outside: list[int]) -> dict[int, tuple[str, ...]]:
+    """The former-ID lines outside fenced code: line index -> the IDs it lists."""
+    found = {}
+    for i in outside:
+        m = _FORMER.match(lines[i])
+        if m:
+            found[i] = tuple(part.strip() for part in m.group(1).split(",") if part.strip())
+    return found
+
+
+def _check_aliases(doc: str, path: str, sections: list[GuideSection],
+                   lines_of: dict[str, int]) -> None:
+    ids = {s.id for s in sections}
+    seen: set[str] = set()
+    for section in sections:
+        for alias in section.aliases:
+            line = lines_of[alias]
+            if not alias.startswith(f"guide:{doc}/"):
+                raise InputError(path, line, f"former ID {alias} is not of this guide "
+                                             f"(guide:{doc}/…)")
+            if alias in ids:
+                raise InputError(path, line, f"former ID {alias} is also a section's ID")
+            if alias in seen:
+                raise InputError(path, line, f"former ID {alias} is listed twice")
+            seen.add(alias)
+
+
+def _markdown_sections(doc: str, title: str, lines: list[str], path: str) -> list[GuideSection]:
+    outside = _outside_fences(lines)
+    heads = _headings(lines, outside)
+    former = _former_ids(lines, outside)
     sections = []
     first = heads[0][0] if heads else len(lines)
-    preamble = _trimmed(lines[:first])
+
+    def text(start: int, end: int) -> str:
+        return _trimmed(lines[k] for k in range(start, end) if k not in former)
+
+    preamble = text(0, first)
     if preamble:
-        line = next(i for i, text in enumerate(lines) if text.strip()) + 1
+        line = next(i for i, content in enumerate(lines) if content.strip()) + 1
         sections.append(GuideSection(f"guide:{doc}", doc, title, (), 0, preamble, line))
     ids = _Ids(doc)
     stack: list[tuple[int, str, str]] = []          # (level, slug, heading) of open parents
+    alias_lines: dict[str, int] = {}
     for n, (i, level, heading) in enumerate(heads):
         while stack and stack[-1][0] >= level:
             stack.pop()
         end = next((j for j, lv, _ in heads[n + 1:] if lv <= level), len(lines))
+        own_end = heads[n + 1][0] if n + 1 < len(heads) else len(lines)
+        own = [(alias, k + 1) for k in sorted(former) if i < k < own_end for alias in former[k]]
+        alias_lines.update(own)
+        aliases = tuple(alias for alias, _ in own)
         slug, ident = ids.claim(tuple(s for _, s, _ in stack), slugify(heading))
-        path = tuple(h for _, _, h in stack) + (heading,)
-        sections.append(GuideSection(ident, doc, heading, path, level,
-                                     _trimmed(lines[i + 1:end]), i + 1))
+        heading_path = tuple(h for _, _, h in stack) + (heading,)
+        sections.append(GuideSection(ident, doc, heading, heading_path, level,
+                                     text(i + 1, end), i + 1, aliases))
         stack.append((level, slug, heading))
+    _check_aliases(doc, path, sections, alias_lines)
     return sections
 
 

@@ -11,6 +11,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
+from pcscope.core.readers.guides import section_index
 from pcscope.tui.keymap import bindings
 from pcscope.tui.widgets.virtual_list import Row, VirtualList
 
@@ -43,7 +44,8 @@ class GuideView(Horizontal):
     def __init__(self, sections: list) -> None:
         super().__init__(id="guide-view")
         self.sections = list(sections)
-        self._index = {s.id: n for n, s in enumerate(self.sections)}
+        position = {s.id: n for n, s in enumerate(self.sections)}
+        self._index = {key: position[s.id] for key, s in section_index(self.sections).items()}
         self.sections_list = SectionList(self.sections)
         self.section_text = Static(Content(_empty(self.sections)), id="guide-text")
         self.shown: str | None = None
