@@ -23,7 +23,7 @@ def ensure_inputs() -> None:
     if (BIG / "profile.csv.gz").exists() and (BIG / "alp.jsonl.gz").exists():
         return
     print("== generating the 1M-row benchmark inputs (samples generator, seed 1)", flush=True)
-    subprocess.run([sys.executable, "-m", "pcscope.samples.generate", "--kind", "C",
+    subprocess.run([sys.executable, "-m", "pcscope", "sample", "--kind", "C",
                     "--scale", "1000000", "-o", str(BIG)], check=True)
 
 

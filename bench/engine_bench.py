@@ -28,7 +28,7 @@ from pathlib import Path
 from pcscope.core.backends.registry import backend_for
 from pcscope.core.engine.orchestrator import Orchestrator, RunResult
 from pcscope.core.engine.presets import Settings, resolve
-from pcscope.core.engine.record import SessionStore
+from pcscope.core.engine.session_store import SessionStore
 from pcscope.index.store import open_workload
 from pcscope.samples import bundled, guides
 from pcscope.samples.generate import Options, generate

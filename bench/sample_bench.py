@@ -23,7 +23,7 @@ def main(argv: list[str]) -> int:
     peaks = []
     for rows in sizes:
         with tempfile.TemporaryDirectory(prefix="pcscope-sample-bench-") as out:
-            run = run_process([sys.executable, "-m", "pcscope.samples.generate", "--kind",
+            run = run_process([sys.executable, "-m", "pcscope", "sample", "--kind",
                                "C", "--scale", str(rows), "-o", out])
         if run.returncode:
             print(f"--scale {rows:,}: exit {run.returncode}")

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from mock_messages_server import MockMessagesServer, Reply, tool
 
-from pcscope.core.backends.anthropic import anthropic_backend
-from pcscope.core.backends.anthropic_config import AnthropicConfig, Price
-from pcscope.core.backends.base import CallRequest, ToolResult, ToolSpec
-from pcscope.core.backends.model_backend import ModelBackend
+from pcscope.core.backends.llm.anthropic import anthropic_backend
+from pcscope.core.backends.llm.anthropic_config import AnthropicConfig, Price
+from pcscope.core.backends.llm.model_backend import ModelBackend
+from pcscope.core.contract.backend import CallRequest, ToolResult, ToolSpec
 
 FAKE_KEY = "sk-test-not-a-real-key-7f3a9c"
 

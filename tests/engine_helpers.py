@@ -10,7 +10,7 @@ from pcscope.core.backends.registry import backend_for
 from pcscope.core.engine.events import EventBus
 from pcscope.core.engine.orchestrator import Orchestrator, RunResult
 from pcscope.core.engine.presets import Settings, resolve
-from pcscope.core.engine.record import SessionStore
+from pcscope.core.engine.session_store import SessionStore
 from pcscope.index.store import open_workload
 from pcscope.samples import guides
 

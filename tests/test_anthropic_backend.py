@@ -20,8 +20,8 @@ from anthropic_helpers import (
 )
 from mock_messages_server import MockMessagesServer, Reply, raw_tool, text, tool
 
-from pcscope.core.backends.anthropic import anthropic_backend
-from pcscope.core.backends.budget import run_budget
+from pcscope.core.backends.llm.anthropic import anthropic_backend
+from pcscope.core.backends.llm.turn_budget import run_budget
 from pcscope.core.errors import UsageError
 
 

@@ -12,14 +12,14 @@ from anthropic_helpers import FAKE_KEY, backend, n_messages, stored_bytes, workl
 from mock_messages_server import Fault, MockMessagesServer, Reply, tool
 from scripted_analyst import analyst
 
-from pcscope.core.backends.replay import Recorder
+from pcscope.core.backends.doubles.replay import Recorder
 from pcscope.core.engine.events import CallFinished
 from pcscope.core.engine.full_prompt import RULE, FullPromptOrchestrator
 from pcscope.core.engine.model_review import model_reviewer
 from pcscope.core.engine.orchestrator import Orchestrator
 from pcscope.core.engine.presets import resolve
-from pcscope.core.engine.record import SessionStore
-from pcscope.core.report import build_report
+from pcscope.core.engine.report import build_report
+from pcscope.core.engine.session_store import SessionStore
 from pcscope.core.textio import open_output
 
 SETTINGS = resolve(None, {"concurrency": 4, "depth": 2, "windows_per_slice": 1})

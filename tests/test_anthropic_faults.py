@@ -9,7 +9,7 @@ import pytest
 from anthropic_helpers import Events, Tools, backend, finding, request, submit
 from mock_messages_server import Fault, MockMessagesServer
 
-from pcscope.core.backends.budget import run_budget
+from pcscope.core.backends.llm.turn_budget import run_budget
 
 
 def answer(_body):

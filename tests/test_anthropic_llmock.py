@@ -7,8 +7,8 @@ from __future__ import annotations
 from anthropic_helpers import FAKE_KEY, Events, Tools, config, finding, request
 from llmock.scenarios import Fail, Match, Reply, ToolCall
 
-from pcscope.core.backends.anthropic import anthropic_backend
-from pcscope.core.backends.budget import run_budget
+from pcscope.core.backends.llm.anthropic import anthropic_backend
+from pcscope.core.backends.llm.turn_budget import run_budget
 
 
 def llmock_backend(llmock, **overrides):

@@ -7,8 +7,8 @@ import json
 from anthropic_helpers import Events, backend, finding, n_messages, request, submit
 from mock_messages_server import MockMessagesServer, Reply, tool
 
-from pcscope.core.backends.base import ToolResult
-from pcscope.core.backends.redact import RedactingBackend, Redactor
+from pcscope.core.backends.llm.redact import RedactingBackend, Redactor
+from pcscope.core.contract.backend import ToolResult
 
 NAMES = {"runtime_dispatch": "redacted_fn_1", "memcpy": "redacted_fn_2",
          "memcpy@plt": "redacted_fn_3", "std::vector<int>::push_back(int)": "redacted_fn_4",
@@ -75,7 +75,7 @@ async def test_redacted_engine_run_sends_no_workload_name(tmp_path):
 
     from pcscope.core.engine.orchestrator import Orchestrator
     from pcscope.core.engine.presets import resolve
-    from pcscope.core.engine.record import SessionStore
+    from pcscope.core.engine.session_store import SessionStore
 
     work = workload(tmp_path / "w")
     redactor = Redactor.for_workload(work)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from engine_helpers import mini_workload
 
+from pcscope.core.contract.findings import Finding
 from pcscope.core.engine.gatekeeper import merge, questions
 from pcscope.core.engine.ideas import Accepted, windows_of
-from pcscope.core.engine.schema import Finding
 
 
 @pytest.fixture(scope="module")

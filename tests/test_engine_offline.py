@@ -9,7 +9,7 @@ import json
 import pytest
 from engine_helpers import BZIP2, GUIDES, generated, mini_workload, run
 
-from pcscope.core.report import build_report, markdown_report
+from pcscope.core.engine.report import build_report, markdown_report
 from pcscope.index.store import open_workload
 
 

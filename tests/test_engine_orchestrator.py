@@ -17,7 +17,7 @@ from pcscope.core.engine.events import (
     RunDone,
 )
 from pcscope.core.engine.orchestrator import Orchestrator
-from pcscope.core.engine.record import SessionStore
+from pcscope.core.engine.session_store import SessionStore
 from pcscope.core.profile import HotSelection
 
 

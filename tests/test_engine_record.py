@@ -14,8 +14,8 @@ import time
 import pytest
 from engine_helpers import ROOT, mini_workload, run
 
-from pcscope.core.backends.scripted import ScriptedBackend
-from pcscope.core.engine.record import SessionStore, default_path
+from pcscope.core.backends.doubles.scripted import ScriptedBackend
+from pcscope.core.engine.session_store import SessionStore, default_path
 
 ALL = {"coverage": 1.0, "windows_per_slice": 1, "depth": 1, "concurrency": 1}
 
@@ -24,7 +24,7 @@ CHILD = textwrap.dedent("""
     from engine_helpers import settings
     from pcscope.core.backends.registry import backend_for
     from pcscope.core.engine.orchestrator import Orchestrator
-    from pcscope.core.engine.record import SessionStore
+    from pcscope.core.engine.session_store import SessionStore
     from pcscope.index.store import open_workload
     profile, alp, index, session = sys.argv[1:5]
     workload = open_workload(profile, alp=alp, index_dir=index)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from engine_helpers import mini_workload, run
 
-from pcscope.core.engine.record import SessionStore
-from pcscope.core.engine.schema import CallOutput, Finding
+from pcscope.core.contract.findings import CallOutput, Finding
+from pcscope.core.engine.session_store import SessionStore
 from pcscope.core.engine.validation import validate
 from pcscope.core.evidence import EvidenceStore
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pcscope.core.backends.rules import CATALOG
-from pcscope.core.engine.categories import CATEGORIES
+from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.guide_map import CATEGORY_SECTIONS, MECHANISM_SECTIONS, sections_for
 from pcscope.core.readers.guides import read_guide
 from pcscope.samples import guides

@@ -20,7 +20,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from pcscope.core.engine.record import SessionStore, default_path
+from pcscope.core.engine.session_store import SessionStore, default_path
 from pcscope.core.engine.tools import tool_specs
 from pcscope.index.store import open_workload
 from pcscope.samples import bundled

@@ -6,8 +6,8 @@ import pytest
 from anthropic_helpers import Events, Tools, finding, request
 from llmock.scenarios import Fail, Match, Reply, ToolCall
 
-from pcscope.core.backends import prompting
-from pcscope.core.backends.openai_compat import chat_request, create
+from pcscope.core.backends.llm import request_bodies
+from pcscope.core.backends.llm.openai_compat import chat_request, create
 from pcscope.core.backends.registry import BackendOptions
 from pcscope.core.errors import UsageError
 
@@ -19,16 +19,16 @@ def answer() -> dict:
 
 
 def test_a_messages_body_becomes_a_chat_request():
-    system = prompting.system_blocks("You analyse.", "submit_findings")
+    system = request_bodies.system_blocks("You analyse.", "submit_findings")
     tools = [{"name": "asm_around", "description": "d", "input_schema": {"type": "object"}}]
     messages = [
         {"role": "user", "content": [{"type": "text", "text": "evidence"}]},
         {"role": "assistant", "content": [
             {"type": "text", "text": "reading"},
             {"type": "tool_use", "id": "t1", "name": "asm_around", "input": {"pc": "0x10"}}]},
-        {"role": "user", "content": [prompting.tool_result("t1", "0x10 blr x3")]},
+        {"role": "user", "content": [request_bodies.tool_result("t1", "0x10 blr x3")]},
     ]
-    body = prompting.request_body("m", 100, system, tools, messages, force_tool="asm_around")
+    body = request_bodies.request_body("m", 100, system, tools, messages, force_tool="asm_around")
     chat = chat_request(body)
     assert chat["messages"][0]["role"] == "system" and "You analyse." in \
         chat["messages"][0]["content"]

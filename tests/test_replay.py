@@ -20,8 +20,8 @@ from anthropic_helpers import (
 )
 from mock_messages_server import Fault, MockMessagesServer, Reply, text, tool
 
+from pcscope.core.backends.doubles.replay import Recorder, ReplayMissing, create, replay_backend
 from pcscope.core.backends.registry import BackendOptions
-from pcscope.core.backends.replay import Recorder, ReplayMissing, create, replay_backend
 from pcscope.core.errors import InputError, UsageError
 
 

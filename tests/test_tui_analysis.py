@@ -7,7 +7,7 @@ import pytest
 from tui_support import build_index, fresh_session, ready, screen_text, until
 
 from pcscope.core.engine import events as ev
-from pcscope.core.engine.record import SessionStore
+from pcscope.core.engine.session_store import SessionStore
 from pcscope.core.ids import parse_pc
 from pcscope.tui.analysis import AnalysisController
 from pcscope.tui.run_model import RunView

@@ -18,14 +18,14 @@ from pcscope.cli.common import (
 )
 from pcscope.cli.model_args import MODEL_HELP, add_model_args, close_backend, open_backend
 from pcscope.core.backends.registry import BackendOptions, check
+from pcscope.core.contract.findings import CATEGORIES
 from pcscope.core.engine.events import BudgetReached, CallFinished, EventBus, WaveStarted
 from pcscope.core.engine.hints import HintText, read_hint_file
 from pcscope.core.engine.orchestrator import Orchestrator, Reviewer, RunResult
 from pcscope.core.engine.presets import Settings, available, resolve
-from pcscope.core.engine.record import SessionStore, default_path
-from pcscope.core.engine.schema import CATEGORIES
+from pcscope.core.engine.report import analyst_label, build_report, markdown_report
+from pcscope.core.engine.session_store import SessionStore, default_path
 from pcscope.core.errors import UsageError
-from pcscope.core.report import analyst_label, build_report, markdown_report
 from pcscope.core.textio import open_output
 
 DESCRIPTION = """\

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pcscope.cli.common import positive_int, print_json
 from pcscope.core.engine.calls import CallRecord
-from pcscope.core.engine.record import SessionStore, default_path
+from pcscope.core.engine.session_store import SessionStore, default_path
 from pcscope.core.errors import UsageError
 
 

@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _evaluate(args, workload, settings, a: ev.Side, b: ev.Side) -> dict:
-    from pcscope.core.engine.record import SessionStore, default_path
+    from pcscope.core.engine.session_store import SessionStore, default_path
     from pcscope.core.evidence import EvidenceStore
     from pcscope.core.summary import profile_summary, top_windows
     from pcscope.index.store import default_root

@@ -38,7 +38,7 @@ def backend_options(args: argparse.Namespace, workload: Workload, *, concurrency
                     record: str | None = None, trace: str | None = None) -> BackendOptions:
     extra: dict = {"concurrency": concurrency}
     if args.redact:
-        from pcscope.core.backends.redact import Redactor
+        from pcscope.core.backends.llm.redact import Redactor
 
         extra["redactor"] = Redactor.for_workload(workload)
     if trace:

@@ -19,10 +19,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pcscope.core.backends import prompting
-from pcscope.core.backends.base import ToolResult
-from pcscope.core.backends.conversation import Task
-from pcscope.core.backends.turns import TurnContext
+from pcscope.core.backends.llm import request_bodies
+from pcscope.core.backends.llm.conversation import Task
+from pcscope.core.backends.llm.turns import TurnContext
+from pcscope.core.contract.backend import ToolResult
 from pcscope.core.errors import EvidenceError, UsageError
 from pcscope.core.evidence import EvidenceStore
 
@@ -73,7 +73,7 @@ class Judgment(BaseModel):
     rationale: str = Field(default="", max_length=3000)
 
 
-SUBMIT_SCORES = prompting.answer_tool(
+SUBMIT_SCORES = request_bodies.answer_tool(
     "submit_scores", "Submit both sets' scores (0-5 per criterion) and your preference.",
     Judgment)
 
@@ -193,10 +193,10 @@ def prompts(a: list[dict], b: list[dict], evidence: str, profile: str,
 def judge_task(prompt: JudgePrompt) -> Task:
     # What every judgment shares (profile, cited evidence) comes first and is cached.
     content = [
-        {"type": "text", "text": prompting.data("profile", prompt.profile)},
-        {"type": "text", "text": prompting.data("cited-evidence", prompt.evidence)},
-        {"type": "text", "text": prompting.data("set-1", json.dumps(prompt.set_1, indent=1))},
-        {"type": "text", "text": prompting.data("set-2", json.dumps(prompt.set_2, indent=1))},
+        {"type": "text", "text": request_bodies.data("profile", prompt.profile)},
+        {"type": "text", "text": request_bodies.data("cited-evidence", prompt.evidence)},
+        {"type": "text", "text": request_bodies.data("set-1", json.dumps(prompt.set_1, indent=1))},
+        {"type": "text", "text": request_bodies.data("set-2", json.dumps(prompt.set_2, indent=1))},
         {"type": "text", "text": f"Judgment {prompt.trial}.{ORDERS.index(prompt.order) + 1} "
                                  f"of {prompt.trials}: score both sets, then call "
                                  f"submit_scores."},
@@ -272,7 +272,7 @@ async def run_side(side: Side, workload, backend, settings, session) -> SideRun:
     kind = FullPromptOrchestrator if side.strategy == "full-prompt" else Orchestrator
     bind = getattr(backend, "bind", None)
     if bind is not None:  # every turn reserves against the side's token and time budget
-        from pcscope.core.backends.budget import run_budget
+        from pcscope.core.backends.llm.turn_budget import run_budget
 
         bind(budget=run_budget(settings.max_tokens, settings.max_seconds))
     result = await kind(workload, backend, settings, session).run()

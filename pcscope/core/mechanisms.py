@@ -44,7 +44,7 @@ class Site:
 @dataclass(frozen=True)
 class Mechanism:
     kind: str  # e.g. "dispatch", "plt", "outline-atomic", "llsc", "spin-wait", "pointer-chase"
-    category: str  # the idea category it maps to (pcscope.core.engine.categories)
+    category: str  # the idea category it maps to (pcscope.core.contract.categories)
     anchor: int  # the PC that names it: the hottest site's key instruction
     sites: tuple[Site, ...]
     functions: tuple[str, ...]

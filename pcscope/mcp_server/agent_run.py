@@ -17,19 +17,19 @@ import time
 import uuid
 from typing import Any
 
-from pcscope.core.backends.base import ToolResult
+from pcscope.core.contract.backend import ToolResult
+from pcscope.core.contract.findings import CallOutput
 from pcscope.core.engine import calls as status
 from pcscope.core.engine.calls import CallRecord, ToolUse, call_id
 from pcscope.core.engine.gatekeeper import merge
 from pcscope.core.engine.ideas import Accepted, Idea
 from pcscope.core.engine.orchestrator import COMPLETE, RunResult
 from pcscope.core.engine.presets import Settings
-from pcscope.core.engine.record import SessionStore
-from pcscope.core.engine.schema import CallOutput
+from pcscope.core.engine.report import build_report
+from pcscope.core.engine.session_store import SessionStore
 from pcscope.core.engine.tools import SharedMemory, ToolBox
 from pcscope.core.engine.validation import Rejection, Verdict, validate
 from pcscope.core.evidence import EvidenceStore
-from pcscope.core.report import build_report
 from pcscope.core.workload import Workload
 
 SUBMIT = "submit_findings"

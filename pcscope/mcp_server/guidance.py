@@ -3,7 +3,7 @@ instructions, the ready prompts and the skill file."""
 
 from __future__ import annotations
 
-from pcscope.core.engine.categories import CATEGORIES
+from pcscope.core.contract.categories import CATEGORIES
 
 WORKFLOW = """\
 1. Read where the time goes: `mechanisms` (pattern sites grouped into the one thing to fix,

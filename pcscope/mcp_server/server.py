@@ -25,12 +25,12 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from pcscope import __version__
-from pcscope.core.backends.base import ToolResult
+from pcscope.core.contract.backend import ToolResult
 from pcscope.core.engine.calls import CallRecord
-from pcscope.core.engine.record import SessionStore
+from pcscope.core.engine.report import markdown_report
+from pcscope.core.engine.session_store import SessionStore
 from pcscope.core.engine.tools import tool_specs
 from pcscope.core.errors import UsageError
-from pcscope.core.report import markdown_report
 from pcscope.core.workload import Workload
 from pcscope.mcp_server import prompts
 from pcscope.mcp_server.agent_run import SUBMIT, SUBMIT_DESCRIPTION, AgentRun, submit_schema

@@ -1,7 +1,7 @@
 """Bundled sample workloads (profile, raw ALP, ground truth) and the guides shipped with them.
 
 ``bundled("C")`` names the files of one committed sample; ``pcscope.samples.generate``
-makes new ones (``pcscope sample``).
+makes new ones (its command line is ``pcscope sample``, in pcscope.cli).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Generate a synthetic AArch64 workload: profile, raw ALP and ground truth.
 
-    python -m pcscope.samples.generate --kind C --seed 3 -o DIR
-    python -m pcscope.samples.generate --kind A --scale 1000000 -o DIR   # benchmark size
+    pcscope sample --kind C --seed 3 -o DIR
+    pcscope sample --kind A --scale 1000000 -o DIR   # benchmark size
 
 writes DIR/profile.csv.gz (formats.md §1), DIR/alp.jsonl.gz (§2, raw per (loop, PC),
 hot windows only), DIR/truth.json (planted issues and their look-alikes, with §4
@@ -12,24 +12,21 @@ options give byte-identical files.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import random
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from pcscope.core.errors import PcscopeError
 from pcscope.core.ids import hex_pc, win_id
 from pcscope.samples.alpgen import Agg, Loop, record, resolve, schedule
 from pcscope.samples.codegen import Insn, final_text
 from pcscope.samples.compose import background, kernel_window
 from pcscope.samples.kinds import KINDS, KindSpec
-from pcscope.samples.layout import BLOCK_WINDOWS, EXTRA_LOOP_SHARE, Plan, WindowPlan, plan_blocks
+from pcscope.samples.layout import EXTRA_LOOP_SHARE, Plan, WindowPlan, plan_blocks
 from pcscope.samples.output import output
 from pcscope.samples.planted import Kernel
 
@@ -307,7 +304,7 @@ def _truth_doc(seed: int, writer: Writer) -> dict:
 
 
 def command(opts: Options) -> str:
-    parts = ["python -m pcscope.samples.generate", f"--kind {opts.kind}", f"--seed {opts.seed}"]
+    parts = ["pcscope sample", f"--kind {opts.kind}", f"--seed {opts.seed}"]
     if opts.windows:
         parts.append(f"--windows {opts.windows}")
     if opts.scale:
@@ -329,61 +326,3 @@ def readme(opts: Options, writer: Writer) -> str:
         f"and {len(writer.truth['lookalikes'])} look-alikes (category, PC, window, what the "
         f"ALP shows). Synthetic data, made by `{command(opts)}`.\n"
     )
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kind", choices=sorted(KINDS), default="C",
-                        help="A: flat infrastructure, B: lookup-heavy service, C: runtime "
-                        "with indirect dispatch (default), planted: every issue category")
-    parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    parser.add_argument("--windows", type=_positive, metavar="N",
-                        help="number of windows (default: per kind)")
-    parser.add_argument("--scale", type=_positive, metavar="ROWS",
-                        help="exactly ROWS profile rows (benchmark size, e.g. 1000000); "
-                        f"planned {BLOCK_WINDOWS:,} windows at a time, so memory does not "
-                        "grow with ROWS")
-    parser.add_argument("--alp-tokens", type=_positive, metavar="N",
-                        help="target ALP size in tokens (characters / 4); default with "
-                        f"--scale: {TOKENS_PER_ROW} per row, else every hot window")
-    parser.add_argument("-o", "--out", required=True, metavar="DIR", help="output directory")
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text} must be positive")
-    return value
-
-
-def options(args: argparse.Namespace) -> Options:
-    return Options(args.kind, args.seed, Path(args.out), args.windows, args.scale,
-                   args.alp_tokens)
-
-
-def run(args: argparse.Namespace) -> int:
-    from pcscope.cli.common import progress_status
-
-    opts = options(args)
-    with progress_status("generating") as say:
-        summary = generate(opts, say)
-    print(summary.line(opts.kind, opts.seed))
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pcscope.samples.generate",
-                                     description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except PcscopeError as exc:
-        print(f"pcscope: error: {exc.one_line()}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -91,7 +91,7 @@ class AnalysisController:
         """The worker thread: build the engine objects here (SQLite connections are
         per-thread) and run the orchestrator on this thread's own event loop."""
         from pcscope.core.engine.orchestrator import Orchestrator
-        from pcscope.core.engine.record import SessionStore
+        from pcscope.core.engine.session_store import SessionStore
 
         request = self.screen.request
         bus = ev.EventBus()
@@ -210,8 +210,8 @@ class AnalysisController:
         self.screen.command.ask("export the Markdown report to", chosen, value=default)
 
     def _export(self, path: str) -> str:
-        from pcscope.core.engine.record import SessionStore
-        from pcscope.core.report import markdown_report
+        from pcscope.core.engine.report import markdown_report
+        from pcscope.core.engine.session_store import SessionStore
         from pcscope.core.textio import open_output
 
         with SessionStore(self.screen.session.path) as store:
@@ -230,7 +230,7 @@ def preload_engine() -> None:
     felt as a stall of the UI."""
     import pcscope.core.backends.registry  # noqa: F401
     import pcscope.core.engine.orchestrator  # noqa: F401
-    import pcscope.core.report  # noqa: F401
+    import pcscope.core.engine.report  # noqa: F401
     import pcscope.index.query  # noqa: F401
 
 

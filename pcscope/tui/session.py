@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pcscope.core.engine.record import SessionStore, default_path
+from pcscope.core.engine.session_store import SessionStore, default_path
 
 VIEW_KEY = "tui.view"
 CLOSE_WAIT = 2.0  # seconds the exit waits for pending writes

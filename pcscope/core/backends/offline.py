@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pcscope.core.backends.base import CallRequest, CallResponse, Emit, ToolRunner, Usage
 from pcscope.core.backends.detectors import Detection, Insn, WindowView, detect
 from pcscope.core.backends.operands import parse
 from pcscope.core.backends.rules import CATALOG, Rule
-from pcscope.core.engine.schema import CallOutput, Finding
+from pcscope.core.contract.backend import CallRequest, CallResponse, Emit, ToolRunner, Usage
+from pcscope.core.contract.findings import CallOutput, Finding
 from pcscope.core.engine.support import is_indirect, is_load
 from pcscope.core.ids import alp_id, hex_pc, parse_pc, pat_id, pc_id
 

@@ -13,7 +13,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from pcscope.core.backends.base import Backend
+from pcscope.core.contract.backend import Backend
 from pcscope.core.errors import UsageError
 
 DEFAULT = "offline"
@@ -30,10 +30,10 @@ class BackendOptions:
 
 _MODULES: dict[str, str] = {
     "offline": "pcscope.core.backends.offline",
-    "scripted": "pcscope.core.backends.scripted",
-    "anthropic": "pcscope.core.backends.anthropic",
-    "openai": "pcscope.core.backends.openai_compat",
-    "replay": "pcscope.core.backends.replay",
+    "scripted": "pcscope.core.backends.doubles.scripted",
+    "anthropic": "pcscope.core.backends.llm.anthropic",
+    "openai": "pcscope.core.backends.llm.openai_compat",
+    "replay": "pcscope.core.backends.doubles.replay",
 }
 _LOCAL = {"offline", "scripted", "replay"}
 

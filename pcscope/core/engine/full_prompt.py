@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from pcscope.core.engine.calls import CallPlan, call_id
 from pcscope.core.engine.orchestrator import Orchestrator
-from pcscope.core.engine.prompt import compact, tokens
+from pcscope.core.engine.system_prompt import compact, tokens
 from pcscope.core.ids import hex_pc, pat_id, pc_id
 from pcscope.core.profile import HotSelection
 from pcscope.core.workload import Workload

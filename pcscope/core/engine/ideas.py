@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pcscope.core.engine.schema import Finding
+from pcscope.core.contract.findings import Finding
 from pcscope.core.ids import hex_pc
 from pcscope.core.profile import Profile
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pcscope.core.backends import prompting
-from pcscope.core.backends.base import ToolResult, Usage
-from pcscope.core.backends.conversation import Task
-from pcscope.core.backends.turns import TurnContext
+from pcscope.core.backends.llm import request_bodies
+from pcscope.core.backends.llm.conversation import Task
+from pcscope.core.backends.llm.turns import TurnContext
+from pcscope.core.contract.backend import ToolResult, Usage
 from pcscope.core.engine.gatekeeper import Question, merge
 from pcscope.core.engine.ideas import BASIS_STRENGTH, Accepted, Idea, weights_of
 from pcscope.core.evidence import EvidenceStore
@@ -57,7 +57,7 @@ class ReviewOutput(BaseModel):
     summary: str = Field(default="", max_length=2000)
 
 
-SUBMIT_REVIEW = prompting.answer_tool(
+SUBMIT_REVIEW = request_bodies.answer_tool(
     "submit_review", "Submit the review: merges, rejections and follow-up questions.",
     ReviewOutput)
 
@@ -101,8 +101,8 @@ def review_task(accepted: list[Accepted], ideas: list[Idea], wave: int) -> Task:
                      f"  pcs: {' '.join(hex_pc(pc) for pc in a.pcs)}\n"
                      f"  evidence: {' '.join(f.evidence)}")
     grouping = [f"{i.id}: {' '.join(i.merged_from)}" for i in ideas]
-    content = [{"type": "text", "text": prompting.data("findings", "\n".join(lines))},
-               {"type": "text", "text": prompting.data("rule-merges", "\n".join(grouping))},
+    content = [{"type": "text", "text": request_bodies.data("findings", "\n".join(lines))},
+               {"type": "text", "text": request_bodies.data("rule-merges", "\n".join(grouping))},
                {"type": "text", "text": f"Review wave {wave}, then call submit_review."}]
     return Task(SYSTEM, content, (), ReviewOutput, SUBMIT_REVIEW, max_turns=2, cache_first=None)
 

@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pcscope.core.alp import AlpRecord
-from pcscope.core.backends.base import Backend, CallRequest, CallResponse, Usage
+from pcscope.core.contract.backend import Backend, CallRequest, CallResponse, Usage
 from pcscope.core.engine import calls as status
-from pcscope.core.engine.budget import Budget, Limits, Reservation
 from pcscope.core.engine.calls import CallPlan, CallRecord, ToolUse, call_id
 from pcscope.core.engine.events import (
     BudgetReached,
@@ -41,15 +40,16 @@ from pcscope.core.engine.gatekeeper import Question, merge, questions
 from pcscope.core.engine.hints import Hint, HintText, parse_hints
 from pcscope.core.engine.ideas import Accepted, Idea
 from pcscope.core.engine.presets import Settings
-from pcscope.core.engine.prompt import SYSTEM, tokens
-from pcscope.core.engine.record import SessionStore
+from pcscope.core.engine.report import build_report
+from pcscope.core.engine.run_budget import Budget, Limits, Reservation
+from pcscope.core.engine.session_store import SessionStore
 from pcscope.core.engine.slices import plan_slices
+from pcscope.core.engine.system_prompt import SYSTEM, tokens
 from pcscope.core.engine.tools import SharedMemory, ToolBox, search_guides, tool_specs
 from pcscope.core.engine.validation import Verdict, validate
 from pcscope.core.evidence import EvidenceStore
 from pcscope.core.ids import hex_pc, pc_id
 from pcscope.core.profile import HotSelection
-from pcscope.core.report import build_report
 from pcscope.core.workload import Workload
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from pcscope.core.engine.categories import CATEGORIES
+from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.errors import InputError, UsageError
 
 BUNDLED = Path(__file__).with_name("presets")

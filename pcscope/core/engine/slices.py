@@ -17,7 +17,7 @@ import numpy as np
 
 from pcscope.core.alp import AlpRecord
 from pcscope.core.engine.hints import Hint
-from pcscope.core.engine.prompt import tokens
+from pcscope.core.engine.system_prompt import tokens
 from pcscope.core.ids import alp_id, hex_pc, pat_id, pc_id
 from pcscope.core.profile import HotSelection
 from pcscope.core.workload import Workload

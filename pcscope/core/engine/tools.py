@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from pcscope.core.backends.base import ToolResult, ToolSpec
+from pcscope.core.contract.backend import ToolResult, ToolSpec
+from pcscope.core.contract.findings import Finding
 from pcscope.core.engine.calls import ToolUse
 from pcscope.core.engine.ideas import Accepted, finding_id, windows_of
-from pcscope.core.engine.prompt import compact
-from pcscope.core.engine.schema import Finding
+from pcscope.core.engine.system_prompt import compact
 from pcscope.core.errors import EvidenceError, PcscopeError
 from pcscope.core.evidence import Evidence, EvidenceStore
 from pcscope.core.ids import alp_id, kind_of, parse_pc, pat_id, pc_id, pc_of

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from pcscope.core.engine.schema import CallOutput, Finding
+from pcscope.core.contract.findings import CallOutput, Finding
 from pcscope.core.engine.support import SUPPORT, supports
 from pcscope.core.errors import EvidenceError
 from pcscope.core.evidence import EvidenceStore

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pcscope.core.backends.base import Usage
-from pcscope.core.backends.turns import Body, Turn, TurnContext, body_key, canonical
+from pcscope.core.backends.llm.turns import Body, Turn, TurnContext, body_key, canonical
+from pcscope.core.contract.backend import Usage
 
 PROVIDER = "anthropic"
 INLINE_IDS = 64

@@ -18,10 +18,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pcscope.core.backends.base import CallRequest, CallResponse, Emit, ToolResult, ToolRunner
-from pcscope.core.backends.conversation import Outcome, Task
-from pcscope.core.backends.turns import TurnContext
-from pcscope.core.engine.schema import CallOutput
+from pcscope.core.backends.llm.conversation import Outcome, Task
+from pcscope.core.backends.llm.turns import TurnContext
+from pcscope.core.contract.backend import CallRequest, CallResponse, Emit, ToolResult, ToolRunner
+from pcscope.core.contract.findings import CallOutput
 from pcscope.core.ids import is_hidden_name
 from pcscope.core.workload import Workload
 

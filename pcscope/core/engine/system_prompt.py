@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
-from pcscope.core.engine.schema import CATEGORIES
+from pcscope.core.contract.findings import CATEGORIES
 
 _ENCODER = msgspec.json.Encoder()
 

@@ -18,16 +18,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pcscope.core.backends.base import Usage
-from pcscope.core.backends.budget import TurnBudget
-from pcscope.core.backends.messages_client import (
+from pcscope.core.backends.llm.messages_client import (
     AttemptFailed,
     ModelClient,
     StatusError,
     TruncatedStream,
 )
-from pcscope.core.backends.pacing import AdaptiveLimit
-from pcscope.core.backends.turns import Body, Turn, TurnContext, TurnFailed
+from pcscope.core.backends.llm.pacing import AdaptiveLimit
+from pcscope.core.backends.llm.turn_budget import TurnBudget
+from pcscope.core.backends.llm.turns import Body, Turn, TurnContext, TurnFailed
+from pcscope.core.contract.backend import Usage
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
 RETRY_STREAM_ERRORS = {"overloaded_error", "rate_limit_error", "api_error", "timeout_error"}

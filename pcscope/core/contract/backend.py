@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pcscope.core.engine.schema import CallOutput
+from pcscope.core.contract.findings import CallOutput
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from pcscope.core.backends.base import Usage
+from pcscope.core.contract.backend import Usage
 from pcscope.core.errors import InputError
 
 USER_FILE = "anthropic.toml"
@@ -69,7 +69,7 @@ def user_config_dir() -> Path:
 
 def load_config(user_file: Path | None = None) -> AnthropicConfig:
     """The bundled TOML, then the user's file on top (key by key; prices by model)."""
-    bundled = resources.files("pcscope.core.backends").joinpath(USER_FILE).read_text("utf-8")
+    bundled = resources.files("pcscope.core.backends.llm").joinpath(USER_FILE).read_text("utf-8")
     data = tomllib.loads(bundled)
     path = user_file or user_config_dir() / USER_FILE
     if path.is_file():

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pcscope.core.backends.base import Emit, Usage
+from pcscope.core.contract.backend import Emit, Usage
 
 Body = dict[str, Any]
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pcscope.core.backends.turns import Body, canonical
+from pcscope.core.backends.llm.turns import Body, canonical
 
 MAX_TOKENS = "max-tokens"
 

@@ -13,19 +13,19 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pcscope.core.backends import prompting
-from pcscope.core.backends.anthropic_config import AnthropicConfig
-from pcscope.core.backends.base import CallRequest, CallResponse, Emit, ToolRunner, Usage
-from pcscope.core.backends.budget import TurnBudget, engine_budget
-from pcscope.core.backends.conversation import Conversation, Outcome, Task
-from pcscope.core.backends.messages_client import ModelClient
-from pcscope.core.backends.pacing import AdaptiveLimit
-from pcscope.core.backends.retry import RetryingClient, RetryPolicy
-from pcscope.core.backends.trace import Tracer
-from pcscope.core.backends.turns import TurnContext
-from pcscope.core.engine.schema import CallOutput
+from pcscope.core.backends.llm import request_bodies
+from pcscope.core.backends.llm.anthropic_config import AnthropicConfig
+from pcscope.core.backends.llm.conversation import Conversation, Outcome, Task
+from pcscope.core.backends.llm.messages_client import ModelClient
+from pcscope.core.backends.llm.pacing import AdaptiveLimit
+from pcscope.core.backends.llm.retry import RetryingClient, RetryPolicy
+from pcscope.core.backends.llm.trace import Tracer
+from pcscope.core.backends.llm.turn_budget import TurnBudget, engine_budget
+from pcscope.core.backends.llm.turns import TurnContext
+from pcscope.core.contract.backend import CallRequest, CallResponse, Emit, ToolRunner, Usage
+from pcscope.core.contract.findings import CallOutput
 
-SUBMIT_FINDINGS = prompting.answer_tool(
+SUBMIT_FINDINGS = request_bodies.answer_tool(
     "submit_findings",
     "Submit this call's findings (the final answer; call exactly once). Each finding cites "
     "evidence IDs given to this call or returned by its tools, and the PCs it is about.",
@@ -38,8 +38,8 @@ INSTRUCTION = ("Analyse the evidence above (use the tools for more), then call "
 def call_content(request: CallRequest) -> list[dict]:
     """The first user message of a bounded call: its evidence, its IDs, the instruction."""
     ids = "\n".join(request.evidence_ids)
-    return [{"type": "text", "text": prompting.data("evidence", request.brief)},
-            {"type": "text", "text": prompting.data("evidence-ids", ids)},
+    return [{"type": "text", "text": request_bodies.data("evidence", request.brief)},
+            {"type": "text", "text": request_bodies.data("evidence-ids", ids)},
             {"type": "text", "text": INSTRUCTION}]
 
 

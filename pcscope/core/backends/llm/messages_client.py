@@ -15,8 +15,8 @@ import asyncio
 import time
 from typing import Any, Protocol
 
-from pcscope.core.backends.base import Usage
-from pcscope.core.backends.turns import Body, ToolCall, Turn, TurnContext
+from pcscope.core.backends.llm.turns import Body, ToolCall, Turn, TurnContext
+from pcscope.core.contract.backend import Usage
 
 
 class ModelClient(Protocol):

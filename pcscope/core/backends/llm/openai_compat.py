@@ -18,12 +18,12 @@ from typing import Any
 
 import httpx
 
-from pcscope.core.backends.anthropic_config import load_config
-from pcscope.core.backends.base import Usage
-from pcscope.core.backends.messages_client import AttemptFailed, StatusError, TruncatedStream
-from pcscope.core.backends.model_backend import ModelBackend, Secret
-from pcscope.core.backends.trace import Tracer
-from pcscope.core.backends.turns import Body, ToolCall, Turn, TurnContext
+from pcscope.core.backends.llm.anthropic_config import load_config
+from pcscope.core.backends.llm.messages_client import AttemptFailed, StatusError, TruncatedStream
+from pcscope.core.backends.llm.model_backend import ModelBackend, Secret
+from pcscope.core.backends.llm.trace import Tracer
+from pcscope.core.backends.llm.turns import Body, ToolCall, Turn, TurnContext
+from pcscope.core.contract.backend import Usage
 from pcscope.core.errors import UsageError
 
 BASE_URL_ENV = "OPENAI_BASE_URL"
@@ -195,7 +195,7 @@ def create(argument: str, options) -> ModelBackend | object:
     extra = options.extra
     wrap = None
     if options.record:
-        from pcscope.core.backends.replay import Recorder
+        from pcscope.core.backends.doubles.replay import Recorder
 
         wrap = Recorder(Path(options.record), max_tokens=config.max_tokens,
                         redacted=extra.get("redactor") is not None).wrap
@@ -207,6 +207,6 @@ def create(argument: str, options) -> ModelBackend | object:
     redactor = extra.get("redactor")
     if redactor is None:
         return backend
-    from pcscope.core.backends.redact import RedactingBackend
+    from pcscope.core.backends.llm.redact import RedactingBackend
 
     return RedactingBackend(backend, redactor)

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ValidationError
 
-from pcscope.core.backends import prompting
-from pcscope.core.backends.base import ToolResult, ToolRunner, ToolSpec, Usage
-from pcscope.core.backends.budget import TurnBudget, estimate_input_tokens
-from pcscope.core.backends.messages_client import ModelClient
-from pcscope.core.backends.trace import Tracer
-from pcscope.core.backends.turns import ToolCall, Turn, TurnContext, TurnFailed, total_tokens
+from pcscope.core.backends.llm import request_bodies
+from pcscope.core.backends.llm.messages_client import ModelClient
+from pcscope.core.backends.llm.trace import Tracer
+from pcscope.core.backends.llm.turn_budget import TurnBudget, estimate_input_tokens
+from pcscope.core.backends.llm.turns import ToolCall, Turn, TurnContext, TurnFailed, total_tokens
+from pcscope.core.contract.backend import ToolResult, ToolRunner, ToolSpec, Usage
 
 REASK_INVALID = ("{tool} input is invalid: {error}\nCall {tool} again with corrected input "
                  "(this is the only retry).")
@@ -65,14 +65,14 @@ class Conversation:
 
     async def run(self, task: Task, use_tool: ToolRunner, ctx: TurnContext) -> Outcome:
         name = task.answer_tool.name
-        system = prompting.system_blocks(task.system, name, task.shared)
-        tools = prompting.tool_definitions(task.tools, task.answer_tool)
+        system = request_bodies.system_blocks(task.system, name, task.shared)
+        tools = request_bodies.tool_definitions(task.tools, task.answer_tool)
         messages: list[dict] = [{"role": "user", "content": task.content}]
         out = Outcome(None, "")
         for number in range(1, task.max_turns + 1):
             ctx.turn = number
             force = name if number == task.max_turns else None
-            body = prompting.request_body(self.model, self.max_tokens, system, tools, messages,
+            body = request_bodies.request_body(self.model, self.max_tokens, system, tools, messages,
                                           force, task.cache_first)
             turn = await self._turn(body, ctx, out)
             if turn is None:
@@ -156,7 +156,7 @@ class Conversation:
             if call.name == task.answer_tool.name:
                 text = REASK_INVALID.format(tool=call.name, error=problem) if problem else \
                     f"{call.name} must be the only tool call in its turn; call it again."
-                results.append(prompting.tool_result(call.id, text, error=True))
+                results.append(request_bodies.tool_result(call.id, text, error=True))
                 continue
             out.tool_calls += 1
             results.append(await self._run_tool(call, known, use_tool, ctx))
@@ -170,13 +170,13 @@ class Conversation:
             error = f"unknown tool {call.name!r}"
         if error is not None:
             self.tracer.tool_done(span, "", (), error)
-            return prompting.tool_result(call.id, error, error=True)
+            return request_bodies.tool_result(call.id, error, error=True)
         result: ToolResult = await use_tool(call.name, args)
         self.tracer.tool_done(span, result.text, result.ids, result.error)
         if result.error:
-            return prompting.tool_result(call.id, prompting.data(f"tool:{call.name}",
+            return request_bodies.tool_result(call.id, request_bodies.data(f"tool:{call.name}",
                                                                  result.error), error=True)
-        return prompting.tool_result(call.id, prompting.data(f"tool:{call.name}", result.text))
+        return request_bodies.tool_result(call.id, request_bodies.data(f"tool:{call.name}", result.text))
 
 
 def validation_summary(exc: ValidationError, limit: int = 12) -> str:

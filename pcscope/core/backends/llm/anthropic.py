@@ -12,10 +12,10 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from pcscope.core.backends.anthropic_config import AnthropicConfig, load_config
-from pcscope.core.backends.messages_client import ModelClient, SdkClient
-from pcscope.core.backends.model_backend import ModelBackend, Secret
-from pcscope.core.backends.trace import Tracer
+from pcscope.core.backends.llm.anthropic_config import AnthropicConfig, load_config
+from pcscope.core.backends.llm.messages_client import ModelClient, SdkClient
+from pcscope.core.backends.llm.model_backend import ModelBackend, Secret
+from pcscope.core.backends.llm.trace import Tracer
 from pcscope.core.errors import UsageError
 
 KEY_ENV = "ANTHROPIC_API_KEY"
@@ -52,7 +52,7 @@ def create(argument: str, options) -> ModelBackend | object:
     ``options.record`` records every exchange; ``options.extra`` may hold ``concurrency``,
     ``trace_dir`` and a ``redactor`` (``--redact``), which wraps the backend.
     """
-    from pcscope.core.backends.replay import Recorder
+    from pcscope.core.backends.doubles.replay import Recorder
 
     config = load_config()
     extra = options.extra
@@ -66,6 +66,6 @@ def create(argument: str, options) -> ModelBackend | object:
                                 wrap=recorder.wrap if recorder else None)
     if redactor is None:
         return backend
-    from pcscope.core.backends.redact import RedactingBackend
+    from pcscope.core.backends.llm.redact import RedactingBackend
 
     return RedactingBackend(backend, redactor)

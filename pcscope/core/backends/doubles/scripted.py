@@ -21,8 +21,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from pcscope.core.backends.base import CallRequest, CallResponse, Emit, ToolRunner, Usage
-from pcscope.core.engine.schema import CallOutput, Finding
+from pcscope.core.contract.backend import CallRequest, CallResponse, Emit, ToolRunner, Usage
+from pcscope.core.contract.findings import CallOutput, Finding
 from pcscope.core.errors import UsageError
 from pcscope.core.ids import kind_of, pc_of
 

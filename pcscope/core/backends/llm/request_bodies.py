@@ -19,8 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pcscope.core.backends.base import ToolSpec
-from pcscope.core.backends.turns import Body
+from pcscope.core.backends.llm.turns import Body
+from pcscope.core.contract.backend import ToolSpec
 
 CACHE = {"type": "ephemeral"}
 

@@ -21,12 +21,12 @@ import json
 from collections import defaultdict, deque
 from pathlib import Path
 
-from pcscope.core.backends.anthropic_config import AnthropicConfig, load_config
-from pcscope.core.backends.base import Usage
-from pcscope.core.backends.messages_client import ModelClient
-from pcscope.core.backends.model_backend import ModelBackend
-from pcscope.core.backends.turns import Body, Turn, TurnContext, TurnFailed, body_key, canonical
-from pcscope.core.backends.turns import usage_json as _usage_json
+from pcscope.core.backends.llm.anthropic_config import AnthropicConfig, load_config
+from pcscope.core.backends.llm.messages_client import ModelClient
+from pcscope.core.backends.llm.model_backend import ModelBackend
+from pcscope.core.backends.llm.turns import Body, Turn, TurnContext, TurnFailed, body_key, canonical
+from pcscope.core.backends.llm.turns import usage_json as _usage_json
+from pcscope.core.contract.backend import Usage
 from pcscope.core.errors import InputError, PcscopeError, UsageError
 from pcscope.core.textio import open_output, open_text_lines
 
@@ -217,6 +217,6 @@ def create(argument: str, options) -> ModelBackend | object:
                          f"--redact; replay it the same way")
     if redactor is None:
         return backend
-    from pcscope.core.backends.redact import RedactingBackend
+    from pcscope.core.backends.llm.redact import RedactingBackend
 
     return RedactingBackend(backend, redactor)

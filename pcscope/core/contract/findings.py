@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pcscope.core.engine.categories import CATEGORIES
+from pcscope.core.contract.categories import CATEGORIES
 
 Category = Literal[CATEGORIES]  # one list: the tuple in categories.py
 Target = Literal["software", "compiler", "hardware"]

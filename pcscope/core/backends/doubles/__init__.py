@@ -1,0 +1,1 @@
+"""Test doubles: a scripted backend and a replay of recorded model turns."""
