@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -20,12 +21,20 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from pcscope.core.engine.session_store import SessionStore, default_path
+from pcscope.core.engine.session_store import SessionStore
 from pcscope.core.engine.tools import tool_specs
 from pcscope.index.store import open_workload
 from pcscope.samples import bundled
 
 SAMPLE = bundled("planted")
+
+
+@dataclass(frozen=True)
+class Index:
+    folder: Path  # indexed once per module
+    session: Path  # per test
+
+
 # Two exclusive loads of the planted LL/SC loops (a search for mnemonic:ldaxr finds both).
 LDAXR = ("0x400f240cb0", "0x400f23ed1c")
 
@@ -40,23 +49,18 @@ def index_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def index(index_dir, tmp_path) -> Path:
+def index(index_dir, tmp_path) -> Index:
     """The shared index with a session store of this test's own."""
-    folder = tmp_path / "index"
-    folder.mkdir()
-    for entry in index_dir.iterdir():
-        if entry.name != "sessions":
-            (folder / entry.name).symlink_to(entry)
-    return folder
+    return Index(index_dir, tmp_path / "session.sqlite")
 
 
-def server_args(index: Path, *extra: str) -> list[str]:
+def server_args(index: Index, *extra: str) -> list[str]:
     return ["-m", "pcscope", "mcp", str(SAMPLE.profile), "--alp", str(SAMPLE.alp),
-            "--index-dir", str(index), *extra]
+            "--index-dir", str(index.folder), "--session", str(index.session), *extra]
 
 
 @asynccontextmanager
-async def connect(index: Path):
+async def connect(index: Index):
     params = StdioServerParameters(command=sys.executable, args=server_args(index),
                                    env=dict(os.environ))
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -78,8 +82,8 @@ def finding(pc: str, evidence: list[str], **changes) -> dict:
     return {**body, **changes}
 
 
-def store_of(index: Path) -> SessionStore:
-    return SessionStore(default_path(index, SAMPLE.profile))
+def store_of(index: Index) -> SessionStore:
+    return SessionStore(index.session)
 
 
 async def test_lists_tools_resources_and_prompts(index) -> None:
@@ -173,7 +177,7 @@ async def test_a_fabricated_id_is_rejected_and_an_honest_finding_stored(index) -
         calls = await session.read_resource("pcscope://run/1/calls")
         assert [c["status"] for c in json.loads(calls.contents[0].text)] == ["ok", "ok"]
     out = subprocess.run([sys.executable, "-m", "pcscope", "calls", str(SAMPLE.profile),
-                          "--index-dir", str(index), "--json"],
+                          "--session", str(index.session), "--json"],
                          capture_output=True, text=True, check=True)
     listed = json.loads(out.stdout)
     assert [(c["id"], c["accepted"], c["rejected"]) for c in listed["calls"]] == [
