@@ -112,6 +112,13 @@ async def test_lists_tools_resources_and_prompts(index) -> None:
         assert guide.contents[0].text.startswith('guide:swopt/compiler-flags "')
         with pytest.raises(MCPError, match="no resource"):
             await session.read_resource("pcscope://elsewhere")
+    with store_of(index) as store:  # every request that asked for something is logged
+        (run,) = store.runs()
+        (record,) = store.calls(run.id)
+        assert [(t.tool, t.error is not None) for t in record.tools] == [
+            ("prompts/get", False), ("prompts/get", False), ("prompts/get", True),
+            ("guide", False), ("resources/read", True)]
+        assert record.tools[3].ids == ["guide:swopt/compiler-flags"]
 
 
 async def test_every_tool_answers_within_its_bounds(index) -> None:
@@ -175,13 +182,18 @@ async def test_a_fabricated_id_is_rejected_and_an_honest_finding_stored(index) -
         report = (await session.read_resource("pcscope://report")).contents[0].text
         assert "### 1. LL/SC retry loop on a shared lock" in report
         calls = await session.read_resource("pcscope://run/1/calls")
-        assert [c["status"] for c in json.loads(calls.contents[0].text)] == ["ok", "ok"]
+        # Reading resources is logged too: in a third call, open until a submission.
+        assert [(c["status"], [t["tool"] for t in c["tools"]])
+                for c in json.loads(calls.contents[0].text)] == [
+            ("ok", ["search"]), ("ok", ["alp"]), ("running", ["resources/read"])]
     out = subprocess.run([sys.executable, "-m", "pcscope", "calls", str(SAMPLE.profile),
                           "--session", str(index.session), "--json"],
                          capture_output=True, text=True, check=True)
     listed = json.loads(out.stdout)
-    assert [(c["id"], c["accepted"], c["rejected"]) for c in listed["calls"]] == [
-        ("w1.c1", [], 1), ("w1.c2", ["finding:w1.c2.f1"], 0)]
+    assert [(c["id"], c["status"], c["accepted"], c["rejected"])
+            for c in listed["calls"]] == [
+        ("w1.c1", "ok", [], 1), ("w1.c2", "ok", ["finding:w1.c2.f1"], 0),
+        ("w1.c3", "cancelled", [], 0)]  # the client left without submitting again
     with store_of(index) as store:
         (run,) = store.runs()
         assert (run.status, run.model) == ("done", "mcp:mcp")

@@ -42,6 +42,7 @@ SUBMIT_DESCRIPTION = (
 SETTINGS = Settings(preset="mcp", depth=1, concurrency=1)
 MAX_TOOL_ARGS = 4_000  # characters of one tool request's JSON (the largest valid is < 2 KB)
 MAX_SUBMISSION = 200_000  # characters of one submission's JSON (16 findings at most)
+MAX_LOGGED_ANSWER = 2_000  # characters of a logged resource or prompt (it can be re-read)
 NO_SUBMISSION = "no findings submitted"
 
 
@@ -68,15 +69,22 @@ class AgentRun:
     # -- requests ------------------------------------------------------------------------
     async def use(self, name: str, args: dict[str, Any]) -> ToolResult:
         """One of the engine's tools, logged in the call in progress."""
-        self._call()
         text = json.dumps(args)
         if len(text) > MAX_TOOL_ARGS:
             message = (f"{name} request of {len(text):,} characters is over the "
                        f"{MAX_TOOL_ARGS:,} limit")
-            self._used(ToolUse(name, {"truncated": text[:200]}, [], message,
-                               f"error: {message}", 0.0))
+            self.log(name, {"truncated": text[:200]}, f"error: {message}", message)
             return ToolResult(f"error: {message}", None, (), message)
+        self._call()
         return await self.toolbox.use(name, args)
+
+    def log(self, request: str, args: dict[str, Any], answer: str,
+            error: str | None = None) -> None:
+        """A request no tool answered (a resource read, a prompt, a refused tool request),
+        logged in the call in progress like a tool use that returned no IDs."""
+        if len(answer) > MAX_LOGGED_ANSWER:
+            answer = answer[:MAX_LOGGED_ANSWER] + "…"
+        self._used(ToolUse(request, args, [], error, answer, 0.0))
 
     def submit(self, args: dict[str, Any]) -> ToolResult:
         """Validate a submission against what this session was shown, merge the accepted
@@ -130,7 +138,7 @@ class AgentRun:
             self.toolbox.call = cid
             self._record = CallRecord(
                 id=cid, run=self.run_id, wave=1, parent=None, key="", model=self.model,
-                title=f"{self.model} submission {n}", status="running", given=[], brief="",
+                title=f"{self.model} call {n}", status="running", given=[], brief="",
                 seed={}, started=time.time())
             self._fetched_from = len(self.toolbox.fetched)
             self._save(self._record)

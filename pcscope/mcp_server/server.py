@@ -119,7 +119,19 @@ def build_server(agents: Agents) -> Server:
     async def read_resource(ctx, params: types.ReadResourceRequestParams
                             ) -> types.ReadResourceResult:
         uri = str(params.uri)
-        text, mime = await _read(agents, agents.of(ctx), uri)
+        agent = agents.of(ctx)
+        if uri.startswith(GUIDE_PREFIX):  # the guide tool: its section becomes citable
+            result = await agent.use("guide", {"id": "guide:" + uri.removeprefix(GUIDE_PREFIX)})
+            if result.error is not None:
+                raise MCPError(types.INVALID_PARAMS, result.error)
+            text, mime = result.text, "text/markdown"
+        else:
+            try:
+                text, mime = _read(agents, agent, uri)
+            except MCPError as exc:
+                agent.log("resources/read", {"uri": uri}, "", exc.error.message)
+                raise
+            agent.log("resources/read", {"uri": uri}, text)
         return types.ReadResourceResult(contents=[
             types.TextResourceContents(uri=uri, mime_type=mime, text=text)])
 
@@ -131,11 +143,14 @@ def build_server(agents: Agents) -> Server:
             for p in prompts.prompts()])
 
     async def get_prompt(ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        agent = agents.of(ctx)
+        request = {"name": params.name, "arguments": dict(params.arguments or {})}
         try:
-            text = prompts.render(params.name, dict(params.arguments or {}),
-                                  workload.profile.path)
+            text = prompts.render(params.name, request["arguments"], workload.profile.path)
         except UsageError as exc:
+            agent.log("prompts/get", request, "", str(exc))
             raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+        agent.log("prompts/get", request, text)
         return types.GetPromptResult(messages=[types.PromptMessage(
             role="user", content=types.TextContent(type="text", text=text))])
 
@@ -151,8 +166,9 @@ def _tool_result(result: ToolResult) -> types.CallToolResult:
                                 is_error=result.error is not None)
 
 
-async def _read(agents: Agents, agent: AgentRun, uri: str) -> tuple[str, str]:
-    """(text, MIME type) of a resource; MCPError for one that does not exist."""
+def _read(agents: Agents, agent: AgentRun, uri: str) -> tuple[str, str]:
+    """(text, MIME type) of a resource other than a guide section; MCPError for one that
+    does not exist."""
     store = agents.session
     if uri == REPORT_URI:
         runs = [r for r in store.runs() if r.status == "done"]
@@ -172,11 +188,6 @@ async def _read(agents: Agents, agent: AgentRun, uri: str) -> tuple[str, str]:
             raise MCPError(types.INVALID_PARAMS, f"no run {run}")
         return json.dumps([_call_json(c) for c in store.calls(run)], indent=1), \
             "application/json"
-    if uri.startswith(GUIDE_PREFIX):
-        result = await agent.use("guide", {"id": "guide:" + uri.removeprefix(GUIDE_PREFIX)})
-        if result.error is not None:
-            raise MCPError(types.INVALID_PARAMS, result.error)
-        return result.text, "text/markdown"
     raise MCPError(types.INVALID_PARAMS, f"no resource {uri}")
 
 
