@@ -2,10 +2,10 @@
 
 What comes back on reopen: the pane, the open window and PC, the hot list's sort and
 filters, the search query, every idea verdict and note, and the latest recorded run's
-ideas and calls. A run another process records meanwhile (``pcscope analyze``, an agent
-through ``pcscope mcp``) is found by ``newer_run``. The store's connection lives on one private thread: the UI thread
-hands it writes and never waits on disk (SQLite in WAL mode commits each write whole,
-so a crash keeps the last good state).
+ideas and calls; a run another process records meanwhile (``pcscope analyze``, an agent
+through ``pcscope mcp``) is found by ``newer_run``. The store's connection lives on one
+private thread: the UI thread hands it writes and never waits on disk (SQLite in WAL
+mode commits each write whole, so a crash keeps the last good state).
 """
 
 from __future__ import annotations
