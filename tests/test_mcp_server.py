@@ -273,21 +273,28 @@ async def test_streamable_http(index) -> None:
                 assert time.monotonic() < deadline, "server did not listen"
                 await anyio.sleep(0.2)
         url = f"http://127.0.0.1:{port}/mcp"
+        honest = {"findings": [finding(LDAXR[1], [f"pc:{LDAXR[1]}"], basis="profile-only")]}
         async with streamable_http_client(url) as (read, write), \
-                ClientSession(read, write) as session:
+                ClientSession(read, write) as session, \
+                streamable_http_client(url) as (other_read, other_write), \
+                ClientSession(other_read, other_write) as other:
             await session.initialize()
+            await other.initialize()
             assert "submit_findings" in {t.name for t in (await session.list_tools()).tools}
             error, text = await call(session, "search", {"query": "mnemonic:ldaxr"})
             assert not error and f"pc:{LDAXR[1]}" in text
-            error, text = await call(session, "submit_findings", {"findings": [
-                finding(LDAXR[1], [f"pc:{LDAXR[1]}"], basis="profile-only")]})
+            # Each HTTP session has its own evidence: what one client saw, another may not cite.
+            error, text = await call(other, "submit_findings", honest)
+            assert not error and f"evidence id not given to this call: pc:{LDAXR[1]}" in text
+            error, text = await call(session, "submit_findings", honest)
             assert not error and "1 accepted" in text
     finally:
         server.terminate()
         server.wait(timeout=30)
     with store_of(index) as store:
-        (run,) = store.runs()
-        assert run.status == "done" and len(store.findings(run.id)) == 1
+        runs = store.runs()
+        assert [(r.status, len(store.findings(r.id))) for r in runs] == [("done", 1),
+                                                                         ("done", 0)]
 
 
 def test_skill_and_configuration_for_each_agent(tmp_path) -> None:
