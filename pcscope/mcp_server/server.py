@@ -44,6 +44,8 @@ CALLS_TEMPLATE = f"{SCHEME}run/{{run}}/calls"
 _CALLS_URI = re.compile(r"^pcscope://run/([0-9]+)/calls$")
 STDIO_CLIENT = "stdio"  # the one client of a stdio server
 RUNS_LISTED = 20  # latest runs offered as resources
+Ctx = ServerRequestContext
+Page = types.PaginatedRequestParams | None
 
 
 @dataclass
@@ -54,7 +56,7 @@ class Agents:
     session: SessionStore
     runs: dict[str, AgentRun] = field(default_factory=dict)
 
-    def of(self, ctx: ServerRequestContext) -> AgentRun:
+    def of(self, ctx: Ctx) -> AgentRun:
         request = ctx.request  # the HTTP request; None on stdio
         key = (request.headers.get("mcp-session-id") or "") if request is not None else ""
         key = key or STDIO_CLIENT
@@ -81,10 +83,10 @@ def build_server(agents: Agents) -> Server:
     tools.append(types.Tool(name=SUBMIT, description=SUBMIT_DESCRIPTION,
                             input_schema=submit_schema()))
 
-    async def list_tools(ctx, params) -> types.ListToolsResult:
+    async def list_tools(ctx: Ctx, params: Page) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
-    async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         agent = agents.of(ctx)
         args = params.arguments or {}
         if params.name == SUBMIT:
@@ -93,7 +95,7 @@ def build_server(agents: Agents) -> Server:
             result = await agent.use(params.name, args)
         return _tool_result(result)
 
-    async def list_resources(ctx, params) -> types.ListResourcesResult:
+    async def list_resources(ctx: Ctx, params: Page) -> types.ListResourcesResult:
         listed = [
             types.Resource(uri=REPORT_URI, name="report", mime_type="text/markdown",
                            description="the current report: this session's run once it has "
@@ -110,13 +112,13 @@ def build_server(agents: Agents) -> Server:
                    for s in workload.guides]
         return types.ListResourcesResult(resources=listed)
 
-    async def list_templates(ctx, params) -> types.ListResourceTemplatesResult:
+    async def list_templates(ctx: Ctx, params: Page) -> types.ListResourceTemplatesResult:
         return types.ListResourceTemplatesResult(resource_templates=[
             types.ResourceTemplate(uri_template=CALLS_TEMPLATE, name="run calls",
                                    mime_type="application/json",
                                    description="a run's calls: tools used, verdicts")])
 
-    async def read_resource(ctx, params: types.ReadResourceRequestParams
+    async def read_resource(ctx: Ctx, params: types.ReadResourceRequestParams
                             ) -> types.ReadResourceResult:
         uri = str(params.uri)
         agent = agents.of(ctx)
@@ -135,14 +137,14 @@ def build_server(agents: Agents) -> Server:
         return types.ReadResourceResult(contents=[
             types.TextResourceContents(uri=uri, mime_type=mime, text=text)])
 
-    async def list_prompts(ctx, params) -> types.ListPromptsResult:
+    async def list_prompts(ctx: Ctx, params: Page) -> types.ListPromptsResult:
         return types.ListPromptsResult(prompts=[
             types.Prompt(name=p.name, description=p.description, arguments=[
                 types.PromptArgument(name=a, description=d, required=True)
                 for a, d in p.arguments])
             for p in prompts.prompts()])
 
-    async def get_prompt(ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    async def get_prompt(ctx: Ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         agent = agents.of(ctx)
         request = {"name": params.name, "arguments": dict(params.arguments or {})}
         try:
