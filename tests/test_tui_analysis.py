@@ -138,7 +138,8 @@ async def test_cancel_keeps_what_finished(indexed) -> None:
         await until(pilot, lambda: screen.analysis.run.done and not screen.analysis.running,
                     "the run to stop")
         assert screen.analysis.run.stop_reason == "cancelled"
-        assert "stopped: cancelled" in screen_text(app)
+        text = screen_text(app)
+        assert "· cancelled ·" in text and "skipped" in text
 
 
 async def test_export_writes_the_markdown_report(indexed, tmp_path) -> None:
@@ -200,6 +201,127 @@ async def test_unknown_model_fails_cleanly(indexed) -> None:
         await pilot.pause(0.2)
         assert "analysis failed: unknown model 'nosuch:model'" in screen_text(app)
         assert any("unknown model" in str(n.message) for n in app._notifications)
+
+
+async def test_calls_tree_moves_like_every_list(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await analyze_all(pilot, screen)
+        await pilot.press("5")
+        tree = screen.calls.calls_tree
+        assert tree.has_focus and tree.last_line > 1
+        await pilot.press("G")
+        assert tree.cursor_line == tree.last_line
+        await pilot.press("g")
+        assert tree.cursor_line == 0
+        await pilot.press("end")
+        assert tree.cursor_line == tree.last_line
+        await pilot.press("home", "pagedown")
+        assert tree.cursor_line > 0
+        await pilot.press("pageup")
+        assert tree.cursor_line == 0
+
+
+async def test_a_budget_stopped_run_says_so_and_counts_skipped_calls(indexed) -> None:
+    from dataclasses import replace
+
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        screen.settings = replace(screen.settings, max_calls=1, windows_per_slice=1)
+        await analyze_all(pilot, screen)
+        run = screen.analysis.run
+        assert run.stop_reason == "max-calls"
+        skipped = [c for c in run.calls.values() if c.status == "skipped"]
+        assert skipped, "a one-call budget over several slices leaves calls unrun"
+        status = str(screen.command.status.render())
+        assert "stopped by max-calls" in status
+        assert f"1 done · {len(skipped)} skipped of {len(run.calls)} calls" in status
+        assert "complete" not in status
+
+
+async def test_call_detail_belongs_to_the_current_run(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await analyze_all(pilot, screen)
+        await pilot.press("5", "down", "down")
+        assert screen.calls.selected is not None
+        before = screen.calls.run_view.calls[screen.calls.selected]
+        await pilot.press("A")
+        await until(pilot, lambda: screen.analysis.run.done and not screen.analysis.running,
+                    "the second analysis")
+        assert screen.calls.selected is None
+        assert "Select a call" in str(screen.calls.detail.render())
+        # A record the old run asked for never lands in the new run's call of that name.
+        stale = type(before)(before.id, before.wave, before.parent, before.title)
+        from concurrent.futures import Future
+
+        done: Future = Future()
+        done.set_result(type("R", (), {"raw": "OLD RAW", "fetched": ()})())
+        screen.calls.on_calls_view_record_loaded(screen.calls.RecordLoaded(stale, done))
+        current = screen.calls.run_view.calls.get(before.id)
+        assert current is None or current.raw != "OLD RAW"
+
+
+async def test_export_keeps_the_triage_and_leaves_rejected_ideas_out(indexed, tmp_path) -> None:
+    import json
+
+    app = indexed.app()
+    markdown, data = tmp_path / "triaged.md", tmp_path / "triaged.json"
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await analyze_all(pilot, screen)
+        ideas = screen.findings.ideas.ideas
+        assert len(ideas) >= 2
+        await pilot.press("4", "r", "i")  # reject the first idea, with a reason
+        screen.command.input.value = "a GOT load, not a chase"
+        await pilot.press("enter", "j", "y")  # accept the second
+        for target in (markdown, data):
+            await pilot.press("e")
+            screen.command.input.value = str(target)
+            await pilot.press("enter")
+            await until(pilot, target.exists, f"the export {target.name}")
+        await app.workers.wait_for_complete()
+    rejected, accepted = ideas[0], ideas[1]
+    report = json.loads(data.read_text(encoding="utf-8"))
+    assert rejected["id"] not in [i["id"] for i in report["ideas"]]
+    assert report["rejected_ideas"] == [{"id": rejected["id"], "title": rejected["title"],
+                                         "note": "a GOT load, not a chase"}]
+    kept = {i["id"]: i for i in report["ideas"]}
+    assert kept[accepted["id"]]["verdict"] == "accepted"
+    text = markdown.read_text(encoding="utf-8")
+    ideas_part, _, triage = text.partition("## Engineer's triage")
+    assert f"### 1. {accepted['title']}" in ideas_part
+    assert rejected["title"] not in ideas_part.split("## Ideas", 1)[1]
+    assert "rejected — not recommended | a GOT load, not a chase" in triage
+
+
+async def test_export_and_copy_without_any_analysis(indexed, tmp_path) -> None:
+    app = indexed.app()
+    hot, window = tmp_path / "hot.md", tmp_path / "window.md"
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("e")  # no run yet: the current view
+        screen.command.input.value = str(hot)
+        await pilot.press("enter")
+        await until(pilot, hot.exists, "the hot-list export")
+        await pilot.press("Y")
+        assert app.clipboard == "win:0x1000 main_loop"
+        await pilot.press("enter", "E")  # the open window's annotated assembly
+        screen.command.input.value = str(window)
+        await pilot.press("enter")
+        await until(pilot, window.exists, "the window export")
+        await pilot.press("Y")
+        assert app.clipboard.startswith(f"pc:0x{screen.asm.pc:x} ")
+        assert any("copied: pc:" in str(n.message) for n in app._notifications)
+        await app.workers.wait_for_complete()
+    listing = hot.read_text(encoding="utf-8")
+    assert "| 1 | `win:0x1000` | main_loop |" in listing
+    assert "| 2 | `win:0x2000` | runtime_dispatch |" in listing
+    code = window.read_text(encoding="utf-8")
+    assert "# main_loop · win:0x1000" in code and "0x100c" in code and "samples" in code
 
 
 async def test_a_run_an_agent_submits_shows_up_in_the_open_explorer(indexed) -> None:

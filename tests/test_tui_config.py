@@ -83,7 +83,7 @@ def test_issue_keys_are_bound_by_default() -> None:
         "list.down": "j", "list.up": "k", "list.top": "g", "list.bottom": "G",
         "main.search": "slash", "main.next_hit": "n", "main.prev_hit": "N",
         "main.goto": "colon", "main.analyze": "a", "main.analyze_all": "A", "main.cancel": "x",
-        "main.export": "e", "app.theme": "t", "app.help": "f1", "app.quit": "q",
+        "main.export": "e", "app.theme": "f9", "app.help": "f1", "app.quit": "q",
         "asm.hottest": "H", "asm.next_hot": "tab", "asm.prev_hot": "shift+tab",
         "asm.back": "backspace",
     }

@@ -85,7 +85,7 @@ def test_explore_a_profile_in_a_real_terminal(tmux, tmp_path) -> None:
     screen = tmux.wait_for("alp:0x2004")
     assert "mispredicted 1k (25.0%)" in screen
     tmux.keys(":")
-    tmux.wait_for("go to PC:")
+    tmux.wait_for("go to PC")
     tmux.type("0x100c")
     tmux.keys("Enter")  # to the BL …
     tmux.wait_for("main_loop · win:0x1000")
@@ -98,3 +98,60 @@ def test_explore_a_profile_in_a_real_terminal(tmux, tmp_path) -> None:
     while tmux.alive() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not tmux.alive(), "q did not quit the explorer"
+
+
+def test_search_goto_guides_triage_and_copy_in_a_real_terminal(tmux, tmp_path) -> None:
+    """The keys an engineer types over SSH: a search refined while it runs (F3), : with a
+    symbol, a guide search, an accepted idea exported with its verdict, a copied PC."""
+    indexed = build_index(tmp_path)
+    inputs = indexed.inputs
+    report = tmp_path / "triaged.md"
+    command = [
+        sys.executable, "-m", "pcscope", "open", str(inputs.profile), "--alp", str(inputs.alp),
+        "--guide", str(inputs.guide), "--index-dir", str(indexed.index_dir),
+        "--session", str(tmp_path / "session.sqlite"),
+    ]
+    env = {"TERM": "xterm-256color", "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "PYTHONPATH": os.pathsep.join(sys.path)}
+    tmux.run("new-session", "-d", "-s", tmux.name, "-x", "120", "-y", "40",
+             "env", *[f"{k}={v}" for k, v in env.items()], *command)
+    tmux.wait_for("Hot windows")
+    tmux.keys("/")
+    tmux.type("ldr")
+    tmux.keys("Enter")  # Enter takes the focus to the hits …
+    tmux.wait_for("hits · query")
+    tmux.keys("/", "F3")  # … / back to the query; F3 re-runs it as a regex in the background
+    tmux.wait_for("hits · regex")
+    tmux.type("et")  # typed on: still the query, not export (e) or anything else
+    time.sleep(0.5)
+    screen = tmux.screen()
+    assert "export" not in screen and "2 hits · regex" in screen
+    for key in ("Escape", "1"):  # apart: Escape then 1 at once would read as alt+1
+        tmux.keys(key)
+        time.sleep(0.4)
+    tmux.keys(":")
+    tmux.wait_for("go to PC")
+    tmux.type("runtime_dispatch+0x4")
+    tmux.keys("Enter")
+    screen = tmux.wait_for("runtime_dispatch · win:0x2000")
+    assert "samples  share heat asm" in screen
+    tmux.keys("Y")
+    tmux.wait_for("copied: pc:0x2004 BLR X3")
+    tmux.keys("7", "/")
+    tmux.wait_for("search guides")
+    tmux.type("contention")
+    tmux.keys("Enter")
+    tmux.wait_for("2 sections match 'contention'")
+    tmux.keys("Enter")
+    tmux.wait_for("LDAXR/STLXR retry loops suffer under contention")
+    tmux.keys("A")
+    tmux.wait_for("complete ·")
+    tmux.keys("4", "y", "e")
+    tmux.wait_for("export run")
+    tmux.keys("C-u")
+    tmux.type(str(report))
+    tmux.keys("Enter")
+    tmux.wait_for("written to")
+    text = report.read_text(encoding="utf-8")
+    assert "## Engineer's triage" in text and "| accepted |" in text
+    tmux.keys("q")

@@ -6,7 +6,7 @@ import pytest
 from tui_support import build_index, fresh_session, ready, screen_text, until
 
 from pcscope.tui.config import TuiConfig, read_config
-from pcscope.tui.keymap import SPECS
+from pcscope.tui.keymap import MOTIONS, SPECS
 from pcscope.tui.screens.help import HelpScreen
 
 WIDE = (160, 48)
@@ -139,7 +139,9 @@ async def test_theme_switch_is_live_and_kept(indexed, tmp_path) -> None:
     async with app.run_test(size=WIDE) as pilot:
         screen = await ready(pilot)
         dark = screen.hot.cell_style("hot--bar").color
-        await pilot.press("t")
+        await pilot.press("t")  # a stray letter changes nothing that is saved
+        assert app.theme == "pcscope-dark"
+        await pilot.press("f9")
         assert app.theme == "pcscope-light"
         await pilot.pause()
         assert screen.hot.cell_style("hot--bar").color != dark
@@ -187,9 +189,8 @@ async def test_palette_offers_every_action(indexed) -> None:
     async with app.run_test(size=WIDE) as pilot:
         screen = await ready(pilot)
         titles = {c.title for c in app.get_system_commands(screen)}
-        motions = {"search.results", "calls.down", "calls.up"}
         for spec in SPECS:
-            if not spec.id.startswith("list.") and spec.id not in motions:
+            if spec.id not in MOTIONS:
                 assert spec.description in titles, spec.id
 
 
@@ -263,3 +264,149 @@ async def test_typed_ahead_enter_answers_the_prompt_once(indexed) -> None:
         field.post_message(Input.Submitted(field, "0x100c"))
         await pilot.pause()
         assert answers == ["0x100c"] and not screen.command.asking
+
+
+async def test_finished_search_never_moves_the_focus(indexed) -> None:
+    """F3 re-runs the query in the background: the engineer keeps typing in the query, and
+    letters that would be commands elsewhere (e export, t …) stay text."""
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("slash", *"ldr")
+        screen.search.submit("ldr")  # a search already under way when F3 re-runs it
+        await pilot.press("f3")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert screen.search.input.has_focus
+        await pilot.press("e", "t")
+        assert screen.search.input.value == "ldret"
+        assert not screen.command.asking  # e did not open the export prompt
+
+
+async def test_restored_search_does_not_take_the_focus(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("slash", *"mnemonic:b", "enter")
+        await until(pilot, lambda: screen.hits, "search hits")
+        await pilot.press("1")
+    again = indexed.app()
+    async with again.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await until(pilot, lambda: screen.hits, "the restored search")
+        assert screen.active == "hot" and screen.hot.has_focus
+
+
+async def test_goto_takes_symbols_and_offsets(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("colon", *"runtime_dispatch+0x4", "enter")
+        assert not screen.command.asking and screen.asm.pc == 0x2004
+        await pilot.press("colon", *"100c", "enter")  # bare hex, as addresses are shown
+        assert screen.asm.pc == 0x100C
+        await pilot.press("colon", *"nosuch", "enter")
+        assert screen.command.asking and "no function named 'nosuch'" in screen_text(app)
+
+
+async def test_an_empty_filter_result_names_the_filter(indexed) -> None:
+    from pcscope.tui.hot_model import HotView
+
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        screen.hot.apply(HotView("weight", "no-such-function", None))
+        await pilot.pause()
+        status = screen.query_one("#pane-hot").border_subtitle
+        assert "0 of 124 windows: all hidden by filter 'no-such-function'" in status
+        assert "C clears" in status
+
+
+async def test_search_the_guides_from_the_guide_pane(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("7")
+        listing = screen.guide.sections_list
+        assert listing.has_focus and listing.count == 4
+        await pilot.press("slash")
+        assert screen.command.asking
+        await pilot.press(*"contention", "enter")
+        await until(pilot, lambda: listing.matches, "guide hits")
+        # The leaf ranks first, then its parent (which holds the leaf's text too).
+        assert listing.count == 2 and listing.has_focus  # the focus stayed in the pane
+        assert "2 sections match 'contention'" in screen.query_one("#pane-guide").border_subtitle
+        await pilot.press("enter")
+        assert screen.guide.shown.endswith("/atomics/exclusive-pairs")
+        await pilot.press("escape")  # back to every section, the one read still chosen
+        assert listing.count == 4 and not listing.matches
+        assert listing.shown[listing.cursor] == 3
+
+
+async def test_the_guide_opens_at_the_current_pcs_pattern(indexed) -> None:
+    from pcscope.samples import guides
+
+    app = indexed.app(guides=tuple(guides()))
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        screen.show_pc(0x2004)  # BLR X3: an indirect branch
+        await pilot.press("7")
+        assert screen.guide.shown == "guide:uarch/branch-prediction/indirect-branches"
+        await pilot.press("j", "enter")  # the engineer reads on: the PC does not pull back
+        chosen = screen.guide.shown
+        await pilot.press("2", "7")
+        assert screen.guide.shown == chosen
+
+
+async def test_assembly_names_its_columns_and_zooms(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await ready(pilot)
+        screen.show_pc(0x3008)
+        await pilot.pause()
+        text = screen_text(app)
+        assert "pc samples share heat asm" in " ".join(text.split())
+        asm = screen.asm
+        window = [screen.workload.profile.asm(int(r)) for r in asm.rows]
+        assert all(line in text for line in window), "operands cut at 120 columns"
+        await pilot.press("Z")
+        assert screen.zoomed and not screen.query_one("#pane-hot").display
+        assert screen.asm.size.width > 100
+        await pilot.press("Z")
+        assert screen.query_one("#pane-hot").display and screen.asm.size.width < 70
+
+
+async def test_function_view_drills_down_like_perf_report(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("F")
+        functions = screen.functions
+        assert functions.has_focus and not screen.hot.display
+        profile = screen.workload.profile
+        assert profile.function_names[functions.function] == "main_loop"  # hottest total
+        status = screen.query_one("#pane-hot").border_subtitle
+        assert status.startswith(f"1/{len(profile.functions):,} functions")
+        await pilot.press("j", "enter")  # runtime_dispatch: its windows, then assembly
+        assert screen.hot.has_focus and screen.hot.model.view.function == "runtime_dispatch"
+        assert len(screen.hot.model) == 1
+        assert "function runtime_dispatch" in screen.query_one("#pane-hot").border_subtitle
+        await pilot.press("enter")
+        assert screen.asm.pc == 0x2004
+        await pilot.press("1", "F", "escape")
+        assert screen.hot.has_focus and screen.hot.display
+        await pilot.press("C")
+        assert len(screen.hot.model) == len(profile.windows)
+
+
+async def test_goto_leaves_the_assembly_active_and_focused_in_tabs(indexed) -> None:
+    """The prompt hands the focus back before its answer moves it on: the pane the answer
+    opens is the active one (its keys, its copy), not the pane the prompt was asked from."""
+    app = indexed.app()
+    async with app.run_test(size=SMALL) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("colon", *"runtime_dispatch+0x4", "enter")
+        await pilot.pause()
+        assert screen.active == "asm" and screen.asm.has_focus
+        await pilot.press("Y")
+        assert app.clipboard == "pc:0x2004 BLR X3"

@@ -100,6 +100,8 @@ class GuideHit(_Model):
     score: float
     text: str  # the section text, cut to GUIDE_EXCERPT characters
     cut: bool  # whether the text was cut
+    snippet: str = ""  # the best fragment for the query
+    highlights: list[tuple[int, int]] = []  # matched character spans in ``snippet``
 
 
 class GuideResult(_Model):
@@ -283,7 +285,8 @@ class QueryEngine:
         _check_limit(k, MAX_GUIDES)
         hits = [
             GuideHit(id=m.id, doc=m.doc, heading=m.heading, line=m.line, score=m.score,
-                     text=m.text[:GUIDE_EXCERPT], cut=len(m.text) > GUIDE_EXCERPT)
+                     text=m.text[:GUIDE_EXCERPT], cut=len(m.text) > GUIDE_EXCERPT,
+                     snippet=m.snippet, highlights=list(m.highlights))
             for m in self.text.search_guides(query, k)
         ]  # fmt: skip
         return GuideResult(query=query, hits=hits)

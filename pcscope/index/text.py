@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +54,7 @@ EXACT_FIELDS = ("mnemonic", "base", "function", "window", "module")
 NUMERIC_FIELDS = ("samples", "row", "rank")
 FIELD_ALIASES = {"operands": "asm"}
 GUIDE_FIELDS = ("heading", "text")
+SNIPPET_CHARS = 160  # characters of the best fragment shown per guide match
 _CHUNK = 50_000  # documents per Python list (bounds the memory of JSON strings)
 _REGISTER_NAMES = [f"x{n}" for n in range(31)] + ["sp"]  # by asmtext.register_code
 
@@ -102,6 +103,8 @@ class GuideMatch:
     line: int
     score: float
     text: str  # the whole section text (callers bound it)
+    snippet: str = ""  # the best fragment of the text for the query
+    highlights: tuple[tuple[int, int], ...] = ()  # matched spans in ``snippet``
 
 
 @dataclass(frozen=True)
@@ -123,9 +126,8 @@ class TextIndex:
         self.meta = meta
         self.rows = int(meta["instructions"])
         self._instructions = instructions
-        self._guides = guides
         self._searcher = instructions.searcher()
-        self._guide_searcher = guides.searcher()
+        self.guides = GuideIndex(guides, int(meta["guides"]))
 
     # --- building ---------------------------------------------------------------------
 
@@ -164,7 +166,7 @@ class TextIndex:
         writer.wait_merging_threads()
         t3 = time.perf_counter()
         say("indexing guides")
-        _index_guides(directory / "guides", guides)
+        GuideIndex.build(guides, directory / "guides")
         stats = BuildStats(len(profile), len(guides), time.perf_counter() - started,
                            t1 - t0, t2 - t1, t3 - t2)  # fmt: skip
         meta = {"format": FORMAT, "instructions": len(profile), "total": profile.total,
@@ -225,20 +227,68 @@ class TextIndex:
     # --- guides -------------------------------------------------------------------------
 
     def search_guides(self, query: str, k: int) -> list[GuideMatch]:
-        """BM25 over headings (weighted double) and section text; free text is fine."""
-        if not query.strip() or self.meta["guides"] == 0:
+        return self.guides.search(query, k)
+
+
+class GuideIndex:
+    """BM25 over guide sections: beside a profile's instructions, or in memory for the
+    guides alone (``pcscope guide``)."""
+
+    def __init__(self, index: tantivy.Index, sections: int) -> None:
+        self._index = index
+        self._searcher = index.searcher()
+        self.sections = sections
+
+    @classmethod
+    def build(cls, sections: Sequence[GuideSection],
+              directory: Path | None = None) -> GuideIndex:  # fmt: skip
+        schema = _guide_schema()
+        index = tantivy.Index(schema, path=str(directory)) if directory else tantivy.Index(schema)
+        writer = index.writer(heap_size=50_000_000, num_threads=1)
+        for s in sections:
+            writer.add_document(tantivy.Document.from_dict(
+                {"id": s.id, "doc": s.doc, "heading": s.heading, "text": s.text,
+                 "line": s.line},
+                index.schema,
+            ))  # fmt: skip
+        writer.commit()
+        writer.wait_merging_threads()
+        index.reload()
+        return cls(index, len(sections))
+
+    def search(self, query: str, k: int) -> list[GuideMatch]:
+        """Headings weigh double; free text is fine, and so are "phrases". Each match
+        carries its best fragment of the text with the matched spans."""
+        if not query.strip() or self.sections == 0:
             return []
-        parsed, _errors = self._guides.parse_query_lenient(
+        parsed, _errors = self._index.parse_query_lenient(
             query, list(GUIDE_FIELDS), field_boosts={"heading": 2.0}
         )
-        result = self._guide_searcher.search(parsed, k)
+        result = self._searcher.search(parsed, k)
+        snippets = tantivy.SnippetGenerator.create(self._searcher, parsed, self._index.schema,
+                                                   "text")
+        snippets.set_max_num_chars(SNIPPET_CHARS)
         out = []
         for score, address in result.hits:
-            doc = self._guide_searcher.doc(address)
+            doc = self._searcher.doc(address)
+            snippet = snippets.snippet_from_doc(doc)
+            fragment = snippet.fragment()
+            spans = _char_spans(fragment, [(r.start, r.end) for r in snippet.highlighted()])
             out.append(GuideMatch(doc.get_first("id"), doc.get_first("doc"),
                                   doc.get_first("heading"), int(doc.get_first("line")),
-                                  float(score), doc.get_first("text")))  # fmt: skip
+                                  float(score), doc.get_first("text"), fragment,
+                                  spans))  # fmt: skip
         return out
+
+
+def _char_spans(text: str, byte_spans: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """Tantivy gives UTF-8 byte offsets; Python strings count characters."""
+    raw = text.encode("utf-8")
+
+    def chars(at: int) -> int:
+        return len(raw[:at].decode("utf-8", errors="ignore"))
+
+    return tuple((chars(start), chars(end)) for start, end in byte_spans)
 
 
 # --- documents -------------------------------------------------------------------------
@@ -285,18 +335,6 @@ def _by_code(codes: np.ndarray, fragments: list[str]) -> pl.Series:
     known = (codes >= 0) & (codes < len(fragments))
     index = np.where(known, codes, len(fragments)).astype(np.int64)
     return table.gather(index)
-
-
-def _index_guides(directory: Path, sections: Iterable[GuideSection]) -> None:
-    index = tantivy.Index(_guide_schema(), path=str(directory))
-    writer = index.writer(heap_size=50_000_000, num_threads=1)
-    for s in sections:
-        writer.add_document(tantivy.Document.from_dict(
-            {"id": s.id, "doc": s.doc, "heading": s.heading, "text": s.text, "line": s.line},
-            index.schema,
-        ))  # fmt: skip
-    writer.commit()
-    writer.wait_merging_threads()
 
 
 # --- query text ------------------------------------------------------------------------

@@ -164,23 +164,23 @@ class AnalysisController:
     def _status(self) -> None:
         run = self.run
         counts = run.counts()
-        finished = sum(n for s, n in counts.items() if s not in ("queued", "running"))
         tokens_in, tokens_out = run.tokens()
         seconds = time.monotonic() - self._started
         wave = max(run.waves, default=0)
-        state = (f"stopped: {run.stop_reason}" if run.done else
-                 f"wave {wave} · {counts.get('running', 0)} running")
         ideas = len(self.screen.findings.ideas.ideas)
-        text = (f" analysis r{run.run or '?'} · {state} · {finished}/{len(run.calls)} calls · "
-                f"{ideas} ideas · {render.count(tokens_in)}/{render.count(tokens_out)} tokens · "
+        text = (f" analysis r{run.run or '?'} · {run_state(run, wave, counts)} · "
+                f"{calls_summary(counts, len(run.calls))} · {render.plural(ideas, 'idea')} · "
+                f"{render.count(tokens_in)}/{render.count(tokens_out)} tokens · "
                 f"{seconds:.1f} s")
         if run.budget:
             text += f" · {run.budget}"
         if self.running:
             text += " · x cancels"
         self.screen.set_run_status(text)
+        ran = sum(n for s, n in counts.items()
+                  if s not in ("queued", "running", "cancelled", "skipped"))
         self.screen.query_one("PaneBar").set_badge(
-            "calls", f"{finished}/{len(run.calls)}" if run.calls else "")
+            "calls", f"{ran}/{len(run.calls)}" if run.calls else "")
 
     # -- a recorded run ------------------------------------------------------------------
     def show_recorded(self, info, ideas: list[dict], records: list) -> None:
@@ -194,34 +194,28 @@ class AnalysisController:
             f" recorded run r{info.id} ({info.model}, {info.stop_reason or info.status}): "
             f"{len(ideas)} ideas, {len(records)} calls — a / A analyze again")
 
-    # -- export --------------------------------------------------------------------------
-    def export(self) -> None:
-        if self.run_id is None:
-            self.screen.notify("nothing to export yet — run an analysis first",
-                               severity="warning")
-            return
-        default = f"{self.screen.request.profile.name.split('.')[0]}-pcscope.md"
 
-        def chosen(path: str | None) -> None:
-            if path:
-                in_thread(self.screen, lambda: self._export(path), name="export",
-                          group="export")
+def run_state(run: RunView, wave: int, counts: dict[str, int]) -> str:
+    """How the run stands or how it ended: complete, cancelled, or the budget that stopped it."""
+    if not run.done:
+        return f"wave {wave} · {counts.get('running', 0)} running"
+    reason = run.stop_reason or ""
+    if reason in ("complete", "cancelled", "recorded"):
+        return reason
+    return f"stopped by {reason}"
 
-        self.screen.command.ask("export the Markdown report to", chosen, value=default)
 
-    def _export(self, path: str) -> str:
-        from pcscope.core.engine.report import markdown_report
-        from pcscope.core.engine.session_store import SessionStore
-        from pcscope.core.textio import open_output
-
-        with SessionStore(self.screen.session.path) as store:
-            report = store.report(self.run_id)
-        if report is None:
-            raise RuntimeError(f"run r{self.run_id} has no report (it did not finish)")
-        with open_output(path) as out:
-            out.write(markdown_report(report, self.screen.workload))
-        self.screen.app.call_from_thread(self.screen.notify, f"report written to {path}")
-        return path
+def calls_summary(counts: dict[str, int], total: int) -> str:
+    """``12 done · 3 skipped · 1 failed of 16 calls``: calls a stop left unrun are skipped,
+    not finished."""
+    done = sum(n for s, n in counts.items() if s in ("ok", "rejected"))
+    parts = [f"{done:,} done"]
+    skipped = counts.get("skipped", 0) + counts.get("cancelled", 0)
+    if skipped:
+        parts.append(f"{skipped:,} skipped")
+    if counts.get("failed"):
+        parts.append(f"{counts['failed']:,} failed")
+    return " · ".join(parts) + f" of {render.plural(total, 'call')}"
 
 
 def preload_engine() -> None:

@@ -23,14 +23,21 @@ class HotView:
     sort: str = "weight"
     text: str = ""
     category: str | None = None
+    function: str | None = None  # exactly this function's windows (the function view's Enter)
 
     def describe(self) -> str:
-        parts = [f"sort {self.sort}"]
+        return " · ".join([f"sort {self.sort}", *self.filters()])
+
+    def filters(self) -> list[str]:
+        """The filters in force, as the status line names them."""
+        parts = []
+        if self.function:
+            parts.append(f"function {self.function}")
         if self.category:
             parts.append(f"category {self.category}")
         if self.text:
             parts.append(f"filter {self.text!r}")
-        return " · ".join(parts)
+        return parts
 
 
 @dataclass
@@ -95,6 +102,10 @@ class HotModel:
             keep = (self.badges.pattern_bits >> k & 1).astype(bool)
         if view.text:
             match = self._text_mask(view.text)
+            keep = match if keep is None else keep & match
+        if view.function:
+            f = self.profile.functions.index_of(view.function)
+            match = self.profile.windows.function == (-2 if f is None else f)
             keep = match if keep is None else keep & match
         return keep
 

@@ -42,6 +42,7 @@ SCOPE_TITLES = {
     "main": "Explorer",
     "list": "Any list",
     "hot": "Hot windows",
+    "functions": "Functions",
     "asm": "Assembly",
     "alp": "ALP",
     "findings": "Findings",
@@ -55,7 +56,8 @@ SPECS: tuple[KeySpec, ...] = (
     KeySpec("app.quit", "q,ctrl+q", "quit", "Quit"),
     KeySpec("app.help", "f1,question_mark", "help", "Help"),
     KeySpec("app.palette", "f2,ctrl+p", "command_palette", "Commands"),
-    KeySpec("app.theme", "t", "next_theme", "Theme"),
+    # Not a single letter: a theme change is saved, and a stray keystroke must not do it.
+    KeySpec("app.theme", "f9", "next_theme", "Theme"),
     KeySpec("main.search", "slash", "search", "Search"),
     KeySpec("main.next_hit", "n", "step_hit(1)", "Next hit", show=False),
     KeySpec("main.prev_hit", "N", "step_hit(-1)", "Previous hit", show=False),
@@ -63,7 +65,9 @@ SPECS: tuple[KeySpec, ...] = (
     KeySpec("main.analyze", "a", "analyze(False)", "Analyze selection"),
     KeySpec("main.analyze_all", "A", "analyze(True)", "Analyze all hot", show=False),
     KeySpec("main.cancel", "x,escape", "cancel", "Cancel", show=False),
-    KeySpec("main.export", "e", "export", "Export", show=False),
+    KeySpec("main.export", "e", "export", "Export report", show=False),
+    KeySpec("main.export_view", "E", "export_view", "Export view", show=False),
+    KeySpec("main.copy", "Y", "copy", "Copy ID", show=False),
     KeySpec("main.next_pane", "right_square_bracket", "cycle_pane(1)", "Next pane", show=False),
     KeySpec("main.prev_pane", "left_square_bracket", "cycle_pane(-1)", "Previous pane",
             show=False),
@@ -82,10 +86,14 @@ SPECS: tuple[KeySpec, ...] = (
     KeySpec("hot.filter", "f", "filter_text", "Filter"),
     KeySpec("hot.category", "c", "cycle_category", "Category"),
     KeySpec("hot.clear", "C", "clear_filters", "Clear filters", show=False),
+    KeySpec("hot.functions", "F", "functions", "Functions"),
+    KeySpec("functions.open", "enter,l", "open", "Its windows"),
+    KeySpec("functions.windows", "F,escape", "windows", "Back to windows"),
     KeySpec("asm.follow", "enter,l", "follow", "Follow branch"),
     KeySpec("asm.back", "backspace,left,h", "back", "Back"),
     KeySpec("asm.forward", "right", "forward", "Forward", show=False),
     KeySpec("asm.hottest", "H", "hottest", "Hottest PC"),
+    KeySpec("main.zoom", "Z", "zoom", "Zoom assembly", show=False),
     KeySpec("asm.next_hot", "tab", "cycle_hot(1)", "Next hot PC", show=False),
     KeySpec("asm.prev_hot", "shift+tab", "cycle_hot(-1)", "Previous hot PC", show=False),
     KeySpec("findings.open", "enter,l", "open_idea", "Details"),
@@ -97,13 +105,24 @@ SPECS: tuple[KeySpec, ...] = (
     KeySpec("evidence.back", "backspace,h", "back", "Back to ideas"),
     KeySpec("calls.down", "j", "cursor_down", "Down", show=False),
     KeySpec("calls.up", "k", "cursor_up", "Up", show=False),
+    KeySpec("calls.page_down", "pagedown,space", "page_down", "Page down", show=False),
+    KeySpec("calls.page_up", "pageup,b", "page_up", "Page up", show=False),
+    KeySpec("calls.top", "g,home", "scroll_home", "Top", show=False),
+    KeySpec("calls.bottom", "G,end", "scroll_end", "Bottom", show=False),
     KeySpec("search.regex", "f3,ctrl+r", "toggle_regex", "Regex on/off"),
     KeySpec("search.results", "down", "focus_results", "To results", show=False),
     KeySpec("search.open", "enter,l", "open", "Jump to hit"),
     KeySpec("guide.open", "enter,l", "open", "Read section"),
+    KeySpec("guide.search", "slash", "search_guides", "Search guides"),
+    KeySpec("guide.outline", "escape", "outline", "All sections", show=False),
 )
 
 KEY_IDS = frozenset(spec.id for spec in SPECS)
+# Cursor motions: keys, not commands, so the palette leaves them out.
+MOTIONS = frozenset(
+    spec.id for spec in SPECS
+    if spec.scope == "list" or spec.id.startswith("calls.") or spec.id == "search.results"
+)
 
 
 def bindings(*scopes: str) -> list[Binding]:

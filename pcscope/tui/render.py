@@ -41,6 +41,11 @@ def badge(category: str) -> str:
     return BADGES.get(category, category[:4].upper())
 
 
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``1 idea``, ``2 ideas``, ``1,234 windows``."""
+    return f"{n:,} {word if n == 1 else (words or word + 's')}"
+
+
 def count(n: int | float | None) -> str:
     """Compact counts: 950, 12.3k, 4.57M, 1.20G; '-' when absent."""
     if n is None:

@@ -20,7 +20,7 @@ class CallView:
     parent: str | None
     title: str
     given: tuple[str, ...] = ()
-    status: str = "queued"  # queued | running | ok | rejected | failed | cancelled
+    status: str = "queued"  # queued | running | ok | rejected | failed | cancelled | skipped
     fetched: list[str] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)  # one line per tool use
     text: str = ""
@@ -69,6 +69,11 @@ class RunView:
             self.budget = f"{event.budget} reached ({event.used:g} of {event.limit:g})"
         elif isinstance(event, ev.RunDone):
             self.stop_reason = event.stop_reason
+            # What the orchestrator writes into its records when a run stops (no event
+            # says it per call): never started is skipped, cut short is cancelled.
+            for call in self.calls.values():
+                if call.status in ("queued", "running"):
+                    call.status = "skipped" if call.status == "queued" else "cancelled"
         elif isinstance(event, ev.IdeasMerged):
             self.merged[event.idea] = event.merged_from
         call = self.calls.get(getattr(event, "call", ""))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pcscope.core.engine.session_store import SessionStore, default_path
+from pcscope.core.triage import Verdict
 
 VIEW_KEY = "tui.view"
 CLOSE_WAIT = 2.0  # seconds the exit waits for pending writes
@@ -24,14 +25,6 @@ RunKey = tuple[int, float | None]  # (run, finish time): a run finished again is
 
 def run_key(info: Any) -> RunKey:
     return info.id, info.finished
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """An engineer's triage of one idea."""
-
-    verdict: str = "proposed"  # proposed | accepted | rejected
-    note: str = ""
 
 
 @dataclass(frozen=True)

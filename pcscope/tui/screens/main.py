@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 
 from textual import events
 from textual.app import ComposeResult
@@ -22,11 +23,14 @@ from textual.worker import Worker, WorkerState
 
 from pcscope.core.errors import EvidenceError
 from pcscope.core.evidence import EvidenceStore
-from pcscope.core.ids import hex_pc, kind_of, parse_pc, pc_of
+from pcscope.core.guide_map import sections_for
+from pcscope.core.ids import hex_pc, kind_of, pc_of
+from pcscope.core.locate import locate
 from pcscope.tui.analysis import AnalysisController, preload_engine
 from pcscope.tui.config import TuiConfig
+from pcscope.tui.export import export_report, export_view
 from pcscope.tui.hot_model import HotModel, HotView, compute_badges
-from pcscope.tui.keymap import PANES, KeySpec, bindings
+from pcscope.tui.keymap import MOTIONS, PANES, KeySpec, bindings
 from pcscope.tui.launch import OpenRequest, Prepared
 from pcscope.tui.session import Restored, RunKey, ViewState, run_key
 from pcscope.tui.widgets.alp_view import AlpView
@@ -34,6 +38,7 @@ from pcscope.tui.widgets.assembly import AssemblyView
 from pcscope.tui.widgets.calls_tree import CallsView
 from pcscope.tui.widgets.command_line import CommandLine
 from pcscope.tui.widgets.findings import EvidenceList, FindingsView, IdeasList
+from pcscope.tui.widgets.functions import FunctionList
 from pcscope.tui.widgets.guide_view import GuideView
 from pcscope.tui.widgets.hot_windows import HotWindowsList
 from pcscope.tui.widgets.key_bar import KeyBar
@@ -80,9 +85,14 @@ class MainScreen(Screen):
         self.tabs = False  # one pane at a time (set by the terminal size or the config)
         self.hits: list[int] = []
         self.hit_index = -1
+        self._guide_pc: int | None = None  # the PC whose guide section was last opened
         self.hot = HotWindowsList(HotModel(workload.profile, self.selection.windows),
                                   id="hot-list")
+        self.functions = FunctionList(workload.profile)
+        self.functions.display = False  # F in the hot pane swaps it in for the windows
         self.asm = AssemblyView(workload, id="asm-view")
+        self.asm_header = Static("", id="asm-header")
+        self.zoomed = False  # the assembly takes the whole width (Z), as perf annotate
         self.alp = AlpView(id="alp-view")
         self.findings = FindingsView(self.store)
         self.calls = CallsView(self.session.call_of)
@@ -102,8 +112,8 @@ class MainScreen(Screen):
         yield Static(self._title(), id="title")
         yield PaneBar()
         with Horizontal(id="top"):
-            yield Pane("hot", TITLES["hot"], self.hot)
-            yield Pane("asm", TITLES["asm"], self.asm)
+            yield Pane("hot", TITLES["hot"], self.hot, self.functions)
+            yield Pane("asm", TITLES["asm"], self.asm_header, self.asm)
             yield Pane("alp", TITLES["alp"], self.alp)
         with Container(id="bottom"):
             yield Pane("findings", TITLES["findings"], self.findings)
@@ -154,7 +164,7 @@ class MainScreen(Screen):
             category = self.restored.view.category
             if category in badges.categories:  # a category filter waits for the badges
                 view = self.hot.model.view
-                self.hot.apply(HotView(view.sort, view.text, category))
+                self.hot.apply(replace(view, category=category))
             self._retitle()
         elif worker.group == "analysis" and worker.is_finished:
             own = worker.result.run if worker.result is not None else self.analysis.run.run
@@ -202,10 +212,13 @@ class MainScreen(Screen):
             self.set_class(not self.tabs, "-wide")
 
     def _apply_layout(self) -> None:
+        self.set_class(self.zoomed and not self.tabs, "-zoom")
         for name, _title in PANES:
             pane = self.query_one(f"#pane-{name}", Pane)
             if self.tabs:
                 pane.display = name == self.active
+            elif self.zoomed and name in TOP:
+                pane.display = name == "asm"
             else:
                 pane.display = name in TOP or name == self.lower
         top = self.query_one("#top")
@@ -227,10 +240,22 @@ class MainScreen(Screen):
     def action_show_pane(self, name: str) -> None:
         self._activate(name)
         self._apply_layout()
+        if name == "guide":
+            self._guide_for_pc()
         if name == "search" and self.search.results.count:
             self.search.results.focus()  # back to the hits; / goes to the query
+        elif name == "hot" and self.functions.display:
+            self.functions.focus()
         else:
             self.query_one(FOCUS[name]).focus()
+
+    def action_zoom(self) -> None:
+        """The assembly alone across the top (wide layout); again to bring the panes back."""
+        self.zoomed = not self.zoomed
+        if self.zoomed and self.active != "asm":
+            self.action_show_pane("asm")
+        else:
+            self._apply_layout()
 
     def action_cycle_pane(self, step: int) -> None:
         names = [n for n, _ in PANES]
@@ -249,11 +274,12 @@ class MainScreen(Screen):
         """How the command palette runs a binding: on the app, this screen, or the widget
         of its pane (focused first). Plain cursor motions are left out."""
         targets = {"app": self.app, "main": self, "hot": self.hot, "asm": self.asm,
+                   "functions": self.functions,
                    "findings": self.findings.ideas, "evidence": self.findings.evidence,
                    "calls": self.calls.calls_tree, "search": self.search.input,
                    "guide": self.guide.sections_list}
         target = targets.get(spec.scope)
-        if target is None or spec.id in ("search.results", "calls.down", "calls.up"):
+        if target is None or spec.id in MOTIONS:
             return None
 
         async def run() -> None:
@@ -272,18 +298,38 @@ class MainScreen(Screen):
         self._follow_asm()
         self.action_show_pane("asm")
 
+    # -- functions (perf report's first level) -------------------------------------------
+    def on_hot_windows_list_functions_requested(self, event) -> None:
+        self._show_functions(True)
+
+    def on_function_list_back(self, event: FunctionList.Back) -> None:
+        self._show_functions(False)
+
+    def on_function_list_function_chosen(self, event: FunctionList.FunctionChosen) -> None:
+        self.hot.apply(HotView(self.hot.model.view.sort, function=event.name))
+        self._show_functions(False)
+
+    def _show_functions(self, shown: bool) -> None:
+        self.functions.display = shown
+        self.hot.display = not shown
+        (self.functions if shown else self.hot).focus()
+        self.query_one("#pane-hot", Pane).set_status(
+            self.functions.describe() if shown else self.hot.describe())
+
     def on_hot_windows_list_view_changed(self, event: HotWindowsList.ViewChanged) -> None:
         self._retitle()
 
     def on_virtual_list_highlighted(self, event: VirtualList.Highlighted) -> None:
         if event.source is self.hot:
             self.query_one("#pane-hot", Pane).set_status(self.hot.describe())
+        elif event.source is self.functions:
+            self.query_one("#pane-hot", Pane).set_status(self.functions.describe())
 
     def on_hot_windows_list_filter_requested(self, event) -> None:
         def done(text: str | None) -> None:
             if text is not None:
                 view = self.hot.model.view
-                self.hot.apply(HotView(view.sort, text, view.category))
+                self.hot.apply(replace(view, text=text))
 
         self.command.ask("filter windows (function, module, label or PC)", done,
                          value=self.hot.model.view.text)
@@ -302,25 +348,29 @@ class MainScreen(Screen):
         self._retitle()
 
     def _retitle(self) -> None:
-        self.query_one("#pane-hot", Pane).set_status(self.hot.describe())
+        hot = self.functions if self.functions.display else self.hot
+        self.query_one("#pane-hot", Pane).set_status(hot.describe())
         self.query_one("#pane-asm", Pane).set_status(self.asm.describe())
+        self.asm_header.update(self.asm.header())
         if self.alp.pc is not None:
             self.query_one("#pane-alp", Pane).set_status(hex_pc(self.alp.pc))
 
     def action_goto_pc(self) -> None:
+        profile = self.workload.profile
+
         def check(text: str) -> str | None:
             try:
-                pc = parse_pc(text.removeprefix("pc:"))
+                pc = locate(profile, text)
             except ValueError as exc:
                 return str(exc)
-            return None if self.workload.profile.row_of(pc) is not None else (
+            return None if profile.row_of(pc) is not None else (
                 f"{hex_pc(pc)} is not in the profile")
 
         def done(text: str | None) -> None:
             if text:
-                self.show_pc(parse_pc(text.removeprefix("pc:")))
+                self.show_pc(locate(profile, text))
 
-        self.command.ask("go to PC", done, check=check)
+        self.command.ask("go to PC (0x…, hex, symbol, symbol+0xoff)", done, check=check)
 
     def show_pc(self, pc: int, pane: str = "asm") -> bool:
         if not self.asm.show_pc(pc):
@@ -341,6 +391,7 @@ class MainScreen(Screen):
             if kind == "guide":
                 if not self.guide.show(evidence_id):
                     raise EvidenceError(f"no guide section {evidence_id}")
+                self._guide_pc = self.asm.pc  # the link chose the section, not the PC
                 self.action_show_pane("guide")
                 return
             if kind == "fn":
@@ -360,6 +411,29 @@ class MainScreen(Screen):
             self.notify(evidence.text, title=evidence.title, timeout=10)
         except (EvidenceError, ValueError, TypeError) as exc:
             self.notify(str(exc), severity="warning")
+
+    # -- guides --------------------------------------------------------------------------
+    def on_guide_view_search_requested(self, event: GuideView.SearchRequested) -> None:
+        def done(query: str | None) -> None:
+            if query:
+                self.guide.search(query)
+
+        self.command.ask("search guides (words, \"phrases\", -word)", done,
+                         value=self.guide.query)
+
+    def on_guide_view_searched(self, event: GuideView.Searched) -> None:
+        self.query_one("#pane-guide", Pane).set_status(event.summary)
+
+    def _guide_for_pc(self) -> None:
+        """Showing the guide opens the section behind the current PC's pattern, once per
+        PC: the reading stays where the engineer took it until the PC changes."""
+        pc = self.asm.pc
+        if pc is None or pc == self._guide_pc:
+            return
+        self._guide_pc = pc
+        for hit in self.workload.patterns.at(pc):
+            if any(self.guide.show(section) for section in sections_for(hit.category)[:2]):
+                return
 
     # -- search --------------------------------------------------------------------------
     def action_search(self) -> None:
@@ -428,7 +502,48 @@ class MainScreen(Screen):
             self.search.results.focus()
 
     def action_export(self) -> None:
-        self.analysis.export()
+        export_report(self)
+
+    def action_export_view(self) -> None:
+        export_view(self)
+
+    # -- copy ----------------------------------------------------------------------------
+    def action_copy(self) -> None:
+        """The current PC, ID or line to the terminal's clipboard (OSC 52: works over SSH,
+        and in tmux with `set -g set-clipboard on`)."""
+        text = self.copy_text()
+        if not text:
+            self.notify("nothing to copy here", severity="warning")
+            return
+        self.app.copy_to_clipboard(text)
+        self.notify(f"copied: {text}", timeout=3)
+
+    def copy_text(self) -> str | None:
+        """What Y copies in the active pane: an ID, with the line it names."""
+        profile = self.workload.profile
+        if self.active == "hot" and self.hot.window is not None:
+            win = profile.windows[self.hot.window]
+            name = profile.function_names[win.function] if win.function >= 0 else ""
+            return f"{win.id} {name}".strip()
+        if self.active in ("asm", "alp") and self.asm.pc is not None:
+            row = profile.row_of(self.asm.pc)
+            prefix = "alp" if self.active == "alp" else "pc"
+            asm = profile.asm(row) if row is not None else ""
+            return f"{prefix}:{hex_pc(self.asm.pc)} {asm}".strip()
+        if self.active == "findings":
+            evidence = self.findings.evidence
+            if evidence.has_focus and evidence.ids:
+                return evidence.ids[evidence.cursor]
+            idea = self.findings.ideas.idea
+            return f"{idea['id']} {idea['title']}" if idea else None
+        if self.active == "calls":
+            return self.calls.selected
+        if self.active == "search" and self.search.results.hits:
+            hit = self.search.results.hits[self.search.results.cursor]
+            return f"pc:{hex_pc(hit.pc)} {hit.asm}"
+        if self.active == "guide" and self.guide.sections:
+            return self.guide.sections[self.guide.sections_list.cursor].id
+        return None
 
     def set_run_status(self, text: str) -> None:
         self.command.status.update(text)

@@ -21,7 +21,9 @@ from pcscope.tui.history import History
 from pcscope.tui.keymap import bindings
 from pcscope.tui.widgets.virtual_list import Row, VirtualList
 
-HEAT_WIDTH = 6
+HEAT_WIDTH = 4
+GAP_MARK = "┊"  # before a PC when the addresses skip (code the profile never counted)
+BASIS_LABEL = {"samples": "samples", "cycles": "cycles", "executions": "execs"}
 
 
 class AssemblyView(VirtualList):
@@ -141,6 +143,13 @@ class AssemblyView(VirtualList):
         self.move_to(int(order[(rank + step) % len(order)]))
 
     # -- drawing -------------------------------------------------------------------------
+    def header(self) -> str:
+        """The column names, with the unit of the counts (the share and heat are of the
+        same counts: samples, cycles or executions, as the profile says)."""
+        unit = BASIS_LABEL.get(self.profile.basis, self.profile.basis)[:7]
+        return (f" {'pc':>{self._pc_width}} {unit:>7} {'share':>6} {'heat':<{HEAT_WIDTH}} asm"
+                f"   ({GAP_MARK} addresses skip · → Enter follows)")
+
     def row_text(self, index: int, width: int) -> Row:
         p = self.profile
         row = int(self.rows[index])
@@ -148,9 +157,11 @@ class AssemblyView(VirtualList):
         value = int(p.value[row])
         asm = p.asm(row)
         text = Row()
+        gap = index > 0 and pc - int(p.pc[self.rows[index - 1]]) > 4
+        text.append(GAP_MARK if gap else " ", self.cell_style("asm--follow"))
         mark = "asm--hit" if pc in self.marked else "asm--pc"
         text.append(f"{hex_pc(pc):>{self._pc_width}} ", self.cell_style(mark))
-        text.append(f"{render.count(int(p.samples[row])):>6} ", self.cell_style("asm--samples"))
+        text.append(f"{render.count(value):>7} ", self.cell_style("asm--samples"))
         text.append(f"{render.share(p.share(row))} ", self.cell_style("asm--share"))
         heat = value / self._top if self._top else 0.0
         text.append(render.bar(heat, HEAT_WIDTH), self.cell_style("asm--heat"))

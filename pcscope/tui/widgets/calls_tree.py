@@ -23,13 +23,13 @@ from pcscope.tui.keymap import bindings
 from pcscope.tui.run_model import CallView, RunView
 
 STATUS_MARK = {"queued": "·", "running": "▶", "ok": "✓", "rejected": "✗", "failed": "!",
-               "cancelled": "∅"}
+               "cancelled": "∅", "skipped": "–"}
 STATUS_STYLE = {"ok": "$success", "rejected": "$error", "failed": "$error",
-                "running": "bold $accent", "cancelled": "$warning"}
+                "running": "bold $accent", "cancelled": "$warning", "skipped": "$warning"}
 # The tree draws rich Text, which knows no theme variables: its colours are looked up in
 # the current theme when a label is made, and every label is remade on a theme switch.
 TREE_COLOURS = {"ok": "success", "rejected": "error", "failed": "error", "running": "accent",
-                "cancelled": "warning", "muted": "pcscope-muted"}
+                "cancelled": "warning", "skipped": "warning", "muted": "pcscope-muted"}
 MAX_IDS = 200  # IDs listed per group in the detail (the rest are counted)
 
 
@@ -80,8 +80,10 @@ class CallsTree(Tree[str]):
                     self._calls[call_id] = node.add_leaf(label, data=call_id)
                 else:
                     leaf.set_label(label)
-            done = sum(run.calls[c].status not in ("queued", "running") for c in ids)
-            node.set_label(f"wave {wave}  {done}/{len(ids)} calls")
+            done = sum(run.calls[c].status in ("ok", "rejected", "failed") for c in ids)
+            skipped = sum(run.calls[c].status in ("skipped", "cancelled") for c in ids)
+            tail = f", {skipped} skipped" if skipped else ""
+            node.set_label(f"wave {wave}  {done}/{len(ids)} calls{tail}")
         self.root.expand()
 
 
@@ -160,6 +162,7 @@ class CallsView(Horizontal):
         self.run_view = run
         self.selected = None
         self.calls_tree.clear_run(title)
+        self.detail.update(Content("Select a call to see what it was given and returned."))
 
     def sync(self, changed: set[str]) -> None:
         if self.run_view is None:
@@ -188,7 +191,10 @@ class CallsView(Horizontal):
     def on_calls_view_record_loaded(self, event: RecordLoaded) -> None:
         event.stop()
         record = event.done.result() if event.done.exception() is None else None
-        if record is not None:
+        # Call IDs repeat from run to run: a record asked for by an earlier run's call
+        # must not be drawn into this run's call of the same name.
+        current = self.run_view.calls.get(event.call.id) if self.run_view else None
+        if record is not None and current is event.call:
             event.call.raw = record.raw
             event.call.fetched = list(record.fetched)
             if self.selected == event.call.id:

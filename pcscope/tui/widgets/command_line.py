@@ -81,5 +81,5 @@ class CommandLine(Horizontal):
         self.query_one("#command-ask").visible = False
         self.status.visible = True
         if self._return_to is not None and self._return_to.is_attached:
-            self._return_to.focus()
+            self.screen.set_focus(self._return_to)  # now: the answer may move it on
         answer(text)

@@ -14,12 +14,13 @@ from textual.message import Message
 from textual.widgets import Static
 
 from pcscope.core.errors import EvidenceError
+from pcscope.core.triage import Verdict
 from pcscope.tui import render
 from pcscope.tui.keymap import bindings
-from pcscope.tui.session import Verdict
 from pcscope.tui.widgets.virtual_list import Row, VirtualList
 
 VERDICT_MARK = {"accepted": "✓", "rejected": "✗", "proposed": "·"}
+NOTE_MARK = "✎"  # the idea carries an engineer's note
 
 
 class IdeasList(VirtualList):
@@ -92,9 +93,11 @@ class IdeasList(VirtualList):
 
     def row_text(self, index: int, width: int) -> Row:
         idea = self.ideas[index]
-        verdict = self.verdict_of(idea["id"]).verdict
+        triage = self.verdict_of(idea["id"])
+        verdict = triage.verdict
         text = Row()
-        text.append(f" {VERDICT_MARK.get(verdict, '?')} ", self.cell_style(f"idea--{verdict}"))
+        text.append(f" {VERDICT_MARK.get(verdict, '?')}", self.cell_style(f"idea--{verdict}"))
+        text.append(f"{NOTE_MARK if triage.note else ' '} ", self.cell_style("idea--category"))
         text.append(f"{render.share(idea.get('weight', 0.0))} ", self.cell_style("idea--weight"))
         text.append(f"c{idea.get('confidence', 0.0):.2f} ", self.cell_style("idea--weight"))
         text.append(f"{idea.get('category', ''):<17} ", self.cell_style("idea--category"))
@@ -150,7 +153,10 @@ class EvidenceList(VirtualList):
 
 def idea_detail(idea: dict, verdict: Verdict) -> Content:
     muted = "$pcscope-muted"
-    parts = [
+    parts = []
+    if verdict.note:  # the engineer's own words first
+        parts.append(Content.assemble((f"{NOTE_MARK} Note ", "bold $accent"), verdict.note))
+    parts += [
         Content.assemble((idea.get("title", ""), "bold $primary")),
         Content.assemble(
             (idea.get("id", ""), muted), "  ", (idea.get("category", ""), "$pcscope-badge"),
@@ -164,8 +170,6 @@ def idea_detail(idea: dict, verdict: Verdict) -> Content:
     ]
     if idea.get("merged_from"):
         parts.append(Content.assemble(("merged from ", muted), " ".join(idea["merged_from"])))
-    if verdict.note:
-        parts.append(Content.assemble(("Note ", "bold $accent"), verdict.note))
     return Content("\n").join(parts)
 
 

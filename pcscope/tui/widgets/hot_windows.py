@@ -7,6 +7,8 @@ pattern badges, ALP flags and the PC range.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from textual.message import Message
 
 from pcscope.core.ids import hex_pc, is_hidden_name
@@ -34,6 +36,9 @@ class HotWindowsList(VirtualList):
 
     class ViewChanged(Message):
         """Sort or filter changed (the pane retitles itself)."""
+
+    class FunctionsRequested(Message):
+        """``F``: the pane shows functions with their totals instead of windows."""
 
     class FilterRequested(Message):
         """``f``: the screen asks for the filter text (a prompt is a screen's business)."""
@@ -91,7 +96,10 @@ class HotWindowsList(VirtualList):
         choices = [None, *badges.categories]
         current = choices.index(self.model.view.category)
         category = choices[(current + 1) % len(choices)]
-        self.apply(HotView(self.model.view.sort, self.model.view.text, category))
+        self.apply(replace(self.model.view, category=category))
+
+    def action_functions(self) -> None:
+        self.post_message(self.FunctionsRequested())
 
     def action_filter_text(self) -> None:
         self.post_message(self.FilterRequested())
@@ -140,6 +148,10 @@ class HotWindowsList(VirtualList):
         """Where the cursor is (the list draws no scrollbar), how many are shown, the view."""
         total = len(self.model.profile.windows)
         shown = len(self.model)
+        view = self.model.view
+        if not shown and total and view.filters():
+            hidden_by = " and ".join(view.filters())
+            return f"0 of {total:,} windows: all hidden by {hidden_by} · C clears"
         counted = f"{shown:,}" if shown == total else f"{shown:,} of {total:,}"
         place = f"{self.cursor + 1:,}/" if shown else ""
-        return f"{place}{counted} windows · {self.model.view.describe()}"
+        return f"{place}{counted} windows · {view.describe()}"

@@ -146,9 +146,12 @@ class SearchView(Vertical):
             self.submit(self.query_text)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter is the one explicit step from the query to its hits: the focus moves
+        now, never when the (background) search finishes."""
         event.stop()
         if event.value.strip():
             self.submit(event.value.strip())
+            self.results.focus()
 
     def submit(self, query: str) -> None:
         self.query_text = query
@@ -180,8 +183,6 @@ class SearchView(Vertical):
         if outcome.error:
             summary = f"error: {outcome.error}"
         self.post_message(self.Results(outcome.hits, summary))
-        if outcome.hits:
-            self.results.focus()
 
     def on_virtual_list_selected(self, event: VirtualList.Selected) -> None:
         if event.source is self.results:
