@@ -10,6 +10,10 @@ order; otherwise a responder function builds the reply from the request. Faults:
 errors with ``retry-after``, 529 overloaded, 500, stalls (client timeouts), streams that
 end early, dropped connections and ``error`` events mid-stream.
 
+Like the real API it refuses (400) an assistant message with empty content, and an
+assistant message that does not echo the thinking blocks the server sent with it verbatim
+and in order (``thinking`` text and signature, ``redacted_thinking`` data).
+
 Prompt caching is simulated: a prefix ending at a ``cache_control`` breakpoint is written
 when a response starts and read by later requests with the same prefix, so usage carries
 realistic ``cache_creation_input_tokens`` / ``cache_read_input_tokens``.
@@ -41,6 +45,16 @@ def tool(name: str, arguments: dict, call_id: str | None = None) -> dict:
             "raw": json.dumps(arguments, separators=(",", ":"))}
 
 
+def thinking(value: str, signature: str | None = None) -> dict:
+    """A thinking block; its signature (default: derived from the text) streams last."""
+    sig = signature or "sig-" + hashlib.sha256(value.encode()).hexdigest()[:16]
+    return {"type": "thinking", "thinking": value, "signature": sig}
+
+
+def redacted_thinking(data: str) -> dict:
+    return {"type": "redacted_thinking", "data": data}
+
+
 def raw_tool(name: str, raw_json: str, call_id: str | None = None) -> dict:
     """A tool_use block whose streamed input is exactly ``raw_json`` (may be invalid JSON)."""
     return {"type": "tool_use", "name": name, "id": call_id, "raw": raw_json}
@@ -70,6 +84,7 @@ class Fault:
     seconds: float = 0.0
     after_events: int = 3
     message: str | None = None
+    should_retry: str | None = None  # x-should-retry header (default: true from 429 up)
 
     @classmethod
     def rate_limited(cls, retry_after: str | None = "1") -> Fault:
@@ -165,6 +180,7 @@ class MockMessagesServer:
         self.seen: list[Seen] = []
         self.counted: list[Body] = []
         self._cache: dict[str, int] = {}
+        self._sent: dict[str, list[dict]] = {}  # tool_use id -> the blocks sent before it
         self._lock = threading.Lock()
         self._ids = 0
         self._httpd: ThreadingHTTPServer | None = None
@@ -221,6 +237,31 @@ class MockMessagesServer:
                             self.rules.remove(rule)
                     return rule.action
         return self.responder(body)
+
+    def _invalid(self, body: Body) -> str | None:
+        """Why the real API would refuse these messages, or None."""
+        for n, message in enumerate(body.get("messages") or []):
+            content = message["content"]
+            if not content:
+                return f"messages.{n}: all messages must have non-empty content"
+            if message["role"] != "assistant" or isinstance(content, str):
+                continue
+            for block in content:
+                expected = self._sent.get(block.get("id", "")) if block["type"] == "tool_use" \
+                    else None
+                if expected is not None:
+                    before = [b for b in content[:content.index(block)]
+                              if b["type"] in ("thinking", "redacted_thinking")]
+                    if before != expected:
+                        return f"messages.{n}: thinking blocks must be passed back unmodified"
+        return None
+
+    def _remember(self, blocks: list[dict]) -> None:
+        with self._lock:
+            for i, block in enumerate(blocks):
+                if block["type"] == "tool_use":
+                    self._sent[block["id"]] = [b for b in blocks[:i] if b["type"] in (
+                        "thinking", "redacted_thinking")]
 
     def _next_id(self, prefix: str) -> str:
         with self._lock:
@@ -309,6 +350,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(200, {"input_tokens": sum(t for t, _ in _prefix_blocks(body))})
 
     def _messages(self, body: Body, seen: Seen) -> None:
+        invalid = self.owner._invalid(body)
+        if invalid:
+            self._error(Fault("status", 400, "invalid_request_error", message=invalid))
+            return
         action = self.owner._take(body)
         if isinstance(action, Fault) and action.kind == "status":
             self._error(action)
@@ -324,6 +369,7 @@ class _Handler(BaseHTTPRequestHandler):
         blocks = [dict(b, id=b.get("id") or self.owner._next_id("toolu"))
                   if b["type"] == "tool_use" else b for b in reply.content]
         out_tokens = reply.output_tokens or estimate(blocks)
+        self.owner._remember(blocks)
         if body.get("stream"):
             self._stream(body, reply, blocks, usage, out_tokens, message_id, fault)
         else:
@@ -387,7 +433,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _error(self, fault: Fault) -> None:
         headers = {"retry-after": fault.retry_after} if fault.retry_after is not None else {}
-        headers["x-should-retry"] = "true" if fault.status >= 429 else "false"
+        headers["x-should-retry"] = fault.should_retry or (
+            "true" if fault.status >= 429 else "false")
         message = fault.message or fault.error_type
         self._json(fault.status, {"type": "error", "error": {"type": fault.error_type,
                                                              "message": message}}, headers)
@@ -400,7 +447,21 @@ def _events(body: Body, reply: Reply, blocks: list[dict], usage: dict, out_token
         "model": body.get("model"), "stop_reason": None, "stop_sequence": None,
         "usage": dict(usage, output_tokens=1)}}
     for index, block in enumerate(blocks):
-        if block["type"] == "text":
+        if block["type"] == "thinking":
+            yield "content_block_start", {"type": "content_block_start", "index": index,
+                                          "content_block": {"type": "thinking", "thinking": "",
+                                                            "signature": ""}}
+            for piece in _pieces(block["thinking"]):
+                yield "content_block_delta", {"type": "content_block_delta", "index": index,
+                                              "delta": {"type": "thinking_delta",
+                                                        "thinking": piece}}
+            yield "content_block_delta", {"type": "content_block_delta", "index": index,
+                                          "delta": {"type": "signature_delta",
+                                                    "signature": block["signature"]}}
+        elif block["type"] == "redacted_thinking":
+            yield "content_block_start", {"type": "content_block_start", "index": index,
+                                          "content_block": dict(block)}
+        elif block["type"] == "text":
             yield "content_block_start", {"type": "content_block_start", "index": index,
                                           "content_block": {"type": "text", "text": ""}}
             yield "ping", {"type": "ping"}

@@ -3,7 +3,7 @@
 As an analyst (``submit_findings`` offered) it reads the first hot PC of its evidence
 through ``asm_around`` when it has tools, then submits up to two findings about the
 hottest PCs it was given (``indirect-branch`` for a br/blr, else ``other``; ``measured``
-when the evidence holds the PC's ALP record), with one open question on first-wave calls.
+when the PC's line carries its ALP figures), with one open question on first-wave calls.
 As a judge (``submit_scores``) it scores each set by how many ideas cite ALP evidence; as
 a reviewer (``submit_review``) it proposes nothing. Run it as a server for manual runs:
 
@@ -19,7 +19,7 @@ import time
 
 from mock_messages_server import MockMessagesServer, Reply, text, tool
 
-_PC_LINE = re.compile(r"^(pc:0x[0-9a-f]+)\s+(\S+)", re.MULTILINE)
+_PC_LINE = re.compile(r"^>?(pc:0x[0-9a-f]+)\s+(\S+)(.*)$", re.MULTILINE)
 
 
 def _first_text(body: dict) -> str:
@@ -40,10 +40,10 @@ def analyst(body: dict) -> Reply:
         return Reply([text(f"Reading around {pc}."), tool("asm_around", {"pc": pc})])
     first_wave = "open question from" not in brief
     findings = []
-    for evidence_id, mnemonic in lines[:2]:
+    for evidence_id, mnemonic, rest in lines[:2]:
         pc = evidence_id.removeprefix("pc:")
         alp = f"alp:{pc}"
-        measured = alp in brief
+        measured = "  |" in rest  # the line carries the PC's ALP record
         indirect = mnemonic.lower() in ("br", "blr")
         findings.append({
             "title": f"Hot {'indirect branch' if indirect else 'instruction'} at {pc}",

@@ -124,15 +124,18 @@ async def test_prose_answer_gets_one_reask_then_fails():
     assert "submit_findings" in sent[1].body["messages"][-1]["content"][-1]["text"]
 
 
-async def test_turn_limit_forces_the_answer_tool_on_the_last_turn():
+async def test_last_turn_asks_for_the_answer_without_changing_tool_choice():
     looping = Reply([tool("asm_around", {"pc": "0x2004"})])
     with MockMessagesServer(lambda b: looping) as server:
         async with backend(server) as model:
             response = await model.run(request(max_turns=3), Tools(), Events())
         bodies = [s.body for s in server.messages_seen()]
     assert len(bodies) == 3
-    assert "tool_choice" not in bodies[0] and "tool_choice" not in bodies[1]
-    assert bodies[2]["tool_choice"] == {"type": "tool", "name": "submit_findings"}
+    # tool_choice would invalidate the cached conversation and is refused with thinking on
+    assert not any("tool_choice" in b for b in bodies)
+    last = bodies[2]["messages"][-1]["content"]
+    assert last[-1]["text"].startswith("This is your last turn: call submit_findings")
+    assert not any("last turn" in json.dumps(b["messages"]) for b in bodies[:2])
     assert response.error == "turn limit (3) reached without submit_findings"
 
 
@@ -145,17 +148,19 @@ async def test_token_budget_refuses_before_sending():
     assert response.output is None and response.error.startswith("budget: --max-tokens")
 
 
-async def test_budget_reservation_uses_count_tokens_and_settles_real_usage():
+async def test_budget_reservation_counts_tokens_once_per_call_and_settles_real_usage():
     with MockMessagesServer(analyst) as server:
         budget = run_budget(max_tokens=1_000_000)
         async with backend(server) as model:
             model.bind(budget=budget)
             response = await model.run(request(), Tools(), Events())
-        assert len(server.counted) == 2
+        assert len(server.messages_seen()) == 2  # two turns, one count
+        assert len(server.counted) == 1
     u = response.usage
     assert budget.held == 0
-    assert budget.used == u.input_tokens + u.output_tokens + u.cache_read_tokens \
-        + u.cache_write_tokens
+    # cache writes and reads weigh by their price relative to input (3.75 and 0.30 of 3.0)
+    assert budget.used == round(u.input_tokens + u.output_tokens + u.cache_write_tokens * 1.25
+                                + u.cache_read_tokens * 0.1)
 
 
 async def test_no_count_tokens_endpoint_falls_back_to_characters():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import pytest
 from anthropic_helpers import FAKE_KEY, backend, n_messages, stored_bytes, workload
@@ -20,6 +21,7 @@ from pcscope.core.engine.orchestrator import Orchestrator
 from pcscope.core.engine.presets import resolve
 from pcscope.core.engine.report import build_report
 from pcscope.core.engine.session_store import SessionStore
+from pcscope.core.engine.system_prompt import FULL_SYSTEM
 from pcscope.core.textio import open_output
 
 SETTINGS = resolve(None, {"concurrency": 4, "depth": 2, "windows_per_slice": 1})
@@ -68,9 +70,14 @@ async def test_bounded_run_produces_validated_ideas_and_rejects_fabrication(work
                                                 if "0x2004" in c.brief and c.wave == 1)}]
     assert "Fabricated support" not in json.dumps(report["ideas"])
     # usage reached the call records; later calls read the cached prefix
-    assert sum(c["input_tokens"] for c in report["calls"]) > 0
-    assert sum(c["cached_tokens"] for c in report["calls"]) == sum(
-        s.usage["cache_read_input_tokens"] for s in seen) > 0
+    # uncached input, cache writes and cache reads each reach the records apart
+    for ours, theirs in (("input_tokens", "input_tokens"),
+                         ("cache_write_tokens", "cache_creation_input_tokens"),
+                         ("cached_tokens", "cache_read_input_tokens")):
+        assert sum(c[ours] for c in report["calls"]) == sum(s.usage[theirs] for s in seen)
+    assert sum(s.usage["cache_read_input_tokens"] for s in seen) > 0
+    assert report["cost"]["cache_read_tokens"] == sum(c["cached_tokens"]
+                                                      for c in report["calls"])
 
 
 async def test_a_failed_call_costs_nothing_else(work, tmp_path):
@@ -140,19 +147,26 @@ async def test_full_prompt_is_one_call_without_tools(work, tmp_path):
     assert report["ideas"]
 
 
-async def test_full_prompt_truncates_by_its_stated_rule(work, tmp_path):
+async def test_full_prompt_fits_the_whole_request_in_the_context(work, tmp_path):
     with MockMessagesServer(analyst) as server:
         with SessionStore(tmp_path / "s.sqlite") as session:
             async with backend(server, max_tokens=512) as model:
-                model.config = model.config.__class__(**{**model.config.__dict__,
-                                                         "context_tokens": {"default": 640}})
+                empty = await model.measure(FULL_SYSTEM, "")
+                model.config = replace(model.config,
+                                       context_tokens={"default": 512 + empty + 150})
                 orchestrator = FullPromptOrchestrator(work, model, SETTINGS, session)
                 await orchestrator.run()
+        sent = server.messages_seen()[-1]
     prompt = orchestrator.prompt
-    assert prompt.budget == int((640 - 512) * 0.9)
+    assert prompt.room == empty + 150 and prompt.measured <= prompt.room
     assert prompt.windows_dropped > 0 and prompt.windows >= 1
     assert prompt.windows + prompt.windows_dropped == 3
     assert f"Dropped: {prompt.windows_dropped} windows" in prompt.brief
+    usage = sent.usage
+    assert usage["input_tokens"] + usage["cache_read_input_tokens"] + \
+        usage["cache_creation_input_tokens"] <= prompt.room  # what the server saw fits
+    system = sent.body["system"][0]["text"]
+    assert "tools" not in system.split("How to work:")[1]  # its own prompt: no tool protocol
 
 
 def reviewing(body: dict) -> Reply:

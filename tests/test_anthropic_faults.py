@@ -49,14 +49,30 @@ async def test_429_with_retry_after_then_529_then_success():
     assert model.limit.decreases == 2 and model.limit.value == pytest.approx(2.5)
 
 
-async def test_retry_after_is_capped():
+async def test_retry_after_beyond_the_cap_fails_instead_of_retrying_early():
     sleeps = Sleeps()
     with MockMessagesServer(answer) as server:
         server.then(Fault.rate_limited(retry_after="3600"))
         async with backend(server, retry_after_cap_seconds=7.0) as model:
             model.retrying.sleep = sleeps
             response = await model.run(request(), Tools(), Events())
-    assert response.error is None and sleeps.waits == [7.0]
+        sent = len(server.messages_seen())
+    assert sleeps.waits == [] and sent == 1
+    assert "asks to wait 3600 s" in response.error
+
+
+async def test_x_should_retry_overrides_the_status():
+    sleeps = Sleeps()
+    with MockMessagesServer(answer) as server:
+        server.then(Fault("status", 400, "invalid_request_error", should_retry="true"))
+        server.then(Fault("status", 503, "api_error", should_retry="false"))
+        async with backend(server) as model:
+            model.retrying.sleep = sleeps
+            response = await model.run(request(), Tools(), Events())
+        sent = len(server.messages_seen())
+    # the 400 is retried because the server says so; the 503 is not, for the same reason
+    assert sent == 2 and len(sleeps.waits) == 1
+    assert response.error.startswith("HTTP 503")
 
 
 async def test_retry_wait_beyond_max_seconds_fails_without_sleeping():

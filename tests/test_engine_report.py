@@ -17,9 +17,11 @@ PROFILE = {"path", "instructions", "windows", "functions", "total", "selected_wi
            "coverage"}
 IDEA = {"id", "title", "category", "target", "claim", "recommendation", "pcs", "evidence",
         "weight", "pc_weight", "confidence", "basis", "merged_from"}
+# uncached input, cache writes (cache_write_tokens) and cache reads (cached_tokens) apart
 CALL = {"id", "wave", "parent", "model", "status", "input_tokens", "output_tokens",
-        "cached_tokens", "seconds"}
-COST = {"calls", "input_tokens", "output_tokens", "seconds"}
+        "cached_tokens", "cache_write_tokens", "seconds"}
+COST = {"calls", "input_tokens", "cache_write_tokens", "cache_read_tokens", "output_tokens",
+        "seconds"}
 
 
 def check_report(report: dict, workload) -> None:

@@ -57,7 +57,8 @@ def biased_judge(prefer: str):
         s1 = list(BASE[first])
         s1[0] = min(5, s1[0] + 1)
         wanted = first if prefer == "first" else prefer
-        return ev.Judgment(set_1=scores(*s1), set_2=scores(*BASE[second]),
+        return ev.Judgment(rationale="by criterion", set_1=scores(*s1),
+                           set_2=scores(*BASE[second]),
                            preferred="set_1" if wanted == first else "set_2")
 
     judge.seen = seen
@@ -119,11 +120,29 @@ async def test_json_and_table_output():
     data = ev.to_json(result, "profile.csv")
     assert data["scores"]["A"]["total"] == 23.5 and data["preferences"]["A"] == 1
     assert data["b"]["side"] == "full-prompt:scripted:ok"
-    assert data["cost"]["A"] == {"calls": 3, "input_tokens": 100, "output_tokens": 0,
-                                 "cached_tokens": 0, "seconds": 0.0, "usd": None}
-    table = ev.text_table(data)
-    assert "total /30" in table and "23.50" in table and "13.50" in table
-    assert "preferred (both orders agree): A 1, B 0, tie 0" in table
+    assert data["cost"]["A"] == {"calls": 3, "input_tokens": 100, "cache_write_tokens": 0,
+                                 "cache_read_tokens": 0, "output_tokens": 0, "seconds": 0.0,
+                                 "usd": None}
+    table = ev.text_table(data).splitlines()
+    # the article's table: workload, A, B, difference (B - A)
+    assert table[3].split() == ["workload", "A:", "bounded", "(ALP)", "B:", "full-prompt",
+                                "(ALP)", "difference"]
+    assert table[4].split() == ["profile.csv", "23.5", "13.5", "-10.0"]
+    assert "preferred (both orders agree): A 1, B 0, tie 0 (order agreement 100%)" in table
+    assert table[-4].split() == ["cost", "calls", "input", "cache", "write", "cache", "read",
+                                 "output", "seconds", "usd", "(est.)"]
+
+
+async def test_sets_are_capped_to_the_same_top_n_and_cited_guides_are_shown():
+    judge = biased_judge("Alpha")
+    guided = {**IDEA_A, "evidence": ["pc:0x2004", "guide:uarch/branches"]}
+    section = SimpleNamespace(id="guide:uarch/branches", heading="Branches",
+                              text="**What to try.** Devirtualize.")
+    await ev.evaluate(side([guided, IDEA_A, IDEA_A]), side([IDEA_B]), judge, "j", 1, Store(),
+                      "{}", top=2, guides=[section])
+    ab, _ba = judge.seen
+    assert len(ab.set_1) == 2 and len(ab.set_2) == 1
+    assert ab.guides == 'guide:uarch/branches "Branches": **What to try.** Devirtualize.'
 
 
 def test_side_must_name_a_strategy_and_a_model():
@@ -138,10 +157,10 @@ async def test_model_judge_through_the_messages_api():
     def judge_model(body: dict) -> Reply:
         text = json.dumps(body["messages"][0])
         first = "Alpha" if text.index("Alpha") < text.index("Beta") else "Beta"
-        verdict = {"set_1": dict(zip(ev.CRITERIA, BASE[first], strict=True)),
+        verdict = {"rationale": "r", "set_1": dict(zip(ev.CRITERIA, BASE[first], strict=True)),
                    "set_2": dict(zip(ev.CRITERIA, BASE["Beta" if first == "Alpha" else "Alpha"],
                                      strict=True)),
-                   "preferred": "set_1" if first == "Alpha" else "set_2", "rationale": "r"}
+                   "preferred": "set_1" if first == "Alpha" else "set_2"}
         return Reply([tool("submit_scores", verdict)])
 
     with MockMessagesServer(judge_model, min_cache_tokens=1) as server:
@@ -182,7 +201,7 @@ def test_eval_command_runs_both_strategies_and_replays_identically(tmp_path, mon
                      "--record", str(tmp_path / "rec"), "--json", str(tmp_path / "live.json")]
                     ) == 0
     table = capsys.readouterr().out
-    assert "A = full-prompt:anthropic:claude-test" in table and "total /30" in table
+    assert "A = full-prompt:anthropic:claude-test [alp]" in table and "difference" in table
     live = json.loads((tmp_path / "live.json").read_text())
     assert live["cost"]["A"]["calls"] == 1 and live["cost"]["B"]["calls"] >= 1
     assert live["cost"]["judge"]["calls"] == 2 and len(live["judgments"]) == 2
@@ -197,7 +216,8 @@ def test_eval_command_runs_both_strategies_and_replays_identically(tmp_path, mon
     for key in ("scores", "preferences", "judgments"):
         assert replayed[key] == live[key]
     for side in ("A", "B", "judge"):
-        for field in ("calls", "input_tokens", "output_tokens", "cached_tokens"):
+        for field in ("calls", "input_tokens", "output_tokens", "cache_read_tokens",
+                      "cache_write_tokens"):
             assert replayed["cost"][side][field] == live["cost"][side][field]
 
 
@@ -207,3 +227,45 @@ def test_eval_refuses_a_network_judge_offline(tmp_path, capsys):
     code = main(["eval", str(tmp_path / "p.csv"), "--a", "bounded:offline",
                  "--b", "full-prompt:offline", "--judge", "offline"])
     assert code == 2 and "the judge must be a model" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("a, a_evidence, table", [
+    ("full-prompt", "alp", "bounded vs full prompt"),
+    ("bounded", "no-alp", "Table 2: bounded with ALP vs without"),
+    ("full-prompt", "selected", "Table 3: full prompt fed the bounded run's ALP"),
+])
+def test_eval_runs_the_article_comparisons_with_the_bundled_guides(a, a_evidence, table,
+                                                                    tmp_path, monkeypatch,
+                                                                    capsys):
+    from anthropic_helpers import FAKE_KEY, workload
+    from scripted_analyst import analyst
+
+    from pcscope.cli.main import main
+
+    workload(tmp_path / "w")
+    folder = tmp_path / "w"
+    with MockMessagesServer(analyst) as server:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        code = main(["eval", str(folder / "client_trace.csv"), "--alp", str(folder / "alp.jsonl"),
+                     "--index-dir", str(folder / "idx"), "--session", str(tmp_path / "s.sqlite"),
+                     "--trials", "1", "--depth", "1", "--a", f"{a}:anthropic:claude-a",
+                     "--a-evidence", a_evidence, "--b", "bounded:anthropic:claude-b",
+                     "--judge", "anthropic:claude-j", "--json", str(tmp_path / "e.json")])
+        seen = server.messages_seen()
+    assert code == 0, table
+    data = json.loads((tmp_path / "e.json").read_text())
+    assert data["a"]["evidence"] == a_evidence and data["b"]["evidence"] == "alp"
+    assert data["cost"]["judge"]["calls"] == 2 and len(data["judgments"]) == 2
+    first = {side: [json.dumps(s.body["messages"][0]) for s in seen
+                    if s.body["model"] == f"claude-{side}"] for side in "ab"}
+    assert first["a"] and first["b"]
+    for side in "ab":  # the bundled guides reached both sides
+        assert any("guide:uarch/" in m or "guide:swopt/" in m for m in first[side]), side
+    has_alp = {side: any("| n 120000" in m for m in first[side]) for side in "ab"}
+    assert has_alp == {"a": a_evidence != "no-alp", "b": True}
+    judge = [s.body for s in seen if s.body["model"] == "claude-j"]
+    assert "How to work" in judge[0]["system"][0]["text"]
+    assert "through the tools" not in judge[0]["system"][0]["text"]  # no analyst protocol
+    out = capsys.readouterr().out
+    assert "difference" in out and "cache write" in out

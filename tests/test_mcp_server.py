@@ -134,7 +134,7 @@ async def test_every_tool_answers_within_its_bounds(index) -> None:
         assert not error and all(f"pc:{pc}" in text for pc in LDAXR)
         error, text = await call(session, "asm_around", {"pc": LDAXR[0], "before": 2,
                                                          "after": 2})
-        assert not error and f"> pc:{LDAXR[0]}  ldaxr" in text
+        assert not error and re.search(rf"^>\s*pc:{LDAXR[0]}\s+ldaxr", text, re.M)
         error, text = await call(session, "regex", {"pattern": "^ldaxr", "limit": 5})
         assert not error and "2 matches" in text
         error, text = await call(session, "group", {"by": "mnemonic", "limit": 3})

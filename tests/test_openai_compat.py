@@ -28,7 +28,9 @@ def test_a_messages_body_becomes_a_chat_request():
             {"type": "tool_use", "id": "t1", "name": "asm_around", "input": {"pc": "0x10"}}]},
         {"role": "user", "content": [request_bodies.tool_result("t1", "0x10 blr x3")]},
     ]
-    body = request_bodies.request_body("m", 100, system, tools, messages, force_tool="asm_around")
+    messages[1]["content"].insert(0, {"type": "thinking", "thinking": "hm", "signature": "s"})
+    body = request_bodies.request_body("m", 100, system, tools, messages,
+                                  fields={"thinking": {"type": "adaptive"}})
     chat = chat_request(body)
     assert chat["messages"][0]["role"] == "system" and "You analyse." in \
         chat["messages"][0]["content"]
@@ -38,7 +40,7 @@ def test_a_messages_body_becomes_a_chat_request():
     assert chat["messages"][3] == {"role": "tool", "tool_call_id": "t1",
                                    "content": "0x10 blr x3"}
     assert chat["tools"][0]["function"]["parameters"] == {"type": "object"}
-    assert chat["tool_choice"] == {"type": "function", "function": {"name": "asm_around"}}
+    assert "tool_choice" not in chat and "thinking" not in str(chat)
     assert "cache_control" not in str(chat)
 
 

@@ -46,7 +46,7 @@ async def record_run(tmp_path, name="run.jsonl.gz"):
     path = tmp_path / name
     recorder = Recorder(path, max_tokens=config().max_tokens)
     with MockMessagesServer(analyst) as server:
-        server.then(Fault.rate_limited(retry_after="0"))  # one retried turn
+        server.on("slice one", Fault.rate_limited(retry_after="0"))  # one retried turn
         server.on("slice three", Fault.truncate(2), times=None)  # one failed call
         async with backend(server, wrap=recorder.wrap, max_attempts=2) as model:
             responses = await asyncio.gather(*(model.run(r, Tools(), Events())

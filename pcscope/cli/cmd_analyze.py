@@ -7,6 +7,7 @@ import asyncio
 import json
 import signal
 import sys
+from collections import Counter
 from pathlib import Path
 
 from pcscope.cli.common import (
@@ -25,7 +26,7 @@ from pcscope.core.engine.orchestrator import Orchestrator, Reviewer, RunResult
 from pcscope.core.engine.presets import Settings, available, resolve
 from pcscope.core.engine.report import analyst_label, build_report, markdown_report
 from pcscope.core.engine.session_store import SessionStore, default_path
-from pcscope.core.errors import UsageError
+from pcscope.core.errors import ModelCallsFailed, UsageError
 from pcscope.core.textio import open_output
 
 DESCRIPTION = """\
@@ -134,7 +135,20 @@ def run(args: argparse.Namespace) -> int:
             f.write(markdown_report(report, workload))
     if not args.quiet:
         _summary(result, report, sys.stderr)
-    return 130 if result.stop_reason == "cancelled" else 0
+    if result.stop_reason == "cancelled":
+        return 130
+    _check_calls(result, backend)
+    return 0
+
+
+def _check_calls(result: RunResult, backend) -> None:
+    """A run whose every call failed is an error, named with its reason and endpoint."""
+    failed = [c for c in result.calls if c.status == "failed"]
+    if not result.calls or len(failed) < len(result.calls):
+        return
+    reason, times = Counter(c.error or "unknown" for c in failed).most_common(1)[0]
+    raise ModelCallsFailed(len(failed), reason, times,
+                           getattr(backend, "endpoint", backend.name))
 
 
 def _strategy(name: str) -> type[Orchestrator]:

@@ -15,10 +15,14 @@ from pcscope.core.errors import UsageError
 from pcscope.core.textio import open_output
 
 EPILOG = """\
+the article's comparisons (M = anthropic:claude-sonnet-5-5, J = anthropic:claude-opus-4-7):
+  bounded vs full prompt:   --a full-prompt:M --b bounded:M --judge J
+  Table 2 (ALP ablation):   --a bounded:M --a-evidence no-alp --b bounded:M --judge J
+  Table 3 (evidence given): --a full-prompt:M --a-evidence selected --b bounded:M --judge J
 examples:
-  pcscope eval profile.csv.gz --alp alp.jsonl.gz --guide uarch.md --guide swopt.md \\
-      --a full-prompt:anthropic:claude-sonnet-4-5 --b bounded:anthropic:claude-sonnet-4-5 \\
-      --judge anthropic:claude-opus-4-5 --trials 3 --json eval.json --record runs/
+  pcscope eval profile.csv.gz --alp alp.jsonl.gz \\
+      --a full-prompt:anthropic:claude-sonnet-5-5 --b bounded:anthropic:claude-sonnet-5-5 \\
+      --judge anthropic:claude-opus-4-7 --trials 3 --json eval.json --record runs/
   pcscope eval profile.csv.gz --a full-prompt:replay:runs/a.jsonl \\
       --b bounded:replay:runs/b.jsonl --judge replay:runs/judge.jsonl --trials 3
 """
@@ -31,8 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "model) on PROFILE, then let a judge score both idea sets identity-masked and in "
         "both orders, on usefulness, novelty, grounding, expected upside, guide fit and "
         "follow-up clarity (0-5 each, /30), averaged over trials and orders. A preference "
-        "counts only when both orders agree. Prints a table (and JSON with --json), with "
-        "each side's cost in calls, tokens and seconds.",
+        "counts only when both orders agree. Both sides get the bundled guides unless --guide "
+        "is given. Prints a table (and JSON with --json), with each side's cost in calls, "
+        "tokens and seconds.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_args(p)
     add_selection_args(p)
@@ -40,8 +45,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="side A, e.g. full-prompt:anthropic:claude-sonnet-4-5")
     p.add_argument("--b", required=True, metavar="STRATEGY:MODEL",
                    help="side B, e.g. bounded:anthropic:claude-sonnet-4-5")
+    for label in ("a", "b"):
+        p.add_argument(f"--{label}-evidence", choices=ev.EVIDENCE, default="alp",
+                       help=f"side {label.upper()}'s ALP: alp (default), no-alp (Table 2), "
+                            "selected (full prompt with the ALP the bounded side selected: "
+                            "Table 3)")
     p.add_argument("--judge", required=True, metavar="MODEL",
                    help="anthropic:<model id> or replay:<record file>")
+    p.add_argument("--top-ideas", type=positive_int, default=ev.TOP_IDEAS, metavar="N",
+                   help=f"ideas per set the judge sees, each set's top N (default "
+                        f"{ev.TOP_IDEAS})")
     p.add_argument("--trials", type=positive_int, default=3, metavar="N",
                    help="judgments per order (default 3)")
     p.add_argument("--preset", metavar="NAME", help="analysis preset for both sides")
@@ -59,7 +72,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    a, b = ev.Side.parse(args.a), ev.Side.parse(args.b)
+    a, b = ev.Side.parse(args.a, args.a_evidence), ev.Side.parse(args.b, args.b_evidence)
+    for side, other in ((a, b), (b, a)):
+        if side.evidence == "selected" and other.strategy != "bounded":
+            raise UsageError("evidence 'selected' needs the other side to be bounded (its "
+                             "calls select the ALP)")
+    if not args.guide:
+        from pcscope.cli.cmd_analyze import bundled_guides
+
+        args.guide = bundled_guides()
     if args.judge.partition(":")[0] not in ("anthropic", "replay"):
         raise UsageError(f"--judge {args.judge}: the judge must be a model "
                          "(anthropic:<model id> or replay:<record file>)")
@@ -92,15 +113,19 @@ async def _evaluate(args, workload, settings, a: ev.Side, b: ev.Side) -> dict:
     session_path = Path(args.session) if args.session else default_path(
         Path(args.index_dir) if args.index_dir else default_root(), workload.profile.path)
     session_path.parent.mkdir(parents=True, exist_ok=True)
-    runs = []
+    runs: dict[str, ev.SideRun] = {}
+    # a side fed the bounded side's selection runs after it
+    order = [("b", b), ("a", a)] if a.evidence == "selected" else [("a", a), ("b", b)]
     with SessionStore(session_path) as session:
-        for label, side in (("a", a), ("b", b)):
+        for label, side in order:
             backend = open_backend(side.model, args, workload,
                                    concurrency=settings.concurrency,
                                    record=suffixed(args.record, f"{label}.jsonl"),
                                    trace=suffixed(args.trace, label))
+            selected = next((r.selected for r in runs.values()), frozenset())
             try:
-                runs.append(await ev.run_side(side, workload, backend, settings, session))
+                runs[label] = await ev.run_side(side, workload, backend, settings, session,
+                                                selected)
             finally:
                 await close_backend(backend)
     judge = open_backend(args.judge, args, workload, concurrency=1,
@@ -111,13 +136,14 @@ async def _evaluate(args, workload, settings, a: ev.Side, b: ev.Side) -> dict:
                           "top_windows": top_windows(workload.profile, selection)[:20]})
     started = time.monotonic()
     try:
-        result = await ev.evaluate(runs[0], runs[1], ev.model_judge(judge), args.judge,
-                                   args.trials, EvidenceStore(workload), profile)
+        result = await ev.evaluate(runs["a"], runs["b"], ev.model_judge(judge), args.judge,
+                                   args.trials, EvidenceStore(workload), profile,
+                                   args.top_ideas, workload.guides)
     finally:
         await close_backend(judge)
-    result.judge_cost = ev.SideCost(judge.calls, judge.usage.input_tokens
-                                    + judge.usage.cache_write_tokens, judge.usage.output_tokens,
-                                    judge.usage.cache_read_tokens, time.monotonic() - started,
-                                    judge.cost(judge.usage))
-    return ev.to_json(result, workload.profile.path)
+    usage = judge.usage
+    result.judge_cost = ev.SideCost(judge.calls, usage.input_tokens, usage.output_tokens,
+                                    usage.cache_read_tokens, usage.cache_write_tokens,
+                                    time.monotonic() - started, judge.cost(usage))
+    return ev.to_json(result, workload.profile.path, args.top_ideas)
 

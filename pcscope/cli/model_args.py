@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from pcscope.core.backends.llm.anthropic_config import CACHE_TTLS, EFFORTS, THINKING
 from pcscope.core.backends.registry import BackendOptions, backend_for
 from pcscope.core.workload import Workload
 
@@ -29,6 +30,13 @@ def add_model_args(parser: argparse.ArgumentParser, *, record_help: str | None =
     parser.add_argument("--record", metavar=record_metavar,
                         help=record_help or "store every model request/response in FILE "
                                             "(JSON Lines; replay with --model replay:FILE)")
+    parser.add_argument("--thinking", choices=THINKING,
+                        help="Claude's reasoning: adaptive (the model decides; default) or off")
+    parser.add_argument("--effort", choices=EFFORTS,
+                        help="Claude's effort level (default: the model's own)")
+    parser.add_argument("--cache-ttl", choices=CACHE_TTLS,
+                        help="prompt-cache lifetime of the stable prefix (1h suits multi-wave "
+                             "runs; default 5m)")
     parser.add_argument("--trace", metavar="DIR",
                         help="write OpenTelemetry-style spans (JSON Lines) and the prompts "
                              "and responses they reference (by content hash) to DIR")
@@ -36,7 +44,8 @@ def add_model_args(parser: argparse.ArgumentParser, *, record_help: str | None =
 
 def backend_options(args: argparse.Namespace, workload: Workload, *, concurrency: int,
                     record: str | None = None, trace: str | None = None) -> BackendOptions:
-    extra: dict = {"concurrency": concurrency}
+    extra: dict = {"concurrency": concurrency, "thinking": args.thinking,
+                   "effort": args.effort, "cache_ttl": args.cache_ttl}
     if args.redact:
         from pcscope.core.backends.llm.redact import Redactor
 

@@ -30,3 +30,15 @@ class UsageError(PcscopeError):
 
 class EvidenceError(PcscopeError):
     """An evidence ID that is malformed or does not resolve."""
+
+
+class ModelCallsFailed(PcscopeError):
+    """Every model call of a run failed: the commonest reason and the endpoint asked."""
+
+    def __init__(self, failed: int, reason: str, times: int, endpoint: str) -> None:
+        self.failed, self.reason, self.times, self.endpoint = failed, reason, times, endpoint
+        super().__init__(self.one_line())
+
+    def one_line(self) -> str:
+        return (f"no model call succeeded ({self.failed} failed; {self.times} with: "
+                f"{self.reason}); endpoint {self.endpoint}")

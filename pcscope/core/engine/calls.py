@@ -70,12 +70,19 @@ class CallRecord:
     error: str | None = None
     accepted: list[str] = field(default_factory=list)  # finding IDs
     rejections: list[dict[str, Any]] = field(default_factory=list)  # {reason, title}
-    input_tokens: int = 0
+    input_tokens: int = 0  # uncached input
     output_tokens: int = 0
-    cached_tokens: int = 0
+    cached_tokens: int = 0  # input read from the prompt cache
     seconds: float = 0.0
     started: float | None = None
     finished: float | None = None
+    cache_write_tokens: int = 0  # input written to the prompt cache
+
+    @property
+    def tokens(self) -> int:
+        """Every token of the call: uncached input, cache writes, cache reads, output."""
+        return (self.input_tokens + self.cache_write_tokens + self.cached_tokens
+                + self.output_tokens)
 
     @classmethod
     def planned(cls, plan: CallPlan, run: int, model: str) -> CallRecord:
@@ -97,5 +104,6 @@ class CallRecord:
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cached_tokens": self.cached_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
             "seconds": round(self.seconds, 3),
         }

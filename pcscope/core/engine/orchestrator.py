@@ -122,6 +122,7 @@ class Orchestrator:
         self._ideas: list[Idea] = []
         self._reviewed = False
         self._tools = tool_specs()
+        self._system = SYSTEM
         self._records: dict[str, CallRecord] = {}
         self._accepted: list[Accepted] = []
         self._reuse: dict[str, CallRecord] = {}
@@ -330,8 +331,7 @@ class Orchestrator:
                 self.bus.publish(FindingRejected(run=self.run_id, call=record.id,
                                                  reason=rejection["reason"],
                                                  title=rejection["title"]))
-        self._settle(reservation, record, record.input_tokens + record.output_tokens
-                     + record.cached_tokens)
+        self._settle(reservation, record, self._weighed(record))
         return review
 
     def _withdraw(self, fid: str, reason: str) -> None:
@@ -365,9 +365,8 @@ class Orchestrator:
                                   seed=sl.seed(s.focus), weight=sl.weight))
         return plans
 
-    def _alp_line(self, pc: int) -> tuple[str, AlpRecord] | None:
-        rendered = self.shared.alp.get(pc)
-        return None if rendered is None else (rendered[2], self.shared.alp.record(pc))
+    def _alp_line(self, pc: int) -> AlpRecord | None:
+        return self.shared.alp.record(pc)
 
     def _question_plan(self, question: Question, wave: int, n: int) -> CallPlan:
         accepted = question.finding
@@ -421,7 +420,7 @@ class Orchestrator:
             if reused is not None and reused.key != plan.key:
                 reused = None
             estimate = (reused.input_tokens + reused.output_tokens if reused
-                        else tokens(SYSTEM) + tokens(plan.brief) + OUTPUT_ALLOWANCE)
+                        else tokens(self._system) + tokens(plan.brief) + OUTPUT_ALLOWANCE)
             reservation = self.budget.reserve(estimate)
             if reservation is None:
                 self._announce_budget()
@@ -455,12 +454,13 @@ class Orchestrator:
                        reused: CallRecord | None) -> _Outcome | None:
         """Run the backend (or replay a recorded call); None when the call was cancelled."""
         if reused is not None:
-            usage = Usage(reused.input_tokens, reused.output_tokens, reused.cached_tokens)
+            usage = Usage(reused.input_tokens, reused.output_tokens, reused.cached_tokens,
+                          reused.cache_write_tokens)
             return _Outcome(CallResponse(None, reused.raw, usage, reused.error),
                             list(reused.fetched), list(reused.tools))
         toolbox = ToolBox(self.store, self.shared, plan.id, plan.given,
                           on_use=lambda use: self._tool_used(plan.id, use))
-        request = CallRequest(call_id=plan.id, wave=plan.wave, system=SYSTEM, brief=plan.brief,
+        request = CallRequest(call_id=plan.id, wave=plan.wave, system=self._system, brief=plan.brief,
                               evidence_ids=plan.given, tools=self._tools, seed=plan.seed)
         task = asyncio.ensure_future(self.backend.run(request, toolbox.use,
                                                       lambda kind, payload: self._emit(
@@ -494,7 +494,7 @@ class Orchestrator:
         usage = response.usage
         if not (usage.input_tokens or usage.output_tokens):
             tool_text = "".join(t.text for t in outcome.tools)
-            usage = Usage(tokens(SYSTEM) + tokens(plan.brief) + tokens(tool_text),
+            usage = Usage(tokens(self._system) + tokens(plan.brief) + tokens(tool_text),
                           tokens(record.raw))
         _count_usage(record, usage)
         if response.error is not None:
@@ -503,7 +503,16 @@ class Orchestrator:
             allowed = set(plan.given) | set(outcome.fetched)
             verdict = validate(response.output, record.raw, allowed, self.store)
             self._accept(plan, record, verdict)
-        return record.input_tokens + record.output_tokens + record.cached_tokens
+        return self._weighed(record)
+
+    def _weighed(self, record: CallRecord) -> int:
+        """The call's tokens against the token budget: a model backend weighs cache writes
+        and reads by their prices relative to input; others count every token."""
+        weigh = getattr(self.backend, "weigh", None)
+        if weigh is None:
+            return record.tokens
+        return weigh(Usage(record.input_tokens, record.output_tokens, record.cached_tokens,
+                           record.cache_write_tokens))
 
     def _accept(self, plan: CallPlan, record: CallRecord, verdict: Verdict) -> None:
         record.status = status.REJECTED if verdict.malformed else status.OK
@@ -546,7 +555,8 @@ class Orchestrator:
 
 
 def _count_usage(record: CallRecord, usage: Usage) -> None:
-    """A call's token counts: cache writes are input, cache reads are counted apart."""
-    record.input_tokens = usage.input_tokens + usage.cache_write_tokens
+    """A call's token counts, uncached input, cache writes and cache reads apart."""
+    record.input_tokens = usage.input_tokens
+    record.cache_write_tokens = usage.cache_write_tokens
     record.output_tokens = usage.output_tokens
     record.cached_tokens = usage.cache_read_tokens

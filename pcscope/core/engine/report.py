@@ -43,6 +43,8 @@ def build_report(result: RunResult, workload: Workload) -> dict:
         "cost": {
             "calls": len(calls),
             "input_tokens": sum(c.input_tokens for c in calls),
+            "cache_write_tokens": sum(c.cache_write_tokens for c in calls),
+            "cache_read_tokens": sum(c.cached_tokens for c in calls),
             "output_tokens": sum(c.output_tokens for c in calls),
             "seconds": round(result.seconds, 3),
         },
@@ -94,11 +96,12 @@ def markdown_report(report: dict, workload: Workload) -> str:
         out += ["## Rejected outputs", "", "| call | reason |", "| --- | --- |"]
         out += [f"| {r['call']} | {_cell(r['reason'])} |" for r in report["rejected"]]
         out.append("")
-    out += ["## Calls", "", "| call | wave | parent | status | input | output | cached | s |",
-            "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |"]
+    out += ["## Calls", "", "| call | wave | parent | status | input | cache write | "
+                            "cache read | output | s |",
+            "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     out += [f"| {c['id']} | {c['wave']} | {c['parent'] or ''} | {c['status']} | "
-            f"{c['input_tokens']:,} | {c['output_tokens']:,} | {c['cached_tokens']:,} | "
-            f"{c['seconds']:.2f} |" for c in report["calls"]]
+            f"{c['input_tokens']:,} | {c['cache_write_tokens']:,} | {c['cached_tokens']:,} | "
+            f"{c['output_tokens']:,} | {c['seconds']:.2f} |" for c in report["calls"]]
     return "\n".join(out) + "\n"
 
 

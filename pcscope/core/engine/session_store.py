@@ -38,7 +38,8 @@ CREATE TABLE IF NOT EXISTS calls (
     fetched TEXT NOT NULL, tools TEXT NOT NULL, raw TEXT NOT NULL, error TEXT,
     accepted TEXT NOT NULL, rejections TEXT NOT NULL, input_tokens INTEGER NOT NULL,
     output_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL, seconds REAL NOT NULL,
-    started REAL, finished REAL, PRIMARY KEY (run, id));
+    started REAL, finished REAL, cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (run, id));
 CREATE INDEX IF NOT EXISTS calls_seq ON calls (run, seq);
 CREATE TABLE IF NOT EXISTS findings (
     id TEXT NOT NULL, run INTEGER NOT NULL, call TEXT NOT NULL, body TEXT NOT NULL,
@@ -89,6 +90,10 @@ class SessionStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        columns = {r[1] for r in self._db.execute("PRAGMA table_info(calls)")}
+        if "cache_write_tokens" not in columns:  # a store written before cache writes were apart
+            self._db.execute("ALTER TABLE calls ADD COLUMN cache_write_tokens INTEGER NOT NULL "
+                             "DEFAULT 0")
         self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
 
     def close(self) -> None:
@@ -164,7 +169,7 @@ class SessionStore:
         with self._tx() as db:
             db.executemany(
                 "INSERT OR REPLACE INTO calls VALUES "
-                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [_row(record, seq) for record, seq in records],
             )
 
@@ -256,18 +261,19 @@ def _row(record: CallRecord, seq: int) -> tuple:
             json.dumps(record.tools_json()), record.raw, record.error,
             json.dumps(record.accepted), json.dumps(record.rejections), record.input_tokens,
             record.output_tokens, record.cached_tokens, record.seconds, record.started,
-            record.finished)
+            record.finished, record.cache_write_tokens)
 
 
 def _call_of(row: tuple) -> CallRecord:
     (cid, run, _seq, wave, parent, key, model, title, status, given, brief, seed, fetched,
      tools, raw, error, accepted, rejections, inp, out, cached, seconds, started,
-     finished) = row
+     finished, written) = row
     return CallRecord(
         id=cid, run=run, wave=wave, parent=parent, key=key, model=model, title=title,
         status=status, given=json.loads(given), brief=brief, seed=json.loads(seed),
         fetched=json.loads(fetched), tools=[ToolUse(**t) for t in json.loads(tools)],
         raw=raw, error=error, accepted=json.loads(accepted),
         rejections=json.loads(rejections), input_tokens=inp, output_tokens=out,
-        cached_tokens=cached, seconds=seconds, started=started, finished=finished,
+        cached_tokens=cached, cache_write_tokens=written, seconds=seconds, started=started,
+        finished=finished,
     )

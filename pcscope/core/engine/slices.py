@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pcscope.core.alp import AlpRecord
+from pcscope.core.engine import evidence_text
 from pcscope.core.engine.hints import Hint
 from pcscope.core.engine.system_prompt import tokens
 from pcscope.core.ids import alp_id, hex_pc, pat_id, pc_id
@@ -26,7 +27,6 @@ MAX_PCS = 24  # hottest PCs shown per window
 MAX_PATTERN_PCS = 8  # extra PCs shown because a pattern hit them
 WINDOW_SHARE = 0.95  # show a window's PCs until they hold this share of it
 MIN_PCS = 4  # a window trimmed to fit the cap keeps at least this many PCs
-GUIDE_EXCERPT = 600  # characters of each retrieved guide section in the brief
 _DISTINCTIVE = (
     "br", "blr", "braa", "blraa", "ldxr", "ldaxr", "stxr", "stlxr", "cas", "casal", "ldadd",
     "ldaddal", "swp", "swpal", "dmb", "dsb", "isb", "ldar", "stlr", "ldapr", "udiv", "sdiv",
@@ -34,7 +34,7 @@ _DISTINCTIVE = (
 )
 
 GuideSearch = Callable[[str, int], list[tuple[str, str, str]]]  # -> [(id, heading, text)]
-AlpLine = Callable[[int], tuple[str, AlpRecord] | None]  # pc -> (brief line, record), if any
+AlpLine = Callable[[int], AlpRecord | None]  # pc -> its ALP record, if any
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,6 @@ class WindowPart:
     rows: tuple[int, ...]  # shown rows, address order
     pcs: tuple[int, ...]  # their PCs
     lines: tuple[str, ...]
-    alp_lines: tuple[str, ...]
     ids: tuple[str, ...]  # win:, fn:, pc:, pat: IDs
     alp_ids: tuple[str, ...]
     categories: tuple[str, ...]
@@ -53,14 +52,14 @@ class WindowPart:
     mnemonics: tuple[str, ...]
 
     def text(self) -> str:
-        return "\n".join((self.header, *self.lines, *self.alp_lines))
+        return "\n".join((self.header, *self.lines))
 
 
 @dataclass(frozen=True)
 class Slice:
     number: int
     parts: tuple[WindowPart, ...]
-    guides: tuple[tuple[str, str, str], ...]  # (id, heading, excerpt)
+    guides: tuple[tuple[str, str, str], ...]  # (id, heading, text), cut when rendered
     notes: tuple[Hint, ...]
     weight: float
 
@@ -75,7 +74,7 @@ class Slice:
         blocks += [part.text() for part in self.parts]
         if self.guides:
             blocks.append("guide sections:")
-            blocks += [f"{gid} \"{heading}\": {text}" for gid, heading, text in self.guides]
+            blocks += [evidence_text.guide_line(*g) for g in self.guides]
         if self.notes:
             blocks.append("engineers' notes:")
             blocks += [f"{n.id} ({n.scope}): {n.text}" for n in self.notes]
@@ -118,7 +117,7 @@ def plan_slices(workload: Workload, selection: HotSelection, *, windows_per_slic
         if w is not None and w not in order:
             order.append(w)
     marked = pattern_rows(workload)
-    guide_room = guide_k * (GUIDE_EXCERPT // 4 + 20)
+    guide_room = guide_k * (evidence_text.GUIDE_CAP // 4 + 20)
     budget = max(token_cap - guide_room, 200)
     groups: list[list[WindowPart]] = [[]]
     for w in order:
@@ -203,31 +202,26 @@ def window_part(workload: Workload, w: int, limit: int, alp_line: AlpLine,
     module = profile.modules[win.module] if win.module >= 0 else ""
     header = (f"window {win.id} {fn.id if fn else '(no function)'}"
               f"{' ' + fn.name if fn and fn.name and fn.id != 'fn:' + fn.name else ''}"
-              f"{' module ' + module if module else ''}: weight {win.weight:.2%}, "
+              f"{' module ' + module if module else ''}: weight "
+              f"{evidence_text.share_text(win.weight, profile.basis)}, "
               f"{win.n} instructions {hex_pc(win.first_pc)}-{hex_pc(win.last_pc)}, "
               f"showing {len(rows)}")
     ids = [win.id] + ([fn.id] if fn else [])
-    lines, alp_lines, alp_ids, categories, signals = [], [], [], [], []
-    mnemonics = []
-    for r in rows:
-        pc = int(profile.pc[r])
-        cats = workload.patterns.categories_at(pc) if marked[r] else []
-        pats = [pat_id(c, pc) for c in cats]
-        ids.append(pc_id(pc))
-        ids += pats
-        categories += cats
-        mnemonics.append(profile.mnemonics[int(profile.mnemonic[r])])
-        tag = f"  {' '.join(pats)}" if pats else ""
-        lines.append(f"{pc_id(pc)}  {profile.asm(r)}  share {profile.share(r):.3%}{tag}")
-        shown = alp_line(pc)
-        if shown is not None:
-            alp_lines.append(shown[0])
-            alp_ids.append(alp_id(pc))
-            signals += alp_signals(shown[1])
+    items = evidence_text.items_of(workload, rows, alp_line, patterns=lambda r: marked[r])
+    alp_ids, categories, signals = [], [], []
+    mnemonics = [profile.mnemonics[int(profile.mnemonic[r])] for r in rows]
+    for item in items:
+        ids.append(pc_id(item.pc))
+        ids += [pat_id(c, item.pc) for c in item.patterns]
+        categories += item.patterns
+        if item.alp is not None:
+            alp_ids.append(alp_id(item.pc))
+            signals += alp_signals(item.alp)
+    lines = evidence_text.instruction_lines(items, profile.basis, fn.id if fn else None)
     return WindowPart(
         window=w, id=win.id, header=header, rows=tuple(int(r) for r in rows),
         pcs=tuple(int(profile.pc[r]) for r in rows),
-        lines=tuple(lines), alp_lines=tuple(alp_lines), ids=tuple(dict.fromkeys(ids)),
+        lines=tuple(lines), ids=tuple(dict.fromkeys(ids)),
         alp_ids=tuple(alp_ids), categories=tuple(dict.fromkeys(categories)),
         signals=tuple(dict.fromkeys(signals)), mnemonics=tuple(dict.fromkeys(mnemonics)),
     )
@@ -270,9 +264,4 @@ def _guides(parts: Sequence[WindowPart], k: int,
     if not query:
         return ()
     hits = search(query, k)
-    return tuple((gid, heading, _excerpt(text)) for gid, heading, text in hits[:k])
-
-
-def _excerpt(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= GUIDE_EXCERPT else flat[: GUIDE_EXCERPT - 1] + "…"
+    return tuple(hits[:k])

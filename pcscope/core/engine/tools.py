@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from pcscope.core.contract.backend import ToolResult, ToolSpec
 from pcscope.core.contract.findings import Finding
+from pcscope.core.engine import evidence_text
 from pcscope.core.engine.calls import ToolUse
 from pcscope.core.engine.ideas import Accepted, finding_id, windows_of
 from pcscope.core.engine.system_prompt import compact
@@ -163,15 +164,13 @@ class ToolError(PcscopeError):
 
 
 class AlpRenderings:
-    """Each PC's ALP record rendered once per run (rounded figures): the data a tool returns,
-    and the compact line a brief or a tool answer shows."""
-
-    _BRIEF_DROP = ("id", "pc", "asm", "matched", "loops")
+    """Each PC's ALP record rendered once per run (rounded figures): the data and the full
+    line the ``alp`` tool returns (briefs show the compact form of ``evidence_text``)."""
 
     def __init__(self, store: EvidenceStore) -> None:
         self._table = store.workload.alp
         self._records: dict[int, AlpRecord] = {}
-        self._cache: dict[int, tuple[dict[str, Any], str, str]] = {}
+        self._cache: dict[int, tuple[dict[str, Any], str]] = {}
 
     def preload(self, pcs: Iterable[int]) -> None:
         """Build the records of ``pcs`` ahead. The table builds records far faster in one
@@ -196,16 +195,14 @@ class AlpRenderings:
             self._records[pc] = self._table.records[pc]
         return self._records[pc]
 
-    def get(self, pc: int) -> tuple[dict[str, Any], str, str] | None:
-        """(record as JSON data, full line, brief line) or None without a record."""
+    def get(self, pc: int) -> tuple[dict[str, Any], str] | None:
+        """(record as JSON data, full line) or None without a record."""
         record = self.record(pc)
         if record is None:
             return None
         if pc not in self._cache:
             data = record.to_json(rounded=True)
-            brief = {k: v for k, v in data.items() if k not in self._BRIEF_DROP}
-            self._cache[pc] = (data, f"{record.id} {compact(data)}",
-                               f"{record.id} {compact(brief)}")
+            self._cache[pc] = (data, f"{record.id} {compact(data)}")
         return self._cache[pc]
 
 
@@ -361,20 +358,16 @@ class ToolBox:
             view = self.store.asm_around(pc, req.before, req.after)
         except EvidenceError as exc:
             raise ToolError(str(exc)) from None
-        ids = [view.window]
         fn = self.store.function_of(pc)
-        if fn is not None:
-            ids.append(fn.id)
-        lines = [f"{view.window} {fn.id if fn else '(no function)'}"]
-        rows = []
-        for ins in view.instructions:
-            pats = [pat_id(c, ins.pc) for c in ins.patterns]
-            ids += [pc_id(ins.pc), *pats]
-            mark = ">" if ins.pc == pc else " "
-            tag = f"  {' '.join(pats)}" if pats else ""
-            lines.append(f"{mark} {pc_id(ins.pc)}  {ins.asm}  share {ins.share:.3%}{tag}")
-            rows.append(self._row_data(ins.row))
-        return ToolResult("\n".join(lines), {"window": view.window, "instructions": rows},
+        rows = [ins.row for ins in view.instructions]
+        first = self.store.profile.function[rows[0]] if rows else -1
+        first_fn = self.store.profile.functions[int(first)].id if first >= 0 else None
+        items = evidence_text.items_of(self.store.workload, rows, self.shared.alp.record, mark=pc)
+        lines = [f"{view.window} {first_fn or '(no function)'} (> = {pc_id(pc)})",
+                 *evidence_text.instruction_lines(items, self.store.profile.basis, first_fn)]
+        ids = [view.window, *([fn.id] if fn else []), *_item_ids(items)]
+        return ToolResult("\n".join(lines),
+                          {"window": view.window, "instructions": [self._row_data(r) for r in rows]},
                           tuple(dict.fromkeys(ids)))
 
     def _window(self, req: WindowArgs) -> ToolResult:
@@ -386,24 +379,20 @@ class ToolBox:
         if len(rows) > MAX_WINDOW_ROWS:
             hottest = sorted(rows.tolist(), key=lambda r: (-int(profile.value[r]), r))
             rows = sorted(hottest[:MAX_WINDOW_ROWS])
+        rows = [int(r) for r in rows]
         fn = self.store.function_of(win.first_pc)
-        ids = [win.id] + ([fn.id] if fn else [])
-        lines = [f"window {win.id} {fn.id if fn else '(no function)'}: weight {win.weight:.3%}, "
-                 f"{win.n} instructions, showing {len(rows)} (A = has an ALP record)"]
-        data = []
-        for r in rows:
-            row = self._row_data(int(r))
-            pats = [pat_id(c, row["pc"]) for c in row["patterns"]]
-            ids += [pc_id(row["pc"]), *pats]
-            tag = f"  {' '.join(pats)}" if pats else ""
-            flag = "A" if row["alp"] else " "
-            lines.append(f"{flag} {pc_id(row['pc'])}  {row['asm']}  share {row['share']:.3%}{tag}")
-            data.append(row)
+        items = evidence_text.items_of(self.store.workload, rows, self.shared.alp.record)
+        lines = [f"window {win.id} {fn.id if fn else '(no function)'}: weight "
+                 f"{evidence_text.share_text(win.weight, profile.basis)}, {win.n} instructions, "
+                 f"showing {len(rows)}",
+                 *evidence_text.instruction_lines(items, profile.basis, fn.id if fn else None)]
+        ids = [win.id, *([fn.id] if fn else []), *_item_ids(items)]
         module = profile.modules[win.module] if win.module >= 0 else None
         return ToolResult("\n".join(lines),
                           {"window": win.id, "function": fn.id if fn else None,
                            "function_name": fn.name if fn else None, "module": module,
-                           "weight": win.weight, "n": win.n, "instructions": data},
+                           "weight": win.weight, "n": win.n,
+                           "instructions": [self._row_data(r) for r in rows]},
                           tuple(dict.fromkeys(ids)))
 
     def _row_data(self, row: int) -> dict[str, Any]:
@@ -457,7 +446,7 @@ class ToolBox:
             if rendered is None:
                 lines.append(f"{alp_id(pc)}: no ALP record")
                 continue
-            data, line, _brief = rendered
+            data, line = rendered
             records.append(data)
             ids.append(alp_id(pc))
             lines.append(line)
@@ -514,10 +503,24 @@ class ToolBox:
 
 
 def search_guides(shared: SharedMemory, query: str, k: int) -> list[tuple[str, str, str]]:
-    """(id, heading, text excerpt) of the best guide sections for ``query`` (BM25)."""
-    if not shared.store.workload.guides:
+    """(id, heading, whole text) of the best guide sections for ``query`` (BM25); each
+    prompt cuts the text its own way."""
+    guides = shared.store.workload.guides
+    if not guides:
         return []
-    return [(h.id, h.heading, h.text) for h in shared.queries.search_guides(query, k=k).hits]
+    text = {s.id: s.text for s in guides}
+    return [(h.id, h.heading, text.get(h.id, h.text))
+            for h in shared.queries.search_guides(query, k=k).hits]
+
+
+def _item_ids(items: list[evidence_text.Shown]) -> list[str]:
+    """The IDs an instruction line makes citable: its PC, its patterns, its ALP record."""
+    ids: list[str] = []
+    for item in items:
+        ids += [pc_id(item.pc), *(pat_id(c, item.pc) for c in item.patterns)]
+        if item.alp is not None:
+            ids.append(alp_id(item.pc))
+    return ids
 
 
 def _error(message: str) -> ToolResult:

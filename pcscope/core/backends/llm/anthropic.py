@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from pcscope.core.backends.llm.anthropic_config import AnthropicConfig, load_config
@@ -40,22 +41,30 @@ def anthropic_backend(model: str | None = None, *, offline: bool = False,
     secret = Secret(key)
     client: ModelClient = SdkClient(key, base_url=env.get(BASE_URL_ENV) or None,
                                     timeout=config.timeout_seconds,
-                                    count_tokens=config.count_tokens)
+                                    count_tokens=config.count_tokens,
+                                    turn_timeout=config.turn_timeout)
     tracer = Tracer(trace_dir, run_id, scrub=secret.scrub)
     return ModelBackend(name, model, client, config, concurrency=concurrency, tracer=tracer,
                         secret=secret, wrap=wrap)
+
+
+def overridden(config: AnthropicConfig, extra: dict) -> AnthropicConfig:
+    """The config with the command line's reasoning and caching choices applied."""
+    chosen = {k: extra[k] for k in ("thinking", "effort", "cache_ttl") if extra.get(k)}
+    return replace(config, **chosen) if chosen else config
 
 
 def create(argument: str, options) -> ModelBackend | object:
     """Registry hook for ``anthropic:<model id>`` (empty id: the configured default).
 
     ``options.record`` records every exchange; ``options.extra`` may hold ``concurrency``,
-    ``trace_dir`` and a ``redactor`` (``--redact``), which wraps the backend.
+    ``trace_dir``, a ``redactor`` (``--redact``), which wraps the backend, and the
+    ``thinking``, ``effort`` and ``cache_ttl`` settings the command line overrides.
     """
     from pcscope.core.backends.doubles.replay import Recorder
 
-    config = load_config()
     extra = options.extra
+    config = overridden(load_config(), extra)
     redactor = extra.get("redactor")
     recorder = (Recorder(Path(options.record), max_tokens=config.max_tokens,
                          redacted=redactor is not None) if options.record else None)

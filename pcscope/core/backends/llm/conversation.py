@@ -5,7 +5,13 @@ client stack, settle the reservation with real usage. Tool calls run through the
 engine's ``use_tool``; the answer arrives as the input of the answer tool and is
 validated by its pydantic model from strictly parsed JSON. A malformed answer (or a turn
 without one) gets one re-ask carrying the validation error; a second failure fails the
-call. The last allowed turn forces the answer tool.
+call. The last allowed turn asks for the answer in words (``tool_choice`` never changes).
+
+The assistant's content goes back verbatim (thinking blocks with their signatures, in
+order); a turn with no content is never sent back (the API refuses an empty assistant
+message): the next user content joins the previous user message instead. ``pause_turn``
+resends the conversation as it stands so the model continues; a refusal or an exceeded
+context window ends the call with that reason.
 """
 
 from __future__ import annotations
@@ -54,34 +60,51 @@ class Outcome:
     attempts: int = 0
 
 
+STOPPED = {"refusal": "the model refused",
+           "model_context_window_exceeded": "the model's context window was exceeded"}
+
+
 class Conversation:
     def __init__(self, client: ModelClient, model: str, max_tokens: int,
-                 budget: Callable[[], TurnBudget | None], tracer: Tracer) -> None:
+                 budget: Callable[[], TurnBudget | None], tracer: Tracer,
+                 fields: dict | None = None, cache_ttl: str = "5m",
+                 weigh: Callable[[Usage], int] = total_tokens) -> None:
         self.client = client
         self.model = model
         self.max_tokens = max_tokens
         self.budget = budget
         self.tracer = tracer
+        self.fields = fields or {}
+        self.cache_ttl = cache_ttl
+        self.weigh = weigh  # usage -> tokens against the budget
+        self._counted: tuple[int, int] | None = None  # (estimate, count) of the first turn
 
     async def run(self, task: Task, use_tool: ToolRunner, ctx: TurnContext) -> Outcome:
         name = task.answer_tool.name
-        system = request_bodies.system_blocks(task.system, name, task.shared)
+        system = request_bodies.system_blocks(task.system, name, task.shared, bool(task.tools))
         tools = request_bodies.tool_definitions(task.tools, task.answer_tool)
-        messages: list[dict] = [{"role": "user", "content": task.content}]
+        messages: list[dict] = [{"role": "user", "content": list(task.content)}]
         out = Outcome(None, "")
         for number in range(1, task.max_turns + 1):
             ctx.turn = number
-            force = name if number == task.max_turns else None
+            if number == task.max_turns and number > 1 and messages[-1]["role"] == "user":
+                _say(messages, [{"type": "text",
+                                 "text": request_bodies.LAST_TURN.format(answer=name)}])
             body = request_bodies.request_body(self.model, self.max_tokens, system, tools, messages,
-                                          force, task.cache_first)
+                                          task.cache_first, fields=self.fields,
+                                          cache_ttl=self.cache_ttl)
             turn = await self._turn(body, ctx, out)
             if turn is None:
                 return out
             out.turns = number
-            messages.append({"role": "assistant", "content": turn.assistant_content()})
-            if turn.stop_reason == "refusal":
-                out.error = "the model refused"
+            content = turn.assistant_content()
+            if content:
+                messages.append({"role": "assistant", "content": content})
+            if turn.stop_reason in STOPPED:
+                out.error = STOPPED[turn.stop_reason]
                 return out
+            if turn.stop_reason == "pause_turn" and content:
+                continue  # the server paused a long turn: resend as it stands to continue
             answers = [c for c in turn.tool_calls if c.name == name]
             out.raw = answers[-1].raw if answers else turn.text
             problem = self._accept(task, answers, turn, out)
@@ -96,7 +119,7 @@ class Conversation:
                 if not turn.tool_calls:
                     results.append({"type": "text",
                                     "text": REASK_MISSING.format(tool=name)})
-            messages.append({"role": "user", "content": results})
+            _say(messages, results)
         out.error = f"turn limit ({task.max_turns}) reached without {name}"
         return out
 
@@ -120,7 +143,7 @@ class Conversation:
 
     async def _turn(self, body: dict, ctx: TurnContext, out: Outcome) -> Turn | None:
         """Reserve, send, settle. None when the call must stop (``out`` says why)."""
-        estimate = await self.client.count(body) or estimate_input_tokens(body)
+        estimate = await self._estimate(body)
         budget = self.budget()
         hold = budget.reserve(estimate + body["max_tokens"]) if budget is not None else None
         if budget is not None and hold is None:
@@ -142,11 +165,21 @@ class Conversation:
             return None
         finally:
             if hold is not None:
-                budget.settle(hold, total_tokens(spent))
+                budget.settle(hold, self.weigh(spent))
         out.usage.add(turn.usage)
         out.attempts += turn.attempts
         self.tracer.chat_done(span, turn, turn.usage, turn.attempts)
         return turn
+
+    async def _estimate(self, body: dict) -> int:
+        """Input tokens: counted by the endpoint once per call (its first turn); later turns
+        add the characters / 4 estimate of what the conversation grew by."""
+        rough = estimate_input_tokens(body)
+        if self._counted is None:
+            counted = await self.client.count(body)
+            self._counted = (rough, counted if counted is not None else rough)
+        first_rough, first_count = self._counted
+        return first_count + max(0, rough - first_rough)
 
     async def _run_tools(self, task: Task, calls: list[ToolCall], use_tool: ToolRunner,
                          ctx: TurnContext, out: Outcome, problem: str | None) -> list[dict]:
@@ -177,6 +210,15 @@ class Conversation:
             return request_bodies.tool_result(call.id, request_bodies.data(f"tool:{call.name}",
                                                                  result.error), error=True)
         return request_bodies.tool_result(call.id, request_bodies.data(f"tool:{call.name}", result.text))
+
+
+def _say(messages: list[dict], content: list[dict]) -> None:
+    """Add user content: a new message after the assistant's, or joined to the last user
+    message when the assistant had nothing to say (never an empty assistant turn)."""
+    if messages[-1]["role"] == "user":
+        messages[-1]["content"] = [*messages[-1]["content"], *content]
+    else:
+        messages.append({"role": "user", "content": content})
 
 
 def validation_summary(exc: ValidationError, limit: int = 12) -> str:

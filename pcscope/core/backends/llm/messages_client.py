@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
+from pcscope.core.backends.llm.turn_budget import estimate_input_tokens
 from pcscope.core.backends.llm.turns import Body, ToolCall, Turn, TurnContext
 from pcscope.core.contract.backend import Usage
 
@@ -57,7 +59,10 @@ class SdkClient:
     """``AsyncAnthropic`` with SDK retries off (the retry layer above owns them)."""
 
     def __init__(self, api_key: str, *, base_url: str | None = None,
-                 timeout: float = 120.0, count_tokens: bool = True) -> None:
+                 timeout: float = 120.0, count_tokens: bool = True,
+                 turn_timeout: Callable[[int], float] | None = None) -> None:
+        """``timeout``: connect and each read; ``turn_timeout(tokens)``: the whole turn's
+        deadline for a request of that many tokens in and out (default: ``timeout``)."""
         import anthropic
 
         self._sdk = anthropic.AsyncAnthropic(
@@ -65,6 +70,8 @@ class SdkClient:
             open_telemetry=False,
         )
         self.timeout = timeout
+        self.base_url = str(self._sdk.base_url)
+        self.turn_timeout = turn_timeout or (lambda _tokens: timeout)
         self._can_count = count_tokens
 
     def __repr__(self) -> str:  # never show the client (it holds the key)
@@ -93,8 +100,9 @@ class SdkClient:
         started = time.monotonic()
         reader = _StreamReader(ctx)
         fields = {k: v for k, v in body.items() if k != "stream"}
+        deadline = self.turn_timeout(estimate_input_tokens(body) + int(body["max_tokens"]))
         try:
-            async with asyncio.timeout(self.timeout):
+            async with asyncio.timeout(deadline):
                 async with self._sdk.messages.stream(**fields, timeout=self.timeout) as stream:
                     async for event in stream:
                         reader.feed(event)
@@ -107,13 +115,14 @@ class SdkClient:
 
 
 class _StreamReader:
-    """Accumulates raw stream events into a Turn and emits them for live views."""
+    """Accumulates raw stream events into a Turn and emits them for live views. Every
+    content block is kept in its stream position: thinking (with its signature), redacted
+    thinking, text and tool calls go back to the API exactly as they came."""
 
     def __init__(self, ctx: TurnContext) -> None:
         self.ctx = ctx
         self.usage = Usage()
-        self.text: list[str] = []
-        self.tools: dict[int, dict[str, Any]] = {}
+        self.blocks: dict[int, dict[str, Any]] = {}
         self.stop_reason: str | None = None
         self.model = ""
         self.response_id = ""
@@ -125,23 +134,41 @@ class _StreamReader:
             self.model, self.response_id = message.model or "", message.id or ""
             self._usage(message.usage)
             self.ctx.on_started()
-        elif kind == "content_block_start" and event.content_block.type == "tool_use":
-            block = event.content_block
-            self.tools[event.index] = {"id": block.id, "name": block.name, "raw": []}
+        elif kind == "content_block_start":
+            self._start(event.index, event.content_block)
         elif kind == "content_block_delta":
             self._delta(event.index, event.delta)
         elif kind == "message_delta":
             self.stop_reason = event.delta.stop_reason
             self._usage(event.usage)
 
+    def _start(self, index: int, block: Any) -> None:
+        if block.type == "tool_use":
+            self.blocks[index] = {"type": "tool_use", "id": block.id, "name": block.name,
+                                  "raw": []}
+        elif block.type == "thinking":
+            self.blocks[index] = {"type": "thinking", "thinking": [block.thinking or ""],
+                                  "signature": [block.signature or ""]}
+        elif block.type == "redacted_thinking":
+            self.blocks[index] = {"type": "redacted_thinking", "data": block.data}
+        elif block.type == "text":
+            self.blocks[index] = {"type": "text", "text": [block.text or ""]}
+
     def _delta(self, index: int, delta: Any) -> None:
+        block = self.blocks.get(index)
+        if block is None:
+            return
         if delta.type == "text_delta":
-            self.text.append(delta.text)
+            block["text"].append(delta.text)
             self.ctx.emit("text", delta.text)
-        elif delta.type == "input_json_delta" and index in self.tools:
-            tool = self.tools[index]
-            tool["raw"].append(delta.partial_json)
-            self.ctx.emit("tool_use", {"name": tool["name"], "partial": delta.partial_json})
+        elif delta.type == "thinking_delta":
+            block["thinking"].append(delta.thinking)
+            self.ctx.emit("thinking", delta.thinking)
+        elif delta.type == "signature_delta":
+            block["signature"].append(delta.signature)
+        elif delta.type == "input_json_delta":
+            block["raw"].append(delta.partial_json)
+            self.ctx.emit("tool_use", {"name": block["name"], "partial": delta.partial_json})
 
     def _usage(self, usage: Any) -> None:
         """message_delta usage is cumulative: a present field replaces the earlier value."""
@@ -156,7 +183,17 @@ class _StreamReader:
                 setattr(self.usage, ours, int(value))
 
     def turn(self, seconds: float) -> Turn:
-        calls = [ToolCall(t["id"], t["name"], "".join(t["raw"]))
-                 for _, t in sorted(self.tools.items())]
-        return Turn("".join(self.text), calls, self.stop_reason, self.usage, self.model,
-                    self.response_id, 1, seconds)
+        blocks, calls, text = [], [], []
+        for _, block in sorted(self.blocks.items()):
+            if block["type"] == "tool_use":
+                calls.append(ToolCall(block["id"], block["name"], "".join(block["raw"])))
+                blocks.append({"type": "tool_use", "id": block["id"]})
+            elif block["type"] == "redacted_thinking":
+                blocks.append(dict(block))
+            else:  # text, thinking: the streamed pieces joined
+                joined = {k: "".join(v) if isinstance(v, list) else v for k, v in block.items()}
+                blocks.append(joined)
+                if block["type"] == "text":
+                    text.append(joined["text"])
+        return Turn("".join(text), calls, self.stop_reason, self.usage, self.model,
+                    self.response_id, 1, seconds, blocks)

@@ -20,8 +20,8 @@ from pcscope.core.backends.llm.messages_client import ModelClient
 from pcscope.core.backends.llm.pacing import AdaptiveLimit
 from pcscope.core.backends.llm.retry import RetryingClient, RetryPolicy
 from pcscope.core.backends.llm.trace import Tracer
-from pcscope.core.backends.llm.turn_budget import TurnBudget, engine_budget
-from pcscope.core.backends.llm.turns import TurnContext
+from pcscope.core.backends.llm.turn_budget import TurnBudget, engine_budget, estimate_input_tokens
+from pcscope.core.backends.llm.turns import TurnContext, canonical
 from pcscope.core.contract.backend import CallRequest, CallResponse, Emit, ToolRunner, Usage
 from pcscope.core.contract.findings import CallOutput
 
@@ -36,16 +36,17 @@ INSTRUCTION = ("Analyse the evidence above (use the tools for more), then call "
 
 
 def call_content(request: CallRequest) -> list[dict]:
-    """The first user message of a bounded call: its evidence, its IDs, the instruction."""
-    ids = "\n".join(request.evidence_ids)
+    """The first user message of a bounded call: its evidence (IDs stand where their data
+    is; no separate list) and the instruction."""
     return [{"type": "text", "text": request_bodies.data("evidence", request.brief)},
-            {"type": "text", "text": request_bodies.data("evidence-ids", ids)},
             {"type": "text", "text": INSTRUCTION}]
 
 
 class WaveWarmup:
     """The first call of each wave sends alone; the rest start once its response has
-    begun, by which time the shared prefix (tools, system) is in the prompt cache."""
+    begun, by which time the shared prefix (tools, system) is in the prompt cache. A
+    prefix shorter than the model's minimum cacheable length is never cached, so then
+    nobody waits."""
 
     def __init__(self) -> None:
         self._started: dict[int, asyncio.Event] = {}
@@ -84,6 +85,7 @@ class ModelBackend:
                  wrap: Callable[[ModelClient], ModelClient] | None = None) -> None:
         self.name = name
         self.model = model
+        self.endpoint = str(getattr(client, "base_url", name))  # for error messages
         self.config = config
         self.budget: TurnBudget | None = None
         self.limit = AdaptiveLimit(concurrency)
@@ -126,25 +128,59 @@ class ModelBackend:
     def cost(self, usage: Usage) -> float | None:
         return self.config.cost(self.model, usage)
 
+    def weigh(self, usage: Usage) -> int:
+        """Tokens against a token budget, cache writes and reads weighed by price."""
+        return self.config.weigh(self.model, usage)
+
+    def stable_prefix(self, task: Task) -> tuple[list[dict], list[dict]]:
+        """(tools, system blocks) as every call of the run sends them."""
+        return (request_bodies.tool_definitions(task.tools, task.answer_tool),
+                request_bodies.system_blocks(task.system, task.answer_tool.name, task.shared,
+                                        bool(task.tools)))
+
+    async def measure(self, system: str, brief: str) -> int:
+        """Input tokens of a one-turn call without tools (the full prompt), every part
+        counted: by the endpoint's count_tokens, else at 3 characters per token."""
+        request = CallRequest("measure", 1, system, brief, (), ())
+        task = self._task(request)
+        tools, blocks = self.stable_prefix(task)
+        body = request_bodies.request_body(self.model, self.config.max_tokens, blocks, tools,
+                                      [{"role": "user", "content": task.content}],
+                                      task.cache_first, fields=self.config.request_fields())
+        counted = await self.client.count(body)
+        return counted if counted is not None else -(-len(canonical(body)) // 3)
+
+    def cacheable(self, task: Task) -> bool:
+        """Whether the stable prefix reaches the model's minimum cacheable length."""
+        tools, system = self.stable_prefix(task)
+        size = estimate_input_tokens({"tools": tools, "system": system})
+        return size >= self.config.cache_minimum(self.model)
+
     async def run(self, request: CallRequest, use_tool: ToolRunner, emit: Emit) -> CallResponse:
-        # Without tools (the full-prompt baseline) a call is one turn: nothing to re-read.
-        task = Task(request.system, call_content(request), request.tools, CallOutput,
-                    SUBMIT_FINDINGS, request.max_turns,
-                    cache_first=-1 if request.tools else None)
+        task = self._task(request)
         ctx = TurnContext(request.call_id, request.wave,
                           int(request.seed.get("depth", request.wave)),
                           evidence_ids=request.evidence_ids, emit=emit)
         outcome = await self.ask(task, use_tool, ctx)
         return CallResponse(outcome.output, outcome.raw, outcome.usage, outcome.error)
 
+    @staticmethod
+    def _task(request: CallRequest) -> Task:
+        # Without tools (the full-prompt baseline) a call is one turn: nothing to re-read.
+        return Task(request.system, call_content(request), request.tools, CallOutput,
+                    SUBMIT_FINDINGS, request.max_turns,
+                    cache_first=-1 if request.tools else None)
+
     async def ask(self, task: Task, use_tool: ToolRunner, ctx: TurnContext) -> Outcome:
         """Any structured call (bounded analysis, judge, model review) through one loop."""
-        first = await self.warmup.enter(ctx.wave)
+        first = await self.warmup.enter(ctx.wave) if self.cacheable(task) else None
         if first is not None:
             ctx.on_started = first.set
         span = self.tracer.call(ctx, self.model)
         conversation = Conversation(self.client, self.model, self.config.max_tokens,
-                                    lambda: self.budget, self.tracer)
+                                    lambda: self.budget, self.tracer,
+                                    self.config.request_fields(), self.config.cache_ttl,
+                                    self.weigh)
         outcome: Outcome | None = None
         try:
             outcome = await conversation.run(task, use_tool, ctx)

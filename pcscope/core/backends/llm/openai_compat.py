@@ -46,9 +46,6 @@ def chat_request(body: Body) -> dict[str, Any]:
             "name": t["name"], "description": t["description"],
             "parameters": t["input_schema"]}} for t in body["tools"]],
     }
-    if "tool_choice" in body:
-        request["tool_choice"] = {"type": "function",
-                                  "function": {"name": body["tool_choice"]["name"]}}
     return request
 
 
@@ -56,7 +53,7 @@ def _chat_messages(message: dict) -> list[dict[str, Any]]:
     content = message["content"]
     if isinstance(content, str):
         return [{"role": message["role"], "content": content}]
-    texts = [b["text"] for b in content if b["type"] == "text"]
+    texts = [b["text"] for b in content if b["type"] == "text"]  # thinking stays behind
     if message["role"] == "assistant":
         calls = [{"id": b["id"], "type": "function",
                   "function": {"name": b["name"], "arguments": json.dumps(b["input"])}}
@@ -80,6 +77,7 @@ class ChatClient:
 
     def __init__(self, base_url: str, api_key: str | None, timeout: float) -> None:
         headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        self.base_url = base_url
         self._http = httpx.AsyncClient(base_url=base_url.rstrip("/") + "/", headers=headers,
                                        timeout=timeout)
         self.timeout = timeout

@@ -4,9 +4,11 @@ The SDK obeys ``retry-after`` with no cap and retries nothing once a stream has 
 Here every transient failure is retried the same way — 429, 529 overloaded, 5xx, an
 ``error`` event mid-stream (status 200 in the SDK), a dropped connection (the HTTP
 library's own ``RemoteProtocolError``/``ReadTimeout``), a timeout, a stream that ended
-early — with exponential backoff (deterministic jitter), ``retry-after`` honoured up to a
-cap, every wait counted against the run's seconds, and 429/529 reported to the AIMD limit.
-Usage of failed attempts is added to the turn (billed tokens are never lost).
+early — with exponential backoff (deterministic jitter), every wait counted against the
+run's seconds, and 429/529 reported to the AIMD limit. A server's word wins: never retry
+before its ``retry-after`` (one longer than the configured cap fails the turn instead of
+retrying early), and ``x-should-retry`` overrides the status's default. Usage of failed
+attempts is added to the turn (billed tokens are never lost).
 """
 
 from __future__ import annotations
@@ -71,6 +73,10 @@ def classify(exc: BaseException) -> Failure:
         return Failure("timeout", True)
     if isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError
                   | httpx.TransportError):
+        cause = exc.__cause__ or exc
+        if isinstance(cause, httpx2.ConnectError | httpx.ConnectError | ConnectionError):
+            return Failure("cannot connect to the endpoint", True,
+                           detail=f"{type(cause).__name__}: {cause}"[:300])
         return Failure(f"connection lost: {type(exc).__name__}", True)
     return Failure(f"{type(exc).__name__}: {exc}", False)
 
@@ -80,9 +86,21 @@ def _status(status: int, body: object, headers) -> Failure:
     if status == 200:  # an `error` event inside a 200 stream
         return Failure(f"stream error event: {kind}", kind in RETRY_STREAM_ERRORS,
                        overload=kind in ("overloaded_error", "rate_limit_error"))
-    return Failure(f"HTTP {status} {kind or ''}".strip(), status in RETRY_STATUS or status >= 500,
+    retryable = status in RETRY_STATUS or status >= 500
+    said = _header(headers, "x-should-retry")
+    if said in ("true", "false"):
+        retryable = said == "true"
+    return Failure(f"HTTP {status} {kind or ''}".strip(), retryable,
                    overload=status in (429, 529), retry_after=retry_after(headers),
                    detail=_error_message(body))
+
+
+def _header(headers, name: str) -> str | None:
+    try:
+        value = headers.get(name)
+    except (AttributeError, TypeError):
+        return None
+    return value.strip().lower() if isinstance(value, str) else None
 
 
 def _error_message(body: object, limit: int = 300) -> str:
@@ -165,6 +183,12 @@ class RetryingClient:
             if not failure.retryable or attempt == self.policy.attempts:
                 raise TurnFailed(self.scrub(f"{failure.said()} after {attempt} attempt(s)"),
                                  spent, attempt)
+            if failure.retry_after is not None and \
+                    failure.retry_after > self.policy.retry_after_cap:
+                raise TurnFailed(self.scrub(
+                    f"{failure.said()}; the server asks to wait {failure.retry_after:.0f} s, "
+                    f"over retry_after_cap_seconds ({self.policy.retry_after_cap:g})"),
+                    spent, attempt)
             wait = self._wait(failure, attempt, f"{ctx.call_id}/{ctx.turn}")
             if wait is None:
                 raise TurnFailed(self.scrub(f"{failure.said()}; the retry wait would pass "
@@ -178,10 +202,11 @@ class RetryingClient:
         raise AssertionError("unreachable")  # the loop always returns or raises
 
     def _wait(self, failure: Failure, attempt: int, seed: str) -> float | None:
-        """Seconds to wait before the next attempt; None when that passes the deadline."""
+        """Seconds to wait before the next attempt (never less than the server's
+        retry-after); None when that passes the deadline."""
         wait = backoff(self.policy, attempt, seed)
         if failure.retry_after is not None:
-            wait = min(max(wait, failure.retry_after), self.policy.retry_after_cap)
+            wait = max(wait, failure.retry_after)
         budget = self.budget()
         left = budget.seconds_left() if budget is not None else None
         return None if left is not None and wait >= left else wait

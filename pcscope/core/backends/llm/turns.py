@@ -37,7 +37,11 @@ class ToolCall:
 
 @dataclass
 class Turn:
-    """A complete response: its text, tool calls, stop reason and usage (all attempts)."""
+    """A complete response: its text, tool calls, stop reason and usage (all attempts).
+
+    ``blocks`` is the assistant content in the order it streamed — thinking blocks with
+    their signatures, redacted thinking, text, tool calls — so the next request can echo
+    it verbatim (the API requires thinking blocks back unchanged in a tool loop)."""
 
     text: str
     tool_calls: list[ToolCall]
@@ -47,17 +51,25 @@ class Turn:
     response_id: str = ""
     attempts: int = 1
     seconds: float = 0.0
+    blocks: list[dict] = field(default_factory=list)
 
     def assistant_content(self) -> list[dict]:
-        """The turn as the next request's assistant message (malformed input sent as {})."""
-        blocks: list[dict] = []
-        if self.text:
-            blocks.append({"type": "text", "text": self.text})
-        for call in self.tool_calls:
-            value, _ = call.parse()
-            blocks.append({"type": "tool_use", "id": call.id, "name": call.name,
-                           "input": value if value is not None else {}})
-        return blocks
+        """The turn as the next request's assistant message (malformed tool input sent as
+        {}); without streamed blocks (other clients, old records): text, then tool calls."""
+        calls = {c.id: c for c in self.tool_calls}
+        blocks = self.blocks or ([{"type": "text", "text": self.text}] if self.text else []) + [
+            {"type": "tool_use", "id": c.id} for c in self.tool_calls]
+        out = []
+        for block in blocks:
+            if block["type"] == "tool_use":
+                call = calls[block["id"]]
+                value, _ = call.parse()
+                block = {"type": "tool_use", "id": call.id, "name": call.name,
+                         "input": value if value is not None else {}}
+            elif block["type"] == "text" and not block["text"]:
+                continue  # the API refuses empty text blocks
+            out.append(block)
+        return out
 
     def to_json(self) -> dict:
         return {"text": self.text,
@@ -65,14 +77,15 @@ class Turn:
                                for c in self.tool_calls],
                 "stop_reason": self.stop_reason, "usage": usage_json(self.usage),
                 "model": self.model, "response_id": self.response_id,
-                "attempts": self.attempts, "seconds": round(self.seconds, 3)}
+                "attempts": self.attempts, "seconds": round(self.seconds, 3),
+                "blocks": self.blocks}
 
     @classmethod
     def from_json(cls, data: dict) -> Turn:
         return cls(data["text"], [ToolCall(**c) for c in data["tool_calls"]],
                    data["stop_reason"], Usage(**data["usage"]), data.get("model", ""),
                    data.get("response_id", ""), data.get("attempts", 1),
-                   data.get("seconds", 0.0))
+                   data.get("seconds", 0.0), data.get("blocks", []))
 
 
 class TurnFailed(Exception):
