@@ -525,6 +525,28 @@ def weighted(pairs):
     return sum(v * w for v, w in pairs) / total
 
 
+def lawful(record):
+    """A drawn record made to keep formats.md §2's rules between fields: canonical stage
+    times non-decreasing in pipeline order, taken and mispredicted at most executed,
+    misses at most accesses."""
+    out = dict(record)
+    if "stages" in out:
+        canonical = sorted(v for k, v in out["stages"].items() if k in STAGES)
+        ordered = iter(canonical)
+        out["stages"] = {k: (next(ordered) if k in STAGES else v)
+                         for k, v in sorted(out["stages"].items(),
+                                            key=lambda kv: STAGES.index(kv[0])
+                                            if kv[0] in STAGES else len(STAGES))}
+    for block, total, parts in (("branch", "executed", ("taken", "mispredicted")),
+                                ("mem", "accesses", ("l1d_miss",))):
+        if block in out and total in out[block]:
+            out[block] = dict(out[block])
+            for k in parts:
+                if k in out[block]:
+                    out[block][k] = min(out[block][k], out[block][total])
+    return out
+
+
 record_strategy = st.fixed_dictionaries(
     {"pc": st.sampled_from(["0x100", "0x104", "0x108", "0x10c"]),
      "iterations": st.integers(0, 10**6)},
@@ -539,7 +561,7 @@ record_strategy = st.fixed_dictionaries(
             {"kind": st.just("conditional")},
             optional={"executed": st.integers(0, 10**6), "taken": st.integers(0, 10**6),
                       "mispredicted": st.integers(0, 10**6)}),
-    })
+    }).map(lawful)
 
 
 def with_loops(records):
@@ -606,7 +628,7 @@ weighty_record = st.fixed_dictionaries(
         "branch": st.fixed_dictionaries(
             {"kind": st.just("call"), "executed": st.integers(0, 10**6),
              "mispredicted": st.integers(0, 10**6)}),
-    })
+    }).map(lawful)
 
 
 @settings(max_examples=40, deadline=None,
@@ -621,12 +643,17 @@ def test_splitting_a_loop_changes_nothing(tmp_path, records, data):
     halves = [dict(whole, loop=whole["loop"] + "a"), dict(whole, loop=whole["loop"] + "b")]
     cut = data.draw(st.integers(0, whole["iterations"]))
     halves[0]["iterations"], halves[1]["iterations"] = cut, whole["iterations"] - cut
-    for block in ("mem", "branch"):
+    for block, total in (("mem", "accesses"), ("branch", "executed")):
         if block in whole:
             halves[0][block], halves[1][block] = dict(whole[block]), dict(whole[block])
+            first = data.draw(st.integers(0, whole[block][total]))
+            rest = whole[block][total] - first
             for k, v in whole[block].items():
                 if isinstance(v, int):
-                    cut = data.draw(st.integers(0, v))
+                    # each half keeps part <= total: the first half's share within bounds
+                    low, high = (first, first) if k == total else (max(0, v - rest),
+                                                                   min(v, first))
+                    cut = data.draw(st.integers(low, high))
                     halves[0][block][k], halves[1][block][k] = cut, v - cut
     split = records[:i] + halves + records[i + 1:]
     a = read_alp(write_records(tmp_path / "a.jsonl", records), profile_pcs=None)
@@ -651,12 +678,15 @@ def test_many_records_match_reference(tmp_path):
     rng = random.Random(7)
     records = []
     for i in range(3000):
+        times = iter(sorted(round(rng.uniform(0, 20), 2) for _ in STAGES))
         rec = {"loop": f"L{i // 40}", "pc": f"0x{0x1000 + 4 * ((i * 7) % 400):x}",
                "iterations": rng.randint(0, 1000),
-               "stages": {s: round(rng.uniform(0, 20), 2) for s in STAGES if rng.random() < .8}}
+               "stages": {s: t for s, t in zip(STAGES, times, strict=True) if rng.random() < .8}}
         if (i * 7) % 400 % 3 == 0:
-            rec["mem"] = {"kind": "load", "accesses": rng.randint(0, 100),
-                          "l1d_miss": rng.randint(0, 9), "avg_latency": rng.uniform(1, 50)}
+            accesses = rng.randint(0, 100)
+            rec["mem"] = {"kind": "load", "accesses": accesses,
+                          "l1d_miss": rng.randint(0, min(9, accesses)),
+                          "avg_latency": rng.uniform(1, 50)}
         records.append(rec)
     seen = set()
     unique = []

@@ -81,7 +81,8 @@ def test_failed_build_leaves_the_last_good_index(tmp_path, profile):
     assert err.value.line == 6
     home = next(idx.iterdir())
     assert build_of(idx) == name
-    assert sorted(p.name for p in home.iterdir()) == sorted(["current", name])  # no half-written build
+    # no half-written build (the writer lock's file stays: it is how builders take turns)
+    assert sorted(p.name for p in home.iterdir()) == sorted([".lock", "current", name])
 
 
 def test_missing_input_is_an_input_error(tmp_path):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import signal
 import sys
 from collections import Counter
@@ -14,6 +13,7 @@ from pcscope.cli.common import (
     add_input_args,
     add_selection_args,
     load_workload,
+    output_file,
     positive_float,
     positive_int,
 )
@@ -27,6 +27,7 @@ from pcscope.core.engine.presets import Settings, available, resolve
 from pcscope.core.engine.report import analyst_label, build_report, markdown_report
 from pcscope.core.engine.session_store import SessionStore, default_path
 from pcscope.core.errors import ModelCallsFailed, UsageError
+from pcscope.core.finite_json import dumps
 from pcscope.core.textio import open_output
 
 DESCRIPTION = """\
@@ -70,10 +71,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--hint-file", metavar="FILE", action="append", default=[],
                    help="file of hints, one per line")
     o = p.add_argument_group("output and record")
-    o.add_argument("--json", metavar="FILE", help="JSON report (formats.md §4); '-' = stdout")
-    o.add_argument("--markdown", metavar="FILE", help="Markdown report; '-' = stdout")
+    o.add_argument("--json", metavar="FILE", type=output_file,
+                   help="JSON report (formats.md §4); '-' = stdout")
+    o.add_argument("--markdown", metavar="FILE", type=output_file,
+                   help="Markdown report; '-' = stdout")
     o.add_argument("--session", metavar="FILE",
                    help="session store (default: <index dir>/sessions/<profile hash>.sqlite)")
+    o.add_argument("--fresh", action="store_true",
+                   help="when the session store is damaged, move it aside and start a new one")
     o.add_argument("--resume", action="store_true",
                    help="continue the last unfinished run with the same settings")
     o.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
@@ -121,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     bus = EventBus()
     if not args.quiet:
         bus.listen(_progress(sys.stderr))
-    with SessionStore(session_path(args, args.profile)) as session:
+    with SessionStore(session_path(args, args.profile), fresh=args.fresh) as session:
         kind = _strategy(args.strategy)
         orchestrator = kind(workload, backend, settings, session, bus=bus, hints=hints,
                             resume=args.resume, reviewer=_reviewer(args.review, backend))
@@ -129,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         report = build_report(result, workload)
     if args.json:
         with open_output(args.json) as f:
-            f.write(json.dumps(report, indent=2) + "\n")
+            f.write(dumps(report, indent=2) + "\n")
     if args.markdown:
         with open_output(args.markdown) as f:
             f.write(markdown_report(report, workload))

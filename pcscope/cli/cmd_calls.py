@@ -101,7 +101,12 @@ def _summary(c: CallRecord) -> dict:
             "rejected": len(c.rejections)}
 
 
+MAX_CALL_ID = 64  # characters; call IDs are short (w1.c3, review.w2)
+
+
 def run_call(args: argparse.Namespace) -> int:
+    if len(args.call) > MAX_CALL_ID:
+        raise UsageError(f"call ID longer than {MAX_CALL_ID} characters (IDs look like w1.c3)")
     for path in _stores(args):
         if not path.is_file():
             continue

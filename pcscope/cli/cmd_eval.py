@@ -8,10 +8,18 @@ import json
 import time
 from pathlib import Path
 
-from pcscope.cli.common import add_input_args, add_selection_args, load_workload, positive_int
+from pcscope.cli.common import (
+    add_input_args,
+    add_selection_args,
+    load_workload,
+    output_file,
+    positive_float,
+    positive_int,
+)
 from pcscope.cli.model_args import add_model_args, close_backend, open_backend, suffixed
 from pcscope.core import eval as ev
 from pcscope.core.errors import UsageError
+from pcscope.core.finite_json import dumps
 from pcscope.core.textio import open_output
 
 EPILOG = """\
@@ -62,8 +70,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--concurrency", type=positive_int, metavar="N")
     p.add_argument("--max-calls", type=positive_int, metavar="N", help="per side")
     p.add_argument("--max-tokens", type=positive_int, metavar="N", help="per side")
-    p.add_argument("--max-seconds", type=float, metavar="S", help="per side")
-    p.add_argument("--json", metavar="FILE", help="write the result as JSON ('-': stdout)")
+    p.add_argument("--max-seconds", type=positive_float, metavar="S", help="per side")
+    p.add_argument("--json", metavar="FILE", type=output_file,
+                   help="write the result as JSON ('-': stdout)")
     p.add_argument("--session", metavar="FILE", help="session store (default: per profile)")
     add_model_args(p, record_metavar="DIR",
                    record_help="store each backend's requests/responses in DIR (a.jsonl, "
@@ -95,12 +104,12 @@ def run(args: argparse.Namespace) -> int:
     workload = load_workload(args)
     data = asyncio.run(_evaluate(args, workload, settings, a, b))
     if args.json == "-":
-        print(json.dumps(data, indent=2))
+        print(dumps(data, indent=2))
         return 0
     print(ev.text_table(data))
     if args.json:
         with open_output(args.json) as out:
-            out.write(json.dumps(data, indent=2) + "\n")
+            out.write(dumps(data, indent=2) + "\n")
     return 0
 
 

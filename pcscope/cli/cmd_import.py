@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pcscope.cli.common import fraction, positive_int
+from pcscope.cli.common import fraction, output_file, positive_float, positive_int
 
 EPILOG = """\
 inputs (see the README for the exact commands that make them):
@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _output(p: argparse.ArgumentParser, what: str, example: str) -> None:
-    p.add_argument("-o", "--output", default="-", metavar="FILE",
+    p.add_argument("-o", "--output", default="-", metavar="FILE", type=output_file,
                    help=f"{what} to write (.gz: gzip; default '-': stdout), e.g. {example}")
 
 
@@ -78,7 +78,7 @@ def _gem5(kinds: argparse._SubParsersAction) -> None:
     p = kinds.add_parser("gem5", help="gem5 O3PipeView trace -> raw ALP (loop 'gem5')")
     p.add_argument("trace", metavar="TRACE", help="O3PipeView debug output, plain or .gz "
                    "('-' = stdin)")
-    p.add_argument("--ticks-per-cycle", type=float, metavar="N",
+    p.add_argument("--ticks-per-cycle", type=positive_float, metavar="N",
                    help="ticks in one CPU cycle (default: the smallest tick step seen)")
     p.add_argument("--reorder-window", type=positive_int, default=4096, metavar="N",
                    help="how far (in sequence numbers) records may arrive out of order "
@@ -101,12 +101,19 @@ def _mca(kinds: argparse._SubParsersAction) -> None:
                    help="the llvm-mca to run (default: the newest llvm-mca-NN on PATH)")
     p.add_argument("--merge-duplicates", action="store_true",
                    help="sum profile rows that repeat a PC instead of failing")
+    p.add_argument("--timeout", type=positive_float, default=600.0, metavar="S",
+                   help="seconds one llvm-mca run may take (default 600)")
     _output(p, "mca JSON Lines", "mca.jsonl.gz")
     p.set_defaults(func=run_mca)
 
 
 def _say(text: str) -> None:
     print(f"pcscope import: {text}", file=sys.stderr)
+
+
+def _warn(text: str | None) -> None:
+    if text is not None:
+        _say(f"warning: {text}")
 
 
 def run_perf(args: argparse.Namespace) -> int:
@@ -117,6 +124,7 @@ def run_perf(args: argparse.Namespace) -> int:
     bases = parse_bases(args.base)
     disassemblies = [d for path in args.objdump for d in parse_objdump(path)]
     samples = read_perf_script(args.script, weighted=not args.unweighted)
+    _warn(samples.skipped.summary("perf samples"))
     result = build_profile(samples.select(args.event), disassemblies, bases=bases,
                            mappings=samples.mappings, weighted=samples.weighted)
     sampled = {r.module for r in result.modules}
@@ -147,6 +155,7 @@ def run_spe(args: argparse.Namespace) -> int:
     from pcscope.core.importers.spe import read_spe
 
     result = read_spe(args.file)
+    _warn(result.skipped.summary("Arm SPE samples"))
     records = write_jsonl(result.records, args.output)
     _say(f"{result.samples} samples = {result.spe_records} SPE records at {records} PCs "
          f"-> {args.output}")
@@ -177,14 +186,14 @@ def run_mca(args: argparse.Namespace) -> int:
     from pcscope.core.importers.mca import analyse_profile, find_llvm_mca, tool_at
     from pcscope.core.readers.profile_csv import read_profile
 
-    tool = tool_at(args.llvm_mca) if args.llvm_mca else find_llvm_mca()
+    tool = tool_at(args.llvm_mca, args.timeout) if args.llvm_mca else find_llvm_mca()
     if tool is None:
         _say("llvm-mca is not installed (e.g. `apt-get install llvm-19`): no static "
              "evidence written; everything else works without it")
         return 0
     profile = read_profile(args.profile, merge_duplicates=args.merge_duplicates)
     result = analyse_profile(profile, tool, cpu=args.cpu, iterations=args.iterations,
-                             top=args.top, coverage=args.coverage)
+                             top=args.top, coverage=args.coverage, timeout=args.timeout)
     for note in result.notes:
         _say(f"warning: {note}")
     records = write_jsonl(result.records, args.output)

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from pcscope.cli.common import add_input_args, add_selection_args, load_workload, print_json
+from pcscope.cli.common import (
+    add_input_args,
+    add_selection_args,
+    load_workload,
+    positive_int,
+    print_json,
+)
 from pcscope.core.summary import index_summary
 
 
@@ -19,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_input_args(p)
     add_selection_args(p)
     p.add_argument("--json", action="store_true", help="machine-readable output (formats.md §5)")
-    p.add_argument("--rows", type=int, default=20, metavar="N",
+    p.add_argument("--rows", type=positive_int, default=20, metavar="N",
                    help="hot windows to print in the table (default 20; --json lists all)")
     p.set_defaults(func=run)
 
@@ -65,4 +71,6 @@ def print_summary(summary: dict, rows: int) -> None:
         console.print(
             f"ALP: {a['records']:,} records over {a['pcs']:,} PCs ({a['unmatched']:,} "
             f"unmatched); {a['raw_tokens']:,} tokens raw, {a['trimmed_tokens']:,} trimmed"
+            + (f"; {a['skipped_lines']:,} bad lines skipped (--skip-bad-lines)"
+               if a["skipped_lines"] else "")
         )

@@ -27,6 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="analysis preset: quick, standard (default), deep, or your own")
     p.add_argument("--session", metavar="FILE",
                    help="session store (default: <index dir>/sessions/<profile hash>.sqlite)")
+    p.add_argument("--fresh", action="store_true",
+                   help="when the session store is damaged, move it aside and start a new one")
     p.set_defaults(func=run)
 
 
@@ -53,6 +55,8 @@ def request_of(args: argparse.Namespace):
         merge_duplicates=args.merge_duplicates,
         skip_bad_lines=args.skip_bad_lines,
         rebuild=args.rebuild,
+        verify=args.verify,
+        fresh=args.fresh,
     )
 
 

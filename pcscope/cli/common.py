@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -32,6 +31,9 @@ def add_input_args(parser: argparse.ArgumentParser, profile: bool = True) -> Non
                         help="skip and count malformed ALP lines instead of failing")
     parser.add_argument("--rebuild", action="store_true",
                         help="rebuild the index even when the inputs are unchanged")
+    parser.add_argument("--verify", action="store_true",
+                        help="check every index file's checksum before use (rebuilds a "
+                        "damaged index)")
 
 
 def add_selection_args(parser: argparse.ArgumentParser) -> None:
@@ -54,9 +56,24 @@ def _positive(text: str, kind: type, what: str):
         value = kind(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text} must be positive")
+    if not 0 < value < MAX_NUMBER:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"{text} must be positive and below {MAX_NUMBER:.0e}")
     return value
+
+
+MAX_NUMBER = 1e15  # larger option values are typing mistakes (and would overflow int64 maths)
+
+
+def output_file(text: str) -> str:
+    """An output path ('-' = stdout) checked before any work starts."""
+    from pcscope.core.errors import InputError
+    from pcscope.core.textio import check_output
+
+    try:
+        check_output(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(exc.one_line()) from None
+    return text
 
 
 def fraction(text: str) -> float:
@@ -98,9 +115,12 @@ def load_workload(args: argparse.Namespace, profile: str | None = None) -> Workl
             merge_duplicates=args.merge_duplicates,
             skip_bad_lines=args.skip_bad_lines,
             rebuild=args.rebuild,
+            verify=args.verify,
             progress=say,
         )
 
 
 def print_json(data: object) -> None:
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    from pcscope.core.finite_json import dumps
+
+    sys.stdout.write(dumps(data, indent=2) + "\n")

@@ -51,5 +51,6 @@ def index_summary(workload: Workload, selection: HotSelection) -> dict:
     if workload.alp is not None:
         stats = workload.alp.trimmed(selection.pcs(profile).tolist()).stats
         out["alp"] = {k: getattr(stats, k) for k in
-                      ("records", "pcs", "unmatched", "raw_tokens", "trimmed_tokens")}
+                      ("records", "pcs", "unmatched", "raw_tokens", "trimmed_tokens",
+                       "skipped_lines")}
     return out

@@ -129,18 +129,37 @@ def _split(path: str | os.PathLike, data: bytes, before: int) -> list[str]:
     return [t.rstrip("\r") for t in lines] if "\r" in text else lines
 
 
+def check_output(path: str | os.PathLike) -> None:
+    """Fail now, before long work, when ``path`` ('-' = stdout) cannot be written."""
+    if str(path) == "-":
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(str(path), None, "is a directory; want a file name")
+    parent = next((p for p in target.parents if p.exists()), Path("."))
+    if not parent.is_dir():
+        raise InputError(str(path), None, f"cannot be written: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(str(path), None, f"cannot be written: {parent} is read-only")
+
+
 @contextmanager
 def open_output(path: str | os.PathLike) -> Iterator[TextIO]:
     """Write text atomically (temp file + rename); gzip when the name ends in .gz; '-' = stdout.
 
-    Gzip output carries no file name and mtime 0, so equal content gives equal bytes.
+    Gzip output carries no file name and mtime 0, so equal content gives equal bytes. An
+    OS error names ``path``, never the temp file.
     """
     if str(path) == "-":
         yield sys.stdout
         return
+    check_output(path)
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    except OSError as exc:
+        raise InputError(str(path), None, f"cannot be written ({exc.strerror or exc})") from None
     os.fchmod(fd, 0o644)
     try:
         with ExitStack() as stack:
@@ -152,6 +171,9 @@ def open_output(path: str | os.PathLike) -> Iterator[TextIO]:
             stream = stack.enter_context(io.TextIOWrapper(raw, encoding="utf-8", newline="\n"))
             yield stream
         os.replace(tmp, target)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise InputError(str(path), None, f"cannot be written ({exc.strerror or exc})") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

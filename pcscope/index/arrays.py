@@ -38,8 +38,9 @@ def save_profile(profile: Profile, folder: Path) -> None:
     if profile.cycles is not None:
         _save(folder, "cycles", profile.cycles)
     _save_strings(folder, "asm", profile.asm_column)
-    for name, column in profile.extras.items():
-        _save_strings(folder, f"extra.{name}", column)
+    extras = sorted(profile.extras)
+    for i, name in enumerate(extras):   # by number: a column name is no safe file name
+        _save_strings(folder, f"extra.{i}", profile.extras[name])
     for name, array in profile.windows.arrays().items():
         _save(folder, f"windows.{name}", array)
     for name, array in profile.functions.arrays().items():
@@ -50,7 +51,7 @@ def save_profile(profile: Profile, folder: Path) -> None:
         "function_names": profile.function_names,
         "window_labels": profile.window_labels,
         "modules": profile.modules,
-        "extras": sorted(profile.extras),
+        "extras": extras,
         "cycles": profile.cycles is not None,
     }
     (folder / "tables.json").write_text(json.dumps(tables), encoding="utf-8")
@@ -75,7 +76,8 @@ def load_profile(folder: Path) -> Profile:
         module=arrays["module"],
         modules=tables["modules"],
         line=arrays["line"],
-        extras={name: _load_strings(folder, f"extra.{name}") for name in tables["extras"]},
+        extras={name: _load_strings(folder, f"extra.{i}")
+                for i, name in enumerate(tables["extras"])},
         window_state={
             name: _load(folder, f"windows.{name}") for name in WindowTable.STATE
         },

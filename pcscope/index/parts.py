@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -12,11 +13,13 @@ import msgspec
 import numpy as np
 
 from pcscope.core.alp import AlpTable
+from pcscope.core.errors import InputError
 from pcscope.core.patterns import PatternTable, find_patterns
 from pcscope.core.profile import Profile
 from pcscope.core.readers.guides import GuideSection
 from pcscope.core.workload import Workload
 from pcscope.index.alp_store import load_alp, save_alp
+from pcscope.index.lock import writer_lock
 
 if TYPE_CHECKING:
     from pcscope.index.store import Inputs
@@ -86,16 +89,24 @@ def load_parts(folder: Path, profile: Profile, inputs: Inputs) -> Workload:
 
 
 def open_text_index(target: Path, profile: Profile, sections: list[GuideSection], cls):
-    """Open the Tantivy index, building it first (into a temp folder, then renamed)."""
+    """Open the Tantivy index, building it first (into a temp folder, then renamed) under
+    the index's writer lock, so two processes never build it at once."""
     if (target / "done").exists():
-        return cls.open(target)
-    tmp = Path(tempfile.mkdtemp(prefix=".text-", dir=target.parent))
-    try:
-        cls.build(tmp, profile, sections)
-        (tmp / "done").touch()
-        shutil.rmtree(target, ignore_errors=True)
-        tmp.rename(target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        return cls.open(target)   # reading needs no lock, nor a writable folder
+    if not os.access(target.parent, os.W_OK):
+        raise InputError(str(target.parent), None, "index folder is read-only and has no "
+                         "text index yet: search it once where it is writable, or give "
+                         "another --index-dir")
+    with writer_lock(target.parent.parent):
+        if (target / "done").exists():   # another process built it meanwhile
+            return cls.open(target)
+        tmp = Path(tempfile.mkdtemp(prefix=".text-", dir=target.parent))
+        try:
+            cls.build(tmp, profile, sections)
+            (tmp / "done").touch()
+            shutil.rmtree(target, ignore_errors=True)
+            tmp.rename(target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     return cls.open(target)

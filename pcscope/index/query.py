@@ -21,6 +21,7 @@ patterns exist); they are limited in length, counted repetition and compiled siz
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from functools import cached_property
 from typing import Literal
@@ -40,6 +41,7 @@ from pcscope.index.text import QUERY_TOKEN, TextIndex
 MAX_LIMIT = 1000  # hits or groups in one result
 MAX_GUIDES = 50
 MAX_REGEX = 256  # characters in a regex
+REGEX_SLICE = 1 << 18  # rows a regex scans between checks of its deadline
 MAX_REPEAT = 100  # largest counted repetition: instructions are far shorter
 GUIDE_EXCERPT = 600  # characters of a guide section's text in a result
 GROUP_KEYS = ("mnemonic", "function", "window", "category", "module")
@@ -165,19 +167,33 @@ class QueryEngine:
 
     # --- regex ------------------------------------------------------------------------
 
-    def regex(self, pattern: str, field: Field = "asm", limit: int = 20) -> SearchResult:
+    def regex(self, pattern: str, field: Field = "asm", limit: int = 20,
+              deadline: float | None = None) -> SearchResult:
         """Instructions whose text (``asm``) or mnemonic (``mnemonic``: as written or
-        canonical) the regex matches anywhere (anchor with ``^``/``$``), case-insensitive."""
+        canonical) the regex matches anywhere (anchor with ``^``/``$``), case-insensitive.
+        ``deadline`` (time.monotonic()): past it the work stops with TimeoutError."""
         _check_limit(limit, MAX_LIMIT)
         if field == "mnemonic":
             rows = self._mnemonic_rows(pattern)
         elif field == "asm":
-            rows = np.flatnonzero(_contains(self._asm_lower, pattern, self._ascii).to_numpy())
+            rows = self._asm_rows(pattern, deadline)
         else:
             raise UsageError(f"regex field must be asm or mnemonic, not {field!r}")
         top = self.top(rows, limit)
         return SearchResult(query=pattern, total=len(rows), truncated=len(rows) > len(top),
                             hits=self.hits(top), kind="regex", field=field)  # fmt: skip
+
+    def _asm_rows(self, pattern: str, deadline: float | None) -> np.ndarray:
+        """Rows whose text matches, a slice of rows at a time, so work past ``deadline``
+        stops within one slice instead of running on in its thread."""
+        series = self._asm_lower
+        found = [np.zeros(0, dtype=np.int64)]
+        for start in range(0, len(series), REGEX_SLICE):
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError("regex ran past its time limit")
+            hit = _contains(series.slice(start, REGEX_SLICE), pattern, self._ascii)
+            found.append(np.flatnonzero(hit.to_numpy()) + start)
+        return np.concatenate(found)
 
     @cached_property
     def _asm_lower(self) -> pl.Series:

@@ -4,7 +4,13 @@ Layout: ``<root>/<key>/current`` is a symlink to the last complete build
 ``<root>/<key>/build-<n>/``. A build is written in full, then the link is swapped with
 ``os.replace`` — atomic, so a crash mid-build leaves the last good index in place.
 The build is reused while every input has the same size, mtime and content hash and the
-format version and reader options are unchanged.
+format version and reader options are unchanged, and while its files match the manifest
+recorded with it (see manifest.py); a damaged build is rebuilt.
+
+Builders of one index take its writer lock (lock.py) around build and swap, so two
+processes never build at once: the second waits, then reuses the first one's result.
+Under the lock every build folder but the current one is a leftover (of a superseded
+build, or of a builder that died) and is removed.
 """
 
 from __future__ import annotations
@@ -21,10 +27,11 @@ from pathlib import Path
 from pcscope import __version__
 from pcscope.core.errors import InputError
 from pcscope.core.workload import Workload
-from pcscope.index import arrays
+from pcscope.index import arrays, manifest
+from pcscope.index.lock import writer_lock
 from pcscope.index.parts import load_parts, save_parts
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: a manifest of checked files; extra columns in numbered files
 Progress = Callable[[str], None]
 
 
@@ -92,9 +99,11 @@ def open_workload(
     merge_duplicates: bool = False,
     skip_bad_lines: bool = False,
     rebuild: bool = False,
+    verify: bool = False,
     progress: Progress | None = None,
 ) -> Workload:
-    """Reopen the index of these inputs, or build it (atomically) when missing or stale."""
+    """Reopen the index of these inputs, or build it (atomically) when missing, stale or
+    damaged. ``verify``: compare every file's checksum, not only sizes and changed files."""
     inputs = Inputs(
         Path(profile),
         Path(alp) if alp else None,
@@ -105,24 +114,54 @@ def open_workload(
     )
     for _, p in inputs.files():
         if not p.is_file():
-            raise InputError(str(p), None, "no such file" if not p.exists() else "not a file")
+            raise InputError(str(p), None, "no such file" if not p.exists() else
+                             "is a directory, not a file" if p.is_dir() else "not a regular file")
     root = Path(index_dir) if index_dir else default_root()
     home = root / index_key(inputs)
     meta = _meta(inputs)
     current = home / "current"
-    if not rebuild and _matches(current, meta):
-        return _load(current, inputs)
-    build = _build(home, inputs, meta, progress or (lambda _m: None))
-    _swap(home, build)
-    return _load(current, inputs)
-
-
-def _matches(current: Path, meta: dict) -> bool:
+    say = progress or (lambda _m: None)
+    if not rebuild and (workload := _reopen(current, meta, inputs, verify, say)) is not None:
+        return workload
+    with writer_lock(home):
+        # Another process may have built it while this one waited for the lock.
+        if not rebuild and (workload := _reopen(current, meta, inputs, verify, say)):
+            return workload
+        _remove_leftovers(home)
+        _swap(home, _build(home, inputs, meta, say))
     try:
-        stored = json.loads((current / "meta.json").read_text(encoding="utf-8"))
+        return _load(current, inputs)
+    except _DAMAGE as exc:
+        raise InputError(str(current.resolve()), None, f"index damaged right after its build "
+                         f"({exc}): rerun with --rebuild") from None
+
+
+# What loading a damaged build raises (np.load: ValueError; msgspec: DecodeError).
+_DAMAGE = (OSError, ValueError, KeyError, TypeError, EOFError)
+
+
+def _reopen(current: Path, meta: dict, inputs: Inputs, verify: bool,
+            say: Progress) -> Workload | None:
+    """The current build when it is of these inputs and intact; None otherwise."""
+    stored = _stored_meta(current)
+    if stored is None or {k: stored.get(k) for k in meta} != meta:
+        return None
+    folder = current.resolve()
+    damage = manifest.problem(folder, stored.get("manifest"), deep=verify)
+    if damage is None:
+        try:
+            return _load(current, inputs)
+        except _DAMAGE as exc:
+            damage = f"{type(exc).__name__}: {exc}"
+    say(f"index damaged ({damage}); rebuilding")
+    return None
+
+
+def _stored_meta(current: Path) -> dict | None:
+    try:
+        return json.loads((current / manifest.META).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    return {k: stored.get(k) for k in meta} == meta
+        return None
 
 
 def _build(home: Path, inputs: Inputs, meta: dict, say: Progress) -> Path:
@@ -138,8 +177,12 @@ def _build(home: Path, inputs: Inputs, meta: dict, say: Progress) -> Path:
         )
         arrays.save_profile(profile, build / "profile")
         save_parts(build, profile, inputs, say)
-        stamped = dict(meta, pcscope=__version__)
-        (build / "meta.json").write_text(json.dumps(stamped, indent=1), encoding="utf-8")
+        stamped = dict(meta, pcscope=__version__, manifest=manifest.manifest(build))
+        (build / manifest.META).write_text(json.dumps(stamped, indent=1), encoding="utf-8")
+    except OSError as exc:
+        shutil.rmtree(build, ignore_errors=True)
+        raise InputError(str(home), None, f"cannot write the index ({exc.strerror or exc}); "
+                         "free some space or give another --index-dir") from None
     except BaseException:
         shutil.rmtree(build, ignore_errors=True)
         raise
@@ -147,13 +190,26 @@ def _build(home: Path, inputs: Inputs, meta: dict, say: Progress) -> Path:
 
 
 def _swap(home: Path, build: Path) -> None:
+    """Point ``current`` at ``build`` (atomically); under the writer lock."""
     tmp_link = home / f".current-{build.name}"
     os.symlink(build.name, tmp_link)
     os.replace(tmp_link, home / "current")
-    # Readers of an older build keep their memory maps: unlinked files stay readable.
+    _remove_leftovers(home)
+
+
+def _remove_leftovers(home: Path) -> None:
+    """Under the writer lock no build is in progress: every build folder but the current
+    one, and any half-made link or text index, is left over. Readers of an older build keep
+    their memory maps (unlinked files stay readable)."""
+    live = (home / "current").resolve().name
     for stale in home.glob("build-*"):
-        if stale != build:
+        if stale.name != live:
             shutil.rmtree(stale, ignore_errors=True)
+    for partial in [*home.glob(".current-*"), *home.glob("build-*/.text-*")]:
+        if partial.is_dir() and not partial.is_symlink():
+            shutil.rmtree(partial, ignore_errors=True)
+        else:
+            partial.unlink(missing_ok=True)
 
 
 def _load(current: Path, inputs: Inputs) -> Workload:

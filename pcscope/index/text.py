@@ -30,8 +30,11 @@ polars in one vectorised pass and fed to ``add_json`` in chunks; only the fields
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -183,9 +186,15 @@ class TextIndex:
             raise FileNotFoundError(f"no complete text index in {directory}") from None
         if meta.get("format") != FORMAT:
             raise FileNotFoundError(f"text index in {directory} has another format")
-        instructions = _register(tantivy.Index.open(str(directory / "instructions")))
-        guides = _register(tantivy.Index.open(str(directory / "guides")))
-        return cls(directory, instructions, guides, meta)
+        readable = directory
+        if not os.access(directory / "instructions", os.W_OK):
+            readable = _linked_copy(directory)
+        instructions = _register(tantivy.Index.open(str(readable / "instructions")))
+        guides = _register(tantivy.Index.open(str(readable / "guides")))
+        index = cls(directory, instructions, guides, meta)
+        if readable != directory:   # the links go when the index does
+            weakref.finalize(index, _remove_links, readable)
+        return index
 
     @property
     def build_stats(self) -> BuildStats:
@@ -196,6 +205,11 @@ class TextIndex:
     def parse(self, query: str) -> tantivy.Query:
         """A query in Tantivy syntax (terms AND-ed, ``field:value``, ``"phrases"``, ``OR``,
         ``-term``, ``samples:>N``), after ``normalize_query``; UsageError if malformed."""
+        if len(query) > MAX_QUERY:
+            raise UsageError(f"bad query: longer than {MAX_QUERY} characters")
+        outside_phrases = re.sub(r'"[^"]*"', "", query)
+        if outside_phrases.count("(") != outside_phrases.count(")"):
+            raise UsageError(f"bad query {query!r}: unbalanced parentheses")
         text = normalize_query(query)
         if not text.strip():
             raise UsageError("empty query")
@@ -340,10 +354,31 @@ def _by_code(codes: np.ndarray, fragments: list[str]) -> pl.Series:
 # --- query text ------------------------------------------------------------------------
 
 _FIELDS = {"asm"} | set(EXACT_FIELDS) | set(NUMERIC_FIELDS) | set(FIELD_ALIASES)
+MAX_QUERY = 1000  # characters in a query
 QUERY_TOKEN = re.compile(r'[+-]?[a-z_]+:[\[{][^\]}]*[\]}]|"[^"]*"|\S+')  # a range is one token
 _FIELD_VALUE = re.compile(r"^([+-]?)([a-z_]+):(.+)$", re.S)
 _CONDITIONAL = re.compile(r"^bc?\.[a-z]+$", re.IGNORECASE)
 _SPECIAL = re.compile(r'([\[\]{}()!^~:"\\*?<>=+/])')
+
+
+def _linked_copy(directory: Path) -> Path:
+    """Tantivy takes a lock file beside the index even to read it, so an index in a folder
+    this user cannot write is opened through a private folder of symlinks to its files."""
+    links = Path(tempfile.mkdtemp(prefix="pcscope-text-"))
+    for part in ("instructions", "guides"):
+        (links / part).mkdir()
+        for f in (directory / part).iterdir():
+            if not f.name.startswith(".tantivy-"):   # lock files are made anew
+                os.symlink(f.resolve(), links / part / f.name)
+    return links
+
+
+def _remove_links(links: Path) -> None:
+    for part in ("instructions", "guides"):
+        for f in (links / part).iterdir():
+            f.unlink()
+        (links / part).rmdir()
+    links.rmdir()
 
 
 def normalize_query(query: str) -> str:
@@ -381,6 +416,8 @@ def _normalize_token(token: str) -> str:
             raise UsageError("PCs are not searchable terms: look a PC up with `pcscope show`")
         if field in _FIELDS:
             return sign + _field_term(FIELD_ALIASES.get(field, field), value)
+        raise UsageError(f"bad query: unknown field {field!r} (fields: "
+                         f"{', '.join(sorted(_FIELDS))}, win, fn)")
     return sign + _SPECIAL.sub(r"\\\1", token[len(sign) :])
 
 

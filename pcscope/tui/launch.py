@@ -30,6 +30,8 @@ class OpenRequest:
     merge_duplicates: bool = False
     skip_bad_lines: bool = False
     rebuild: bool = False
+    verify: bool = False
+    fresh: bool = False  # a damaged session store is moved aside, a new one started
 
     @property
     def index_root(self) -> Path:
@@ -59,10 +61,11 @@ def prepare(request: OpenRequest, progress: Callable[[str], None]) -> Prepared:
         merge_duplicates=request.merge_duplicates,
         skip_bad_lines=request.skip_bad_lines,
         rebuild=request.rebuild,
+        verify=request.verify,
         progress=progress,
     )
-    session = (UiSession(request.session) if request.session
-               else UiSession.for_profile(request.index_root, request.profile))
+    session = (UiSession(request.session, fresh=request.fresh) if request.session
+               else UiSession.for_profile(request.index_root, request.profile, request.fresh))
     return Prepared(workload, settings, session, session.load())
 
 

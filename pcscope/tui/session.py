@@ -58,19 +58,20 @@ class Restored:
 
 
 class UiSession:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, fresh: bool = False) -> None:
         self.path = path
+        self.fresh = fresh    # move a damaged store aside (the user asked with --fresh)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pcscope-session")
         self._store: SessionStore | None = None
         self._last_view: ViewState | None = None
 
     @classmethod
-    def for_profile(cls, index_root: Path, profile: Path) -> UiSession:
-        return cls(default_path(index_root, profile))
+    def for_profile(cls, index_root: Path, profile: Path, fresh: bool = False) -> UiSession:
+        return cls(default_path(index_root, profile), fresh)
 
     def _db(self) -> SessionStore:
         if self._store is None:  # created on the session thread, used only there
-            self._store = SessionStore(self.path)
+            self._store = SessionStore(self.path, fresh=self.fresh)
         return self._store
 
     def _submit(self, fn, *args) -> Future:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pcscope.core.engine.calls import CallRecord, ToolUse
+from pcscope.core.errors import InputError
 
 SCHEMA_VERSION = 1
 
@@ -58,6 +59,29 @@ CREATE TABLE IF NOT EXISTS verdicts (
 """
 
 
+class SessionError(InputError):
+    """The session file cannot be used: damaged (``damaged``: --fresh moves it aside),
+    unwritable or on a full disk."""
+
+    def __init__(self, path: Path, what: str, damaged: bool = False) -> None:
+        super().__init__(str(path), None, what)
+        self.damaged = damaged
+
+    @classmethod
+    def of(cls, path: Path, exc: sqlite3.Error) -> SessionError:
+        text = str(exc).lower()
+        if "not a database" in text or "malformed" in text:
+            return cls(path, "session store is corrupt; rerun with --fresh to move it aside "
+                       "and start a new one", damaged=True)
+        if "full" in text:
+            return cls(path, "session store cannot be written: disk full")
+        if "i/o" in text:   # what SQLite says when a write fails (EFBIG, ENOSPC, EIO)
+            return cls(path, "session store cannot be written: disk I/O error (disk full?)")
+        if "readonly" in text or "unable to open" in text:
+            return cls(path, f"session store is unwritable ({exc})")
+        return cls(path, f"session store error ({exc})")
+
+
 def default_path(index_root: Path, profile_path: str | Path) -> Path:
     """One store per profile file, beside the indexes (it outlives index rebuilds)."""
     resolved = str(Path(profile_path).resolve())
@@ -83,18 +107,52 @@ class SessionStore:
     """One connection per store object; open one per thread (SQLite connections are not
     shared across threads)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, fresh: bool = False) -> None:
+        """Open (or create) the store. A damaged file is an error naming it; with ``fresh``
+        it is moved aside (``<name>.damaged-<time>``) and a new store started instead."""
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
-        columns = {r[1] for r in self._db.execute("PRAGMA table_info(calls)")}
-        if "cache_write_tokens" not in columns:  # a store written before cache writes were apart
-            self._db.execute("ALTER TABLE calls ADD COLUMN cache_write_tokens INTEGER NOT NULL "
-                             "DEFAULT 0")
-        self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+        try:
+            self._db = self._open()
+        except SessionError as exc:
+            if not (fresh and exc.damaged):
+                raise
+            self.path.replace(self.path.with_name(f"{self.path.name}.damaged-{int(time.time())}"))
+            for suffix in ("-wal", "-shm"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            self._db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        if self.path.is_dir():
+            raise SessionError(self.path, "is a directory, not a session file")
+        with self._errors():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                db.executescript(_SCHEMA)
+                columns = {r[1] for r in db.execute("PRAGMA table_info(calls)")}
+                # A store written before cache writes were counted apart gains the column.
+                if "cache_write_tokens" not in columns:
+                    db.execute("ALTER TABLE calls ADD COLUMN cache_write_tokens INTEGER NOT "
+                               "NULL DEFAULT 0")
+                db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)",
+                           (str(SCHEMA_VERSION),))
+                db.execute("SELECT COUNT(*) FROM runs").fetchone()
+            except BaseException:
+                db.close()
+                raise
+        return db
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """SQLite's and the OS's errors as a SessionError naming the file and the cause."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise SessionError.of(self.path, exc) from None
+        except OSError as exc:
+            raise SessionError(self.path, f"cannot write ({exc.strerror or exc})") from None
 
     def close(self) -> None:
         self._db.close()
@@ -107,13 +165,15 @@ class SessionStore:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+        with self._errors():
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     # -- runs ----------------------------------------------------------------------------
     def start_run(self, key: str, profile: str, model: str, settings: dict[str, Any]) -> int:

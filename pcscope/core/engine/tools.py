@@ -12,7 +12,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -99,10 +99,15 @@ class GroupArgs(_Args):
     limit: int = Field(20, ge=1, le=50)
 
 
+_Short = Annotated[str, Field(max_length=24)]    # a PC
+_Id = Annotated[str, Field(max_length=120)]      # an evidence ID
+
+
 class AlpArgs(_Args):
     """Aggregated ALP (simulator) records of exact PCs, figures rounded to 3 digits."""
 
-    pc: str | list[str] = Field(description="one 0x-hex PC or a list of up to 16")
+    pc: str | list[_Short] = Field(max_length=24,
+                                   description="one 0x-hex PC or a list of up to 16")
 
     @model_validator(mode="after")
     def _bounded(self) -> AlpArgs:
@@ -135,7 +140,7 @@ class RememberArgs(_Args):
     """Store IDs you may cite under a name (set:<name>) that later calls can fetch."""
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,39}$")
-    ids: list[str] = Field(min_length=1, max_length=64)
+    ids: list[_Id] = Field(min_length=1, max_length=64)
 
 
 ARGS: dict[str, type[_Args]] = {
@@ -279,9 +284,12 @@ class ToolBox:
         try:
             model = ARGS.get(name)
             if model is None:
-                raise ToolError(f"unknown tool {name!r} (tools: {', '.join(ARGS)})")
+                raise ToolError(f"unknown tool {_capped(name)!r} (tools: {', '.join(ARGS)})")
             request = model.model_validate(args)
-            if name in ("search", "regex", "group"):
+            if name == "regex":   # the one query whose work can grow long: it stops itself
+                deadline = time.monotonic() + QUERY_SECONDS
+                result = await asyncio.to_thread(self._regex, request, deadline)
+            elif name in ("search", "group"):   # bounded by query length and limits
                 result = await asyncio.wait_for(
                     asyncio.to_thread(getattr(self, f"_{name}"), request), QUERY_SECONDS)
             else:
@@ -297,8 +305,8 @@ class ToolBox:
             if evidence_id not in self.allowed:
                 self.allowed.add(evidence_id)
                 self.fetched.append(evidence_id)
-        use = ToolUse(name, dict(args), list(result.ids), result.error, result.text,
-                      round(time.perf_counter() - started, 6))
+        use = ToolUse(_capped(name), _capped(args), list(result.ids), result.error,
+                      result.text, round(time.perf_counter() - started, 6))
         self.log.append(use)
         if self._on_use is not None:
             self._on_use(use)
@@ -412,8 +420,9 @@ class ToolBox:
         result = self.shared.queries.search(req.query, limit=req.limit)
         return self._hits(f"search {req.query!r}", result)
 
-    def _regex(self, req: RegexArgs) -> ToolResult:
-        result = self.shared.queries.regex(req.pattern, field=req.field, limit=req.limit)
+    def _regex(self, req: RegexArgs, deadline: float | None = None) -> ToolResult:
+        result = self.shared.queries.regex(req.pattern, field=req.field, limit=req.limit,
+                                           deadline=deadline)
         return self._hits(f"regex {req.pattern!r} on {req.field}", result)
 
     def _hits(self, what: str, result: SearchResult) -> ToolResult:
@@ -521,6 +530,25 @@ def _item_ids(items: list[evidence_text.Shown]) -> list[str]:
         if item.alp is not None:
             ids.append(alp_id(item.pc))
     return ids
+
+
+MAX_LOGGED = 200   # characters of one string a model sent that the call log keeps
+MAX_LOGGED_ITEMS = 64
+
+
+def _capped(value: Any, depth: int = 0) -> Any:
+    """What a model sent (a tool name, its arguments), cut to a bounded size before it is
+    echoed or logged: a model can send a megabyte of anything."""
+    if isinstance(value, str):
+        return value if len(value) <= MAX_LOGGED else value[:MAX_LOGGED] + "…"
+    if depth >= 4:
+        return "…"
+    if isinstance(value, dict):
+        items = list(value.items())[:MAX_LOGGED_ITEMS]
+        return {_capped(str(k)): _capped(v, depth + 1) for k, v in items}
+    if isinstance(value, list | tuple):
+        return [_capped(v, depth + 1) for v in value[:MAX_LOGGED_ITEMS]]
+    return value
 
 
 def _error(message: str) -> ToolResult:

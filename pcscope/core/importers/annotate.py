@@ -22,7 +22,9 @@ _HEADER = re.compile(
     r"\((\d+) samples"
 )
 _SYMBOL = re.compile(r"^\s*:\s*(?:\d+\s+)?([0-9a-fA-F]+) <(.+)>:\s*$")
-_LINE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)?\s*:\s+([0-9a-fA-F]+):\s+(.*)$")
+_LINE = re.compile(r"^\s*([-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?)?\s*:\s+([0-9a-fA-F]+):\s+(.*)$")
+MAX_TOTAL = 2**53       # a larger header sample count is garbage
+PERCENT_SLACK = 0.5     # percentages are printed rounded: their sum may pass 100 by this
 
 
 @dataclass
@@ -32,6 +34,7 @@ class _Block:
     total: int
     counts: bool            # True: -n sample counts; False: percentages
     function: str = ""
+    shown: float = 0.0      # the values of the block so far (percent or samples)
 
 
 @dataclass
@@ -42,11 +45,22 @@ class AnnotateProfile:
 
 
 def _samples(block: _Block, value: str | None) -> int:
+    """The sample count of one line; ValueError saying why a value is impossible."""
     if not value:
         return 0
+    number = float(value)
+    block.shown += number
     if block.counts:
-        return int(float(value))
-    return round(float(value) * block.total / 100.0)
+        if number < 0 or not number.is_integer():
+            raise ValueError("want a whole number of samples")
+        if block.shown > block.total:
+            raise ValueError(f"the symbol's samples pass the header's {block.total}")
+        return int(number)
+    if not 0 <= number <= 100:
+        raise ValueError("want a percentage from 0 to 100")
+    if block.shown > 100 + PERCENT_SLACK:
+        raise ValueError("the symbol's percentages add up to more than 100")
+    return round(number * block.total / 100.0)
 
 
 def read_annotate(path: str | os.PathLike, *, event: str | None = None,
@@ -61,6 +75,8 @@ def read_annotate(path: str | os.PathLike, *, event: str | None = None,
         m = _HEADER.match(line)
         if m:
             kind, module, ev, total = m.groups()
+            if int(total) > MAX_TOTAL:
+                raise InputError(name, lineno, f"{total} samples in the header: more than 2^53")
             block = _Block(module.strip(), ev, int(total), kind == "Samples")
             symbols[ev] = symbols.get(ev, 0) + 1
             continue
@@ -82,8 +98,8 @@ def read_annotate(path: str | os.PathLike, *, event: str | None = None,
         pc = int(m.group(2), 16) + base
         try:
             samples = _samples(block, m.group(1))
-        except ValueError:
-            raise InputError(name, lineno, f"bad sample value {m.group(1)!r}") from None
+        except ValueError as exc:
+            raise InputError(name, lineno, f"bad sample value {m.group(1)!r}: {exc}") from None
         rows = per_event.setdefault(block.event, {})
         old = rows.get(pc)
         rows[pc] = ProfileRow(pc, samples + (old.samples if old else 0), asm,

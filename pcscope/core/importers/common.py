@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import csv
 import gzip
-import json
 import os
 import sys
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from pcscope.core.errors import InputError
+from pcscope.core.finite_json import dumps
 from pcscope.core.ids import hex_pc
 from pcscope.core.textio import open_output, open_text_lines
 
@@ -69,6 +69,28 @@ def display_name(path: str | os.PathLike) -> str:
     return "<stdin>" if str(path) == STDIN else str(path)
 
 
+@dataclass
+class Skipped:
+    """Lines an importer passed over: counted, the first few kept by number for the user."""
+
+    count: int = 0
+    first: list[int] = field(default_factory=list)
+
+    SHOWN = 5
+
+    def add(self, line: int) -> None:
+        self.count += 1
+        if len(self.first) < self.SHOWN:
+            self.first.append(line)
+
+    def summary(self, what: str) -> str | None:
+        """One line for stderr, or None when nothing was skipped."""
+        if not self.count:
+            return None
+        lines = ", ".join(map(str, self.first)) + (", …" if self.count > len(self.first) else "")
+        return f"{self.count} line{'s' if self.count > 1 else ''} skipped: not {what} (line {lines})"
+
+
 @dataclass(frozen=True)
 class ProfileRow:
     """One row of a native profile (formats.md §1)."""
@@ -97,7 +119,7 @@ def write_jsonl(records: Iterable[dict], path: str | os.PathLike) -> int:
     count = 0
     with open_output(path) as out:
         for record in records:
-            out.write(json.dumps(record, separators=(", ", ": ")))
+            out.write(dumps(record, separators=(", ", ": ")))
             out.write("\n")
             count += 1
     return count

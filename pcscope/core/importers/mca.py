@@ -30,6 +30,7 @@ from pcscope.core.importers.common import display_name, input_lines
 BASIS = "predicted"
 DEFAULT_CPU = "neoverse-n1"
 DEFAULT_ITERATIONS = 100
+DEFAULT_TIMEOUT = 600.0   # seconds one llvm-mca run may take
 MAX_RETRIES = 50
 # The scheduling model each CPU should get (resource names start with it + "Unit").
 EXPECTED_MODEL = {
@@ -83,12 +84,16 @@ def find_llvm_mca(path_env: str | None = None) -> McaTool | None:
     return tool_at(path) if path else None
 
 
-def tool_at(path: str) -> McaTool:
+def tool_at(path: str, timeout: float = 30.0) -> McaTool:
+    timeout = min(timeout, 30.0)
     try:
         out = subprocess.run([path, "--version"], capture_output=True, text=True,
-                             timeout=30).stdout
+                             timeout=timeout, errors="replace").stdout
     except OSError as exc:
         raise UsageError(f"cannot run {path}: {exc.strerror or exc}") from None
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"`{path} --version` did not finish in {timeout:g} s (--timeout)") \
+            from None
     m = re.search(r"LLVM version (\S+)", out)
     return McaTool(path, Path(path).name, m.group(1) if m else "unknown")
 
@@ -203,12 +208,17 @@ def _failed_instruction(block: Block, stderr: str) -> tuple[int, str] | None:
     return None
 
 
-def _run(tool: McaTool, block: Block, args: list[str]) -> subprocess.CompletedProcess:
+def _run(tool: McaTool, block: Block, args: list[str],
+         timeout: float) -> subprocess.CompletedProcess:
     try:
         return subprocess.run([tool.path, *args], input="\n".join(block.lines) + "\n",
-                              capture_output=True, text=True, timeout=600)
+                              capture_output=True, text=True, timeout=timeout,
+                              errors="replace")
     except OSError as exc:
         raise UsageError(f"cannot run {tool.path}: {exc.strerror or exc}") from None
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"`{tool.path} {' '.join(args[:3])} …` did not finish in {timeout:g} s "
+                         "(a longer --timeout, or fewer --iterations)") from None
 
 
 def _check_cpu(tool: McaTool, cpu: str, stderr: str) -> None:
@@ -217,17 +227,18 @@ def _check_cpu(tool: McaTool, cpu: str, stderr: str) -> None:
                          "generic model); install a newer LLVM (e.g. Debian's llvm-19)")
 
 
-def run_block(tool: McaTool, block: Block, cpu: str, iterations: int) -> tuple[str, str]:
+def run_block(tool: McaTool, block: Block, cpu: str, iterations: int,
+              timeout: float = DEFAULT_TIMEOUT) -> tuple[str, str]:
     """JSON and bottleneck text of one block, leaving out what llvm-mca rejects."""
     base = ["-mtriple=aarch64", f"-mcpu={cpu}", f"-iterations={iterations}"]
     for _ in range(MAX_RETRIES):
         if not block.pcs:
             return "", ""
         proc = _run(tool, block, [*base, "-json", "-timeline", "-timeline-max-cycles=0",
-                                  "-bottleneck-analysis"])
+                                  "-bottleneck-analysis"], timeout)
         _check_cpu(tool, cpu, proc.stderr)
         if proc.returncode == 0:
-            text = _run(tool, block, [*base, "-bottleneck-analysis"])
+            text = _run(tool, block, [*base, "-bottleneck-analysis"], timeout)
             return proc.stdout, text.stdout
         failed = _failed_instruction(block, proc.stderr)
         if failed is None:
@@ -276,7 +287,16 @@ class McaJson:
     instructions: list[InstructionFigures]
 
 
-def parse_mca_json(text: str) -> McaJson:
+def parse_mca_json(text: str, tool: str = "llvm-mca") -> McaJson:
+    """llvm-mca's -json output; anything else is an InputError naming the tool."""
+    try:
+        return _mca_json(text)
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+        raise InputError(tool, None, f"printed something that is not llvm-mca -json output "
+                         f"({type(exc).__name__}: {str(exc)[:80]})") from None
+
+
+def _mca_json(text: str) -> McaJson:
     data = json.loads(text)
     resources = [_resource_name(r) for r in data.get("TargetInfo", {}).get("Resources", [])]
     region = data["CodeRegions"][0]
@@ -418,7 +438,7 @@ def window_records(block: Block, window: str, tool: McaTool, cpu: str, iteration
 
 def analyse_profile(profile, tool: McaTool, *, cpu: str = DEFAULT_CPU,
                     iterations: int = DEFAULT_ITERATIONS, top: int | None = None,
-                    coverage: float = 0.90) -> McaResult:
+                    coverage: float = 0.90, timeout: float = DEFAULT_TIMEOUT) -> McaResult:
     """llvm-mca records for every instruction of the profile's hot windows."""
     selection = profile.hot_windows(top=top, coverage=coverage)
     records: list[dict] = []
@@ -427,8 +447,8 @@ def analyse_profile(profile, tool: McaTool, *, cpu: str = DEFAULT_CPU,
     for w in selection.windows:
         rows = profile.window_rows(w)
         block = prepare((int(profile.pc[r]), profile.asm(int(r))) for r in rows)
-        json_text, text = run_block(tool, block, cpu, iterations)
-        figures = parse_mca_json(json_text) if json_text else None
+        json_text, text = run_block(tool, block, cpu, iterations, timeout)
+        figures = parse_mca_json(json_text, tool.path) if json_text else None
         bottleneck = parse_bottleneck(text) if text else None
         window_id = profile.windows[w].id
         records.extend(window_records(block, window_id, tool, cpu, iterations, figures,

@@ -283,7 +283,9 @@ class LineParser:
                         self.from_micro_op.add(pc_value)
                     else:
                         self.from_micro_op.discard(pc_value)
-                self.cur = [int(tick), pc_value, upc_value, int(seq), None, [0] * 7, lineno]
+                fetch_tick = self._tick(tick, lineno)
+                self.cur = [fetch_tick, pc_value, upc_value, int(seq), None, [0] * 7, lineno,
+                            fetch_tick]
                 return None
             if stage == b"retire":
                 if self.cur is None:
@@ -291,8 +293,8 @@ class LineParser:
                 tick, sep, store = rest.partition(b":store:")
                 if not sep:
                     raise ValueError
-                fetch, pc, upc, seq, _, ticks, _ = self.cur
-                ticks[RETIRE], ticks[STORE] = int(tick), int(store)
+                fetch, pc, upc, seq, _, ticks, _, _ = self.cur
+                ticks[RETIRE], ticks[STORE] = self._staged(b"retire", tick, lineno), int(store)
                 self.cur = None
                 return seq, upc, pc, fetch, ticks
             col = STAGE_NAMES.index(stage) - 1 if stage in STAGE_NAMES else -1
@@ -301,14 +303,40 @@ class LineParser:
                 raise self._bad(lineno, f"unknown O3PipeView stage {shown!r}")
             if self.cur is None:
                 raise self._bad(lineno, f"{stage.decode()} line without a fetch line")
-            self.cur[5][col] = int(rest)
+            self.cur[5][col] = self._staged(stage, rest, lineno)
             return None
         except ValueError:
             shown = text[:80].decode("utf-8", errors="replace")
             raise self._bad(lineno, f"malformed O3PipeView line: {shown!r}") from None
 
+    def _tick(self, text: bytes, lineno: int) -> int:
+        if not text.isdigit() or len(text) > 18:
+            shown = text[:30].decode("utf-8", errors="replace")
+            raise self._bad(lineno, f"malformed O3PipeView line: tick {shown!r} is not a "
+                            "whole number below 10^18")
+        return int(text)
+
+    def _staged(self, stage: bytes, text: bytes, lineno: int) -> int:
+        """A stage's tick; 0 (a stage the instruction never reached) or not before the
+        latest stage so far in pipeline order."""
+        tick = self._tick(text, lineno)
+        if tick:
+            if tick < self.cur[7]:
+                raise self._bad(lineno, f"{stage.decode()} at tick {tick} comes before an "
+                                f"earlier stage at tick {self.cur[7]} (record at line "
+                                f"{self.cur[6]})")
+            self.cur[7] = tick
+        return tick
+
     def _bad(self, lineno: int, what: str) -> InputError:
         return InputError(self.name, lineno, what)
+
+
+def in_order(records: Records) -> bool:
+    """Every record's stage ticks non-decreasing from fetch to retire (0 = not reached)."""
+    times = np.concatenate([records.fetch[:, None], records.ticks[:, :RETIRE + 1]], axis=1)
+    reached = np.maximum.accumulate(times, axis=1)
+    return not bool(((times[:, 1:] != 0) & (times[:, 1:] < reached[:, :-1])).any())
 
 
 class Trace:
@@ -328,7 +356,7 @@ class Trace:
             records = None
             if slow.cur is None:
                 records = parse_fast(buf, known, self.name, lines_before)
-            if records is None:
+            if records is None or not in_order(records):
                 records = slow.parse(buf, known, lines_before)
             known.update(records.asm)
             yield records

@@ -21,12 +21,18 @@ from pcscope.core.ids import hex_pc
 from pcscope.core.importers.common import (
     NO_ASM,
     ProfileRow,
+    Skipped,
     basename,
     display_name,
     input_lines,
 )
 from pcscope.core.importers.objdump import Disassembly
-from pcscope.core.importers.perf_script import fold_callchains, parse_mmap, parse_sample
+from pcscope.core.importers.perf_script import (
+    BadSample,
+    fold_callchains,
+    parse_mmap,
+    parse_sample,
+)
 
 WINDOW_GAP = 64   # formats.md §1: a gap wider than this starts a new window
 PAGE = 0x1000
@@ -51,6 +57,7 @@ class PerfSamples:
     mappings: dict[str, int] = field(default_factory=dict)   # DSO basename -> base
     weighted: bool = False
     lines: int = 0
+    skipped: Skipped = field(default_factory=Skipped)    # lines that are no sample
 
     def select(self, event: str | None) -> dict[tuple[str, int], PcSamples]:
         """The samples of one event: the given one, or the only one there is."""
@@ -77,8 +84,13 @@ def read_perf_script(path: str | os.PathLike, *, weighted: bool = True) -> PerfS
             if mapping is not None:
                 out.mappings.setdefault(basename(mapping.dso), mapping.base)
             continue
-        sample = parse_sample(line)
+        try:
+            sample = parse_sample(line)
+        except BadSample as exc:
+            raise InputError(name, lineno, str(exc)) from None
         if sample is None:
+            if line.strip() and not line.lstrip().startswith("#"):
+                out.skipped.add(lineno)
             continue
         counts = out.by_event.setdefault(sample.event, {})
         key = (sample.dso or "", sample.ip)

@@ -18,6 +18,13 @@ _CPU = re.compile(r"^\[\d+\]$")
 _HEX = re.compile(r"^(?:0x)?[0-9a-fA-F]+$")
 _DEC = re.compile(r"^\d+$")
 _SYMOFF = re.compile(r"^(.*)\+0x([0-9a-fA-F]+)$")
+_NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
+MAX_PERIOD = 2**53     # a larger period is garbage (and would make sums lose precision)
+MAX_IP = 2**64 - 1
+
+
+class BadSample(ValueError):
+    """A line that is a sample but holds a value no perf prints (the importer adds the line)."""
 _MMAP = re.compile(
     r"PERF_RECORD_MMAP2? .*?\[(0x[0-9a-f]+)\((0x[0-9a-f]+)\) @ (0x[0-9a-f]+|0)[ \]].*?\]:\s+"
     r"(\S+)\s+(.+)$"
@@ -118,7 +125,9 @@ def _parse_middle(tokens: list[str]) -> _Middle:
         data_src = int(tokens[bar - 1], 16)
         # The decode (|OP LOAD|LVL L1 hit|…|BLK  N/A) holds no bare decimal: the first
         # one after it is the weight.
-        after = [t for t in tokens[bar:] if _DEC.match(t)]
+        after = [t for t in tokens[bar:] if _DEC.match(t) or _NUMBER.match(t)]
+        if after and not _DEC.match(after[0]):
+            raise BadSample(f"weight {after[0]!r}: want a whole number of cycles")
         weight = int(after[0]) if after else None
         before = tokens[: bar - 1]
     else:
@@ -171,12 +180,19 @@ def parse_sample(line: str) -> Sample | None:
         # A decimal right after the time (or first) is the period; after a comm it is a tid.
         if head_end == 1 or _TIME.match(before) or _CPU.match(before) or ev_at is not None:
             period = int(tokens[head_end - 1])
+            if not 0 < period <= MAX_PERIOD:
+                raise BadSample(f"period {period}: want a whole number from 1 to 2^53")
+    elif head_end > 0 and _NUMBER.match(tokens[head_end - 1]):
+        raise BadSample(f"period {tokens[head_end - 1]!r}: want a positive whole number")
     time = next((t[:-1] for t in tokens[:head_end] if _TIME.match(t)), None)
     cpu = next((t[1:-1] for t in tokens[:head_end] if _CPU.match(t)), None)
     middle = (_parse_middle(tokens[ev_at + 1: ip_at]) if ev_at is not None
               else _Middle("", None, None, None))
+    ip = int(tokens[ip_at], 16)
+    if ip > MAX_IP:
+        raise BadSample(f"ip {tokens[ip_at]} does not fit in 64 bits")
     return Sample(
-        ip=int(tokens[ip_at], 16), sym=sym, symoff=symoff, dso=dso, period=period,
+        ip=ip, sym=sym, symoff=symoff, dso=dso, period=period,
         event=event, time=time, cpu=cpu, flags=middle.flags, addr=middle.addr,
         data_src=middle.data_src, weight=middle.weight,
     )

@@ -17,14 +17,15 @@ are written only where the samples could show them (an event or a data source le
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pcscope.core.errors import InputError
 from pcscope.core.ids import hex_pc
-from pcscope.core.importers.common import basename, display_name, input_lines
-from pcscope.core.importers.perf_script import Sample, fold_callchains, parse_sample
+from pcscope.core.importers.common import Skipped, basename, display_name, input_lines
+from pcscope.core.importers.perf_script import BadSample, Sample, fold_callchains, parse_sample
 
 LOOP = "spe"
 
@@ -245,6 +246,7 @@ class SpeResult:
     samples: int            # sample lines read
     spe_records: int        # SPE records after grouping
     events: Counter
+    skipped: Skipped        # lines that are no SPE sample
 
 
 def _same_record(key: tuple, last_key: tuple | None, last_rank: int, rank: int,
@@ -265,9 +267,15 @@ def read_spe(path: str | os.PathLike) -> SpeResult:
     current: SpeRecord | None = None
     last_key: tuple | None = None
     last_rank = -1
-    for _lineno, line in fold_callchains(input_lines(path)):
-        sample = parse_sample(line)
+    skipped = Skipped()
+    for lineno, line in fold_callchains(input_lines(path)):
+        try:
+            sample = _spe_sample(line)
+        except BadSample as exc:
+            raise InputError(name, lineno, str(exc)) from None
         if sample is None or sample.event is None:
+            if line.strip() and not line.lstrip().startswith("#") and "PERF_RECORD_" not in line:
+                skipped.add(lineno)
             continue
         ev = sample.event.rstrip(":").lower()
         rank = _RANK.get(ev)
@@ -293,7 +301,21 @@ def read_spe(path: str | os.PathLike) -> SpeResult:
     # Only a perf that prints not_taken tells taken branches apart.
     taken_known = any(a.not_taken for a in accs.values())
     return SpeResult([accs[pc].record(pc, taken_known) for pc in sorted(accs)], samples,
-                     records, events)
+                     records, events, skipped)
+
+
+_ADDRESS_LIKE = re.compile(r"[0-9A-Za-z]{8,16}")
+
+
+def _spe_sample(line: str) -> Sample | None:
+    """parse_sample, refusing a line whose ip column is not hex: perf prints the symbol
+    as one token, so an address-shaped word in front of it is where the ip should be."""
+    sample = parse_sample(line)
+    if sample is not None and sample.sym is not None and " " in sample.sym:
+        first = sample.sym.split()[0]
+        if _ADDRESS_LIKE.fullmatch(first):
+            raise BadSample(f"ip {first!r} is not hex")
+    return sample
 
 
 def _merge(rec: SpeRecord, sample: Sample, event: str) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
+from itertools import chain
 from typing import Annotated, Literal
 
 import msgspec
@@ -26,7 +27,7 @@ from pcscope.core.alp import BRANCH_KINDS, MEM_KINDS, STAGES, AlpFileStats, AlpT
 from pcscope.core.alp_columns import AlpRecords
 from pcscope.core.errors import InputError
 from pcscope.core.ids import hex_pc, parse_pc
-from pcscope.core.readers.alp_sums import ABSENT, KeptPcs, grown
+from pcscope.core.readers.alp_sums import ABSENT, KeptPcs, SumOverflow, grown
 from pcscope.core.textio import open_text_batches
 
 _MAX_PC = 2**64 - 1
@@ -98,9 +99,12 @@ _KIND_NAMES = {"branch": BRANCH_KINDS, "mem": MEM_KINDS}
 
 
 def _decode(text: str) -> tuple[_Line, dict[str, float] | None]:
-    """The record and its extra (non-canonical) stages. Raises msgspec.DecodeError."""
+    """The record and its extra (non-canonical) stages. Raises msgspec.DecodeError or
+    ValueError (a value the types allow but the spec does not)."""
     try:
-        return _DECODER.decode(text), None
+        rec, extra = _DECODER.decode(text), None
+    except RecursionError:
+        raise ValueError(f"JSON nested too deep (more than {_MAX_DEPTH} levels)") from None
     except msgspec.ValidationError:
         loose = _LOOSE_DECODER.decode(text)   # the same rules but any stage name
         stages = loose.stages
@@ -109,7 +113,67 @@ def _decode(text: str) -> tuple[_Line, dict[str, float] | None]:
             raise
         fields = msgspec.structs.asdict(loose)
         fields["stages"] = _Stages(**{k: v for k, v in stages.items() if k in _STAGE_SET})
-        return _Line(**fields), extra
+        rec = _Line(**fields)
+    for name, value in (extra or {}).items():
+        if not value >= 0:
+            raise ValueError(f"stage {name!r} is {value}: want a non-negative time")
+    problem = _value_problems([rec])
+    if problem is not None:
+        raise ValueError(problem[1])
+    return rec, extra
+
+
+_MAX_DEPTH = 1000   # msgspec's recursion limit: deeper JSON raises RecursionError
+_MISSES = ("l1d_miss", "l2_miss", "llc_miss", "tlb_miss", "store_forwarded")
+
+
+def _value_problems(recs: list[_Line]) -> tuple[int, str] | None:
+    """The first record (position, what) whose values break formats.md §2's rules between
+    fields: stage times non-negative and non-decreasing in pipeline order, mispredicted and
+    taken at most executed, every miss count at most accesses. A few numpy calls per
+    batch; the message is built only for a bad record."""
+    stages = np.fromiter(chain.from_iterable(map(msgspec.structs.astuple,
+                                                 (r.stages for r in recs))),
+                         np.float64, count=len(STAGES) * len(recs)).reshape(-1, len(STAGES))
+    with np.errstate(invalid="ignore"):
+        reached = np.fmax.accumulate(stages, axis=1)      # latest stage time so far
+        bad = (stages < 0).any(axis=1) | (stages[:, 1:] < reached[:, :-1]).any(axis=1)
+    branches = [(i, r.branch) for i, r in enumerate(recs) if r.branch is not None]
+    mems = [(i, r.mem) for i, r in enumerate(recs) if r.mem is not None]
+    if branches:
+        b = np.array([(x.executed, x.taken, x.mispredicted) for _, x in branches], np.int64)
+        over = (b[:, 0] != ABSENT)[:, None] & (b[:, 1:] > b[:, :1])
+        bad[[i for i, _ in branches]] |= over.any(axis=1)
+    if mems:
+        m = np.array([(x.accesses,) + tuple(getattr(x, k) for k in _MISSES) for _, x in mems],
+                     np.int64)
+        over = (m[:, 0] != ABSENT)[:, None] & (m[:, 1:] > m[:, :1])
+        bad[[i for i, _ in mems]] |= over.any(axis=1)
+    if not bad.any():
+        return None
+    i = int(np.flatnonzero(bad)[0])
+    return i, _what_is_wrong(recs[i])
+
+
+def _what_is_wrong(rec: _Line) -> str:
+    times = [(name, t) for name, t in zip(STAGES, msgspec.structs.astuple(rec.stages),
+                                          strict=True) if t == t]
+    for name, t in times:
+        if t < 0:
+            return f"stage {name!r} is {t:g}: want a non-negative time"
+    for (early, t0), (late, t1) in zip(times, times[1:], strict=False):
+        if t1 < t0:
+            return f"stage {late!r} at {t1:g} comes before {early!r} at {t0:g}"
+    b = rec.branch
+    if b is not None:
+        for name in ("taken", "mispredicted"):
+            if getattr(b, name) > b.executed != ABSENT:
+                return f"branch {name} {getattr(b, name)} exceeds executed {b.executed}"
+    m = rec.mem
+    for name in _MISSES if m is not None else ():
+        if getattr(m, name) > m.accesses != ABSENT:
+            return f"mem {name} {getattr(m, name)} exceeds accesses {m.accesses}"
+    raise AssertionError("no problem in the record")
 
 
 class _Batch:
@@ -347,7 +411,9 @@ class _Reader:
         canonical stage names. None when some line is not."""
         try:
             recs = list(map(_DECODER.decode, texts))
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        if _value_problems(recs) is not None:
             return None
         spelt = [r.pc for r in recs]
         if None in map(self.pc_index.get, spelt):
@@ -429,7 +495,13 @@ class _Reader:
             batch = batch.select(np.flatnonzero(slots >= 0).tolist())
             slots = slots[slots >= 0]
         if len(batch):
-            self.kept.add(slots, batch.recs, batch.extras, batch.loops, batch.lines, batch.texts)
+            try:
+                self.kept.add(slots, batch.recs, batch.extras, batch.loops, batch.lines,
+                              batch.texts)
+            except SumOverflow as exc:
+                raise InputError(self.path, int(batch.lines[exc.position]),
+                                 f"the {exc.what} of pc {hex_pc(self.kept.pcs[exc.slot])} add "
+                                 "up past 2^63-1 here (sums overflow int64)") from None
 
     def table(self) -> AlpTable:
         """The result; the reader is done after this. Its bookkeeping is let go before the

@@ -57,12 +57,15 @@ def _present(sums: np.ndarray, seen: np.ndarray) -> np.ndarray:
 
 
 def _add_counts(sums: np.ndarray, seen: np.ndarray, at: np.ndarray,
-                rows: list[tuple[int, ...]]) -> None:
+                rows: list[tuple[int, ...]], positions: list[int], what: str) -> None:
     if rows:
         counts = np.array(rows, dtype=np.int64)
         present = counts != ABSENT
-        np.add.at(sums, at, np.where(present, counts, 0))
+        added = np.where(present, counts, 0)
+        np.add.at(sums, at, added)
         np.logical_or.at(seen, at, present)
+        for column in range(counts.shape[1]):
+            _check_overflow(sums[:, column], at, added[:, column], what, positions)
 
 
 class _Sums:
@@ -82,8 +85,10 @@ class _Sums:
             setattr(self, name, grown(arr, rows))
 
     def add(self, slots: np.ndarray, recs: Sequence) -> None:
+        """Add a batch; SumOverflow when a count sum passes int64 (nothing is usable then)."""
         its = np.array([r.iterations for r in recs], dtype=np.int64)
         np.add.at(self.iterations, slots, its)
+        _check_overflow(self.iterations, slots, its, "iterations")
         stages = [r.stages for r in recs]
         values = np.fromiter(chain.from_iterable(map(msgspec.structs.astuple, stages)),
                              np.float64, count=len(STAGES) * len(recs)).reshape(-1, len(STAGES))
@@ -91,18 +96,42 @@ class _Sums:
         bi = [i for i, r in enumerate(recs) if r.branch is not None]
         _add_counts(self.branch, self.branch_seen, slots[bi],
                     [(b.executed, b.taken, b.mispredicted)
-                     for b in (recs[i].branch for i in bi)])
+                     for b in (recs[i].branch for i in bi)], bi, "branch counts")
         mi = [i for i, r in enumerate(recs) if r.mem is not None]
         mems = [recs[i].mem for i in mi]
         _add_counts(self.mem, self.mem_seen, slots[mi],
                     [(m.accesses, m.l1d_miss, m.l2_miss, m.llc_miss, m.tlb_miss,
-                      m.store_forwarded) for m in mems])
+                      m.store_forwarded) for m in mems], mi, "mem counts")
         if mems:
             lat = np.array([(m.avg_latency, m.accesses) for m in mems], dtype=np.float64)
             # A record without an access count gives its latency no weight.
             np.add.at(self.latency, slots[mi], _mean_terms(lat[:, 0], np.maximum(lat[:, 1], 0)))
 
 
+class SumOverflow(ValueError):
+    """A per-PC sum passed 2^63-1 at the record in ``position`` of the batch."""
+
+    def __init__(self, position: int, slot: int, what: str) -> None:
+        super().__init__(what)
+        self.position, self.slot, self.what = position, slot, what
+
+
+def _check_overflow(sums: np.ndarray, at: np.ndarray, counts: np.ndarray, what: str,
+                    positions: Sequence[int] | None = None) -> None:
+    """Counts are at most 2^53 and a batch holds at most 2^10 records, so a sum that passed
+    2^63-1 during this batch reads negative. Then the record where it passed is found
+    with exact integers (int64 addition wraps, so the sum before the batch is recovered)."""
+    wrapped = sums[at] < 0
+    if not wrapped.any():
+        return
+    slot = int(at[np.flatnonzero(wrapped)[0]])
+    mine = np.flatnonzero(at == slot).tolist()
+    running = int(sums[slot]) % 2**64 - sum(int(counts[i]) for i in mine)
+    for i in mine:
+        running += int(counts[i])
+        if running > 2**63 - 1:
+            raise SumOverflow(i if positions is None else positions[i], slot, what)
+    raise AssertionError("a wrapped sum with no record passing the limit")
 class RawLines:
     """Kept lines of text, by number in order added: each batch joined into one string,
     which for ~300k lines saves ~15 MB of per-string overhead over a list of strings."""

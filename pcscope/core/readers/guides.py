@@ -88,10 +88,17 @@ def read_guide(path: str | os.PathLike) -> list[GuideSection]:
     kind = name.suffix.lower()
     if kind == ".pdf":
         return _read_pdf(path)
-    lines = [text for _, text in open_text_lines(path)]
-    if kind == ".txt":
-        return _text_sections(doc_name(path), lines)
-    return _markdown_sections(doc_name(path), name.stem, lines, str(path))
+    lines = []
+    for number, text in open_text_lines(path):
+        if "\x00" in text:
+            raise InputError(str(path), number, "NUL byte: a binary file, not a Markdown or "
+                             "text guide")
+        lines.append(text)
+    sections = (_text_sections(doc_name(path), lines) if kind == ".txt"
+                else _markdown_sections(doc_name(path), name.stem, lines, str(path)))
+    if not sections:
+        raise InputError(str(path), None, "empty guide: no text to cite")
+    return sections
 
 
 class _Ids:

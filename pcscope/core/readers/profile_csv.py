@@ -1,7 +1,9 @@
 """Profile CSV/TSV reader (formats.md §1): polars parses, numpy derives windows and weights.
 
-Every problem is reported as ``InputError(file, line, what)``. Polars rows map to lines one
-to one (blank lines become all-null rows, which are skipped), so row ``i`` is line ``i + 2``.
+Every problem is reported as ``InputError(file, line, what)``, the line being the physical
+line where the record starts. Polars rows map to records one to one (blank lines become
+all-null rows, which are skipped), so row ``i`` is line ``i + 2`` unless a quoted cell spans
+lines; then the lines are counted again with the csv module.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pcscope.core.profile import Profile
 from pcscope.core.textio import decode_utf8, open_text_lines, read_bytes
 
 REQUIRED = ("pc", "samples", "asm")
+MAX_SUM = 2**63 - 1  # counts and their sums must fit int64
 KNOWN = ("pc", "samples", "asm", "function", "window", "module", "cycles")
 WINDOW_GAP = 64  # bytes between PCs that start a new derived window
 
@@ -44,7 +47,7 @@ def read_profile(
     path = str(path)
     say = progress or (lambda _msg: None)
     say("reading")
-    header_line = next((text for _, text in open_text_lines(path)), "")
+    header_line = next((text for _, text in open_text_lines(path)), "").removeprefix("\ufeff")
     if not header_line.strip():
         raise InputError(path, 1, "missing header row (want at least pc, samples, asm)")
     sep = delimiter_for(path, header_line)
@@ -55,6 +58,8 @@ def read_profile(
 
 
 def _header(path: str, header_line: str, sep: str) -> list[str]:
+    if "\x00" in header_line:
+        raise InputError(path, 1, "NUL byte in the header (binary data?)")
     names = [n.strip().lower() for n in next(csv.reader([header_line], delimiter=sep))]
     missing = [c for c in REQUIRED if c not in names]
     if missing:
@@ -83,20 +88,36 @@ def _parse(path: str, sep: str, names: list[str]) -> pl.DataFrame:
             quote_char='"',
         )
     except (pl.exceptions.PolarsError, OSError) as exc:  # OSError: a damaged gzip stream
-        _locate_csv_error(path, read_bytes(path), sep, len(names))
+        _record_lines(path, sep, len(names))
         raise InputError(path, None, f"cannot parse as CSV: {str(exc).splitlines()[0]}") from None
-    return frame.with_row_index("_row")
+    if not len(frame):
+        raise InputError(path, None, "no instructions: the file has a header and no rows")
+    multiline = frame.select(pl.any_horizontal(pl.all().str.contains("\n"))).to_series().any()
+    if multiline:
+        return frame.with_columns(pl.Series("_row", _record_lines(path, sep, len(names))))
+    return frame.with_row_index("_row", offset=2)
 
 
-def _locate_csv_error(path: str, data: bytes, sep: str, width: int) -> None:
-    """Polars says *that* a row is malformed, not where: find the line with the csv module."""
+def _record_lines(path: str, sep: str, width: int) -> np.ndarray:
+    """The physical line where each record after the header starts, read with the csv
+    module; a malformed record (too many fields, an open quote) is an InputError at its
+    first line."""
+    data = read_bytes(path)
     decode_utf8(path, data)
-    reader = csv.reader(io.StringIO(data.decode("utf-8"), newline=""), delimiter=sep)
-    for record in reader:
-        if reader.line_num > 1 and len(record) > width:
-            raise InputError(
-                path, reader.line_num, f"{len(record)} fields, header has {width}"
-            )
+    reader = csv.reader(io.StringIO(data.decode("utf-8-sig"), newline=""), delimiter=sep,
+                        strict=True)
+    starts = []
+    start = 1
+    try:
+        for record in reader:
+            if start > 1 and len(record) > width:
+                raise InputError(path, start, f"{len(record)} fields, header has {width}")
+            starts.append(start)
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise InputError(path, start, f"malformed CSV record ({exc}: an unclosed quote?)") \
+            from None
+    return np.array(starts[1:], dtype=np.int64)
 
 
 def _cleaned(col: str) -> pl.Expr:
@@ -173,6 +194,7 @@ def _check(path: str, frame: pl.DataFrame, cols: pl.DataFrame, names: list[str])
          "number" if r["samples"] not in (None, "") else "samples is empty"),
         (cols["samples_value"] < 0, lambda r: f"negative samples {r['samples'].strip()}"),
         (asm.is_null() | (asm == ""), lambda r: "asm is empty"),
+        (asm.str.contains("\x00", literal=True), lambda r: "NUL byte in asm (binary data?)"),
     ]
     if "cycles_value" in cols.columns:
         checks += [
@@ -189,7 +211,7 @@ def _check(path: str, frame: pl.DataFrame, cols: pl.DataFrame, names: list[str])
                 first = (idx, what)
     if first is not None:
         idx, what = first
-        raise InputError(path, int(rows[idx]) + 2, what(frame.row(idx, named=True)))
+        raise InputError(path, int(rows[idx]), what(frame.row(idx, named=True)))
 
 
 def _build(
@@ -213,13 +235,16 @@ def _build(
         cols = cols[order]
     dup = np.flatnonzero(pcs[1:] == pcs[:-1])
     if len(dup) and not merge:
-        a, b = sorted((int(rows[dup[0]]) + 2, int(rows[dup[0] + 1]) + 2))
+        a, b = sorted((int(rows[dup[0]]), int(rows[dup[0] + 1])))
         raise InputError(
             path, b, f"duplicate pc 0x{int(pcs[dup[0]]):x} (also on line {a}); "
             "use --merge-duplicates to sum them"
         )
     samples = cols["samples_value"].to_numpy()
     cycles = cols["cycles_value"].to_numpy() if "cycles_value" in cols.columns else None
+    _check_sum(path, "samples", samples, rows)
+    if cycles is not None:
+        _check_sum(path, "cycles", cycles, rows)
     if len(dup):
         keep, samples, cycles = _merge(pcs, samples, cycles)
         cols, pcs, rows, position = cols[keep], pcs[keep], rows[keep], position[keep]
@@ -247,9 +272,23 @@ def _build(
         window_label_code=label_code,
         module=module,
         modules=modules,
-        line=(rows + 2).astype(np.uint32),
+        line=rows.astype(np.uint32),
         extras=extras,
     )
+
+
+def _check_sum(path: str, what: str, counts: np.ndarray, lines: np.ndarray) -> None:
+    """Counts (non-negative int64) whose sum would not fit int64 are refused at the line
+    where the running sum, in file order, passes the limit."""
+    if float(counts.sum(dtype=np.float64)) < 2.0**62:   # far from the limit: no exact sum
+        return
+    order = np.argsort(lines, kind="stable")
+    running = 0
+    for count, line in zip(counts[order].tolist(), lines[order].tolist(), strict=True):
+        running += count
+        if running > MAX_SUM:
+            raise InputError(path, int(line), f"the sum of {what} passes 2^63-1 here "
+                             "(counts must add up to a 64-bit total)")
 
 
 def _strings(series: pl.Series) -> StringColumn:
