@@ -1,7 +1,7 @@
 """`make bench`: every benchmark, each in its own process, on inputs made once with a fixed
 seed (bench/out/big: 1,000,000 rows and a ~17M-token ALP from the samples generator).
 
-    python -m bench [index search alp engine briefs tui gem5 sample] [--gem5-size 2G]
+    python -m bench [index search alp engine real briefs tui gem5 sample] [--gem5-size 2G]
 
 Targets and floors are printed by each section; the machine's load is printed first,
 since two shared cores make every wall time noisy.
@@ -40,6 +40,7 @@ def sections(gem5_size: str) -> dict[str, list[str]]:
         "search": ["bench.search_bench", profile, str(OUT / "text")],
         "alp": ["bench.alp_bench", alp],
         "engine": ["bench.engine_bench"],
+        "real": ["bench.real_bench"],
         "briefs": ["bench.brief_bench", str(bundled_c()), str(BIG)],
         "tui": ["bench.tui_bench", str(BIG)],
         "gem5": ["bench.gem5_bench", gem5_size],

@@ -4,13 +4,10 @@ labelled rule-based."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from engine_helpers import BZIP2, GUIDES, generated, mini_workload, run
+from engine_helpers import generated, mini_workload, run
 
 from pcscope.core.engine.report import build_report, markdown_report
-from pcscope.index.store import open_workload
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +45,9 @@ def test_measured_ideas_cite_the_alp_record_that_carries_them(planted):
 def test_the_analyst_reads_its_slice_through_the_tools(planted):
     _workload, _truth, result = planted
     assert result.rejected == []
-    for call in result.calls:
+    slices = [call for call in result.calls if "windows" in call.seed]  # not follow-ups
+    assert slices
+    for call in slices:
         used = [t.tool for t in call.tools]
         windows = [t.input["id"] for t in call.tools if t.tool == "window"]
         assert windows == call.seed["windows"]
@@ -83,7 +82,7 @@ def test_alp_turns_a_hot_pattern_into_a_measured_idea(tmp_path):
     assert "23.0%" in blr.claim  # 27600 / 120000 mispredicted
     # the exclusive pair has no ALP record: profile-only, low confidence, how to confirm
     llsc = by_category["atomic-llsc"]
-    assert llsc.basis == "profile-only" and llsc.confidence <= 0.3
+    assert llsc.basis == "profile-only" and llsc.confidence < 0.5
     assert "to confirm, measure" in llsc.claim
     # the cold division (10 samples) stays quiet, and the healthy load at 0x2000 too
     assert "division" not in by_category and "cache-miss" not in by_category
@@ -94,22 +93,6 @@ def test_without_alp_hot_patterns_are_profile_only(tmp_path):
     result = run(workload, session=tmp_path / "s.sqlite", coverage=1.0)
     assert {i.basis for i in result.ideas} == {"profile-only"}
     assert {i.category for i in result.ideas} >= {"indirect-branch", "atomic-llsc"}
-    assert all(i.confidence <= 0.3 for i in result.ideas)
-
-
-@pytest.mark.skipif(not BZIP2.exists(), reason="the real bzip2 profile is not here")
-def test_real_bzip2_profile_without_alp(tmp_path):
-    workload = open_workload(BZIP2, guides=GUIDES, index_dir=tmp_path / "idx")
-    result = run(workload, session=tmp_path / "s.sqlite")
-    assert result.ideas and result.rejected == []
-    assert {i.basis for i in result.ideas} == {"profile-only"}
-    categories = {i.category for i in result.ideas}
-    # the byte-at-a-time move-to-front loop holds ~20% of the executions
-    mtf = next(i for i in result.ideas if 0x5502883D24 in i.pcs)
-    assert mtf.category == "vectorization" and mtf.weight > 0.15
-    assert "dependent-load" in categories
-    # PLT stubs are tiny here: no call-overhead idea; and nothing about cold code
-    assert "call-overhead" not in categories
-    assert all(i.weight >= 0.01 for i in result.ideas)
-    report = build_report(result, workload)
-    json.dumps(report)
+    # sampled counts cap profile-only confidence at 0.5 (advice.CEILING), minus the risk
+    assert all(i.confidence < 0.5 for i in result.ideas)
+    assert all(any(e.startswith("mech:") for e in i.evidence) for i in result.ideas)

@@ -125,7 +125,7 @@ def test_analyze_the_real_bzip2_profile(tmp_path):
     workload = open_workload(BZIP2, guides=_bundled_guides(), index_dir=tmp_path / "idx")
     check_report(report, workload)
     assert {i["basis"] for i in report["ideas"]} == {"profile-only"}
-    assert "No ALP record covers it" in markdown
+    assert "no ALP record covers it" in markdown
 
 
 def _bundled_guides() -> list[str]:

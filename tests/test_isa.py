@@ -191,3 +191,61 @@ def test_instruction_classes():
 def test_families(mnemonic, family):
     found = [name for name, regex in isa.FAMILIES.items() if regex.match(mnemonic)]
     assert found == ([family] if family else [])
+
+
+@pytest.mark.parametrize(
+    ("mnemonic", "expected"),
+    [
+        # mnemonic: (load, store, memory, exclusive, lse, acquire, release, indirect, return)
+        ("prfm", (False, False, True, False, False, False, False, False, False)),
+        ("prfum", (False, False, True, False, False, False, False, False, False)),
+        ("dc", (False, False, True, False, False, False, False, False, False)),
+        ("ic", (False, False, True, False, False, False, False, False, False)),
+        ("ldxp", (True, False, True, True, False, False, False, False, False)),
+        ("ldaxp", (True, False, True, True, False, True, False, False, False)),
+        ("stxp", (False, True, True, True, False, False, False, False, False)),
+        ("stlxp", (False, True, True, True, False, False, True, False, False)),
+        ("ldaxrb", (True, False, True, True, False, True, False, False, False)),
+        ("casal", (True, True, True, False, True, False, False, False, False)),
+        ("caspa", (True, True, True, False, True, False, False, False, False)),
+        ("ldaddal", (True, True, True, False, True, False, False, False, False)),
+        ("stsetl", (False, True, True, False, True, False, False, False, False)),
+        ("swpal", (True, True, True, False, True, False, False, False, False)),
+        ("ldar", (True, False, True, False, False, True, False, False, False)),
+        ("ldapurb", (True, False, True, False, False, True, False, False, False)),
+        ("stlr", (False, True, True, False, False, False, True, False, False)),
+        ("stlurh", (False, True, True, False, False, False, True, False, False)),
+        ("braaz", (False, False, False, False, False, False, False, True, False)),
+        ("blrab", (False, False, False, False, False, False, False, True, False)),
+        ("retab", (False, False, False, False, False, False, False, False, True)),
+        ("ldr", (True, False, True, False, False, False, False, False, False)),
+    ],
+)  # fmt: skip
+def test_one_answer_per_edge_case(mnemonic, expected):
+    got = (isa.is_load(mnemonic), isa.is_store(mnemonic), isa.is_memory(mnemonic),
+           isa.is_exclusive(mnemonic), isa.is_lse(mnemonic), isa.is_acquire(mnemonic),
+           isa.is_release(mnemonic), isa.is_indirect(mnemonic), isa.is_return(mnemonic))
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("mnemonic", "divide", "fp_divide", "wait"),
+    [("udiv", True, False, False), ("fdiv", True, True, False), ("fsqrt", True, True, False),
+     ("frecpe", False, False, False), ("fmul", False, False, False),
+     ("yield", False, False, True), ("wfe", False, False, True), ("isb", False, False, True),
+     ("nop", False, False, False)],
+)  # fmt: skip
+def test_divide_and_wait_predicates(mnemonic, divide, fp_divide, wait):
+    assert (isa.is_divide(mnemonic), isa.is_fp_divide(mnemonic),
+            isa.is_wait_hint(mnemonic)) == (divide, fp_divide, wait)
+
+
+def test_validator_asks_isa():
+    """The support table answers with the ISA predicates (no second opinion)."""
+    from pcscope.core.engine.support import supports
+
+    assert not supports("dependent-load", "prfm pldl1keep, [x0]", [])
+    assert supports("cache-miss", "prfm pldl1keep, [x0]", [])
+    assert supports("indirect-branch", "braaz x3", [])
+    assert supports("atomic-llsc", "stlxp w1, x2, x3, [x0]", [])
+    assert supports("acquire-release", "ldapr w0, [x1]", [])

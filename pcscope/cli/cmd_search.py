@@ -25,7 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "search",
         help="find instructions by query or regex, heaviest first",
         description="Find instructions by a Tantivy query (or a regex with --regex), sorted "
-        "by samples, descending.",
+        "by samples, descending. A QUERY of `mech:` or `mech:<kind>` lists the mechanisms "
+        "(sites grouped across the workload) instead, heaviest first.",
         epilog=QUERY_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -45,7 +46,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.field and not args.regex:
         raise UsageError("--field applies to --regex only")
-    engine = QueryEngine.of(load_workload(args))
+    workload = load_workload(args)
+    if args.query.startswith("mech:") and not args.regex:
+        return _mechanisms(workload, args)
+    engine = QueryEngine.of(workload)
     if args.regex:
         result = engine.regex(args.query, args.field or "asm", args.limit)
     else:
@@ -54,6 +58,25 @@ def run(args: argparse.Namespace) -> int:
         print_json(result.model_dump())
     else:
         print_result(result)
+    return 0
+
+
+def _mechanisms(workload, args: argparse.Namespace) -> int:
+    """``mech:`` or ``mech:<kind>``: the mechanisms whose ID starts so, heaviest first."""
+    found = [m for m in workload.mechanisms if m.id.startswith(args.query)]
+    shown = found[:args.limit]
+    if args.json:
+        print_json({"query": args.query, "total": len(found), "mechanisms": [
+            {"id": m.id, "kind": m.kind, "category": m.category, "share": round(m.share, 6),
+             "sites": len(m.sites), "functions": list(m.functions[:8]),
+             "metrics": {x.name: x.value for x in m.metrics}} for m in shown]})
+        return 0
+    print(f"{len(found):,} mechanisms match {args.query!r}:")
+    for m in shown:
+        print(f"  {m.id:<36} {m.share:8.3%}  {len(m.sites):>4} site(s)  "
+              f"{', '.join(m.functions[:3])}")
+    if len(found) > len(shown):
+        print(f"  … {len(found) - len(shown):,} more (--limit N to see more)")
     return 0
 
 

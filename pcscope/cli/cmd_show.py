@@ -8,6 +8,7 @@ from pcscope.cli.common import add_input_args, load_workload, print_json
 from pcscope.core.errors import UsageError
 from pcscope.core.evidence import EvidenceStore
 from pcscope.core.ids import hex_pc, parse_pc
+from pcscope.core.mechanisms import describe
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,7 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "aggregated ALP record of PC when an ALP was given.",
     )
     add_input_args(p)
-    p.add_argument("pc", metavar="PC", help="instruction address, 0x-hex or decimal")
+    p.add_argument("pc", metavar="PC",
+                   help="instruction address, 0x-hex or decimal, or a mechanism ID "
+                   "(mech:<kind>:0x…: its sites, metrics and checks, then its anchor)")
     p.add_argument("--before", type=int, default=8, metavar="N", help="instructions before")
     p.add_argument("--after", type=int, default=8, metavar="N", help="instructions after")
     p.add_argument("--json", action="store_true", help="machine-readable output (formats.md §5)")
@@ -27,27 +30,41 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        pc = parse_pc(args.pc)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
     if args.before < 0 or args.after < 0:
         raise UsageError("--before and --after must not be negative")
+    mechanism_id = args.pc if args.pc.startswith("mech:") else None
+    if mechanism_id is None:
+        try:
+            pc = parse_pc(args.pc)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     workload = load_workload(args)
     store = EvidenceStore(workload)
+    if mechanism_id is not None:
+        mechanism = workload.mechanisms.get(mechanism_id)
+        if mechanism is None:
+            raise UsageError(f"no mechanism {mechanism_id} (pcscope search PROFILE mech: "
+                             f"lists them)")
+        pc = mechanism.anchor
     view = store.asm_around(pc, args.before, args.after)
     record = store.alp(pc)
+    mechanisms = workload.mechanisms.at(pc)
     data = {
         "pc": hex_pc(pc),
         "function": view.function,
         "window": view.window,
         "instructions": [i.to_json() for i in view.instructions],
         "alp": record.to_json(rounded=True) if record is not None else None,
+        "mechanisms": [m.id for m in mechanisms],
     }
     if args.json:
         print_json(data)
         return 0
-    print(f"{data['function'] or '(no function)'}  {view.window}")
+    if mechanism_id is not None:
+        print(describe(workload.mechanisms.get(mechanism_id)))
+        print()
+    print(f"{data['function'] or '(no function)'}  {view.window}"
+          + (f"  in {', '.join(data['mechanisms'])}" if mechanisms else ""))
     for ins in view.instructions:
         mark = ">" if ins.pc == pc else " "
         badges = f"  [{', '.join(ins.patterns)}]" if ins.patterns else ""

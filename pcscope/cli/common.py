@@ -29,6 +29,10 @@ def add_input_args(parser: argparse.ArgumentParser, profile: bool = True) -> Non
                         help="sum rows that repeat a PC instead of failing")
     parser.add_argument("--skip-bad-lines", action="store_true",
                         help="skip and count malformed ALP lines instead of failing")
+    parser.add_argument("--counts", choices=("samples", "executions", "exact"), default="samples",
+                        help="what the profile's counts are: sampled (default) or exact "
+                        "executions from emulation/instrumentation (`exact` = `executions`); "
+                        "a `cycles` column is used as cycles either way")
     parser.add_argument("--rebuild", action="store_true",
                         help="rebuild the index even when the inputs are unchanged")
     parser.add_argument("--verify", action="store_true",
@@ -117,6 +121,7 @@ def load_workload(args: argparse.Namespace, profile: str | None = None) -> Workl
             rebuild=args.rebuild,
             verify=args.verify,
             progress=say,
+            counts="executions" if args.counts == "exact" else args.counts,
         )
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from pcscope.core.errors import EvidenceError
 from pcscope.core.ids import alp_id, hex_pc, kind_of, mca_id, parse_pc, pc_id, win_id
+from pcscope.core.mechanisms import describe
 from pcscope.core.profile import Function, Window
 from pcscope.core.readers.guides import section_index
 from pcscope.core.workload import Workload
@@ -154,7 +155,8 @@ class EvidenceStore:
             if row is None or pc_id(pc) != evidence_id:
                 return None
             return Evidence(evidence_id, kind, profile.asm(row),
-                            f"{hex_pc(pc)}  {profile.asm(row)}  samples {int(profile.samples[row])}"
+                            f"{hex_pc(pc)}  {profile.asm(row)}  {profile.basis} "
+                            f"{int(profile.value[row])}"
                             f" ({profile.share(row):.3%})", (pc,))
         if kind == "alp":
             pc = parse_pc(ref)
@@ -192,6 +194,12 @@ class EvidenceStore:
             row = self.row(pc)
             return Evidence(evidence_id, kind, f"{category} at {hex_pc(pc)}",
                             f"{category}: {profile.asm(row)}", (pc,))
+        if kind == "mech":
+            mechanism = self.workload.mechanisms.get(evidence_id)
+            if mechanism is None:
+                return None
+            return Evidence(evidence_id, kind, f"{mechanism.kind} mechanism, own share "
+                            f"{mechanism.share:.3%}", describe(mechanism), mechanism.pcs)
         if kind == "guide":
             section = self._guides.get(evidence_id)
             if section is None:

@@ -102,6 +102,14 @@ MECHANISM_SECTIONS: dict[str, tuple[str, ...]] = {
     "barrier": (
         U + "memory-ordering/data-barriers", S + "synchronization/barrier-reduction",
         S + "synchronization/acquire-and-release"),
+    "fp-division": (
+        U + "execution-units/fp-divide-and-square-root", S + "arithmetic/division-hoisting"),
+    "libc-routine": (
+        U + "memory-copy-and-set/memcpy-and-memmove", S + "copying-and-zeroing/glibc-string-variants",
+        S + "copying-and-zeroing/memcpy-choices"),
+    "jit": (
+        U + "front-end/code-footprint", S + "jit-code/inline-caches",
+        S + "jit-code/code-installation"),
 }
 
 

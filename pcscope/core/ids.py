@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 
-KINDS = ("fn", "win", "pc", "alp", "pat", "guide", "finding", "note", "set", "mca", "idea")
+KINDS = ("fn", "win", "pc", "alp", "pat", "guide", "finding", "note", "set", "mca", "idea",
+         "mech")
 
 _HEX = re.compile(r"^0[xX][0-9a-fA-F]+$")
 _DEC = re.compile(r"^[0-9]+$")

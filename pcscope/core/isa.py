@@ -195,6 +195,23 @@ def base_register(text: str) -> str | None:
     return mem.base if mem else None
 
 
+# The one set of instruction predicates (every caller asks here). They take the canonical
+# mnemonic (``normalize_mnemonic``). Edge cases, decided once:
+# - ``prfm``/``prfum`` are prefetches: neither load nor store (no register is written, no
+#   data changes), but memory accesses (``is_memory``).
+# - ``dc``/``ic`` are cache maintenance: not stores (``dc zva`` zeroes a line, but the
+#   mnemonic alone cannot tell it from ``dc cvac``), but memory accesses.
+# - Exclusive pairs (``ldxp``/``ldaxp``, ``stxp``/``stlxp``) are exclusive loads/stores.
+# - LSE atomics (``cas*``, ``swp*``, ``ld<op>*``) load and store; ``st<op>*`` only store.
+# - PAC-authenticated branches (``braa``, ``blraaz``…) are indirect; ``retaa`` is a return.
+_RE_ACQUIRE = re.compile(r"^(ldar[bh]?|ldapr[bh]?|ldapur(s?[bh]|sw)?|ldlar[bh]?|ldax(r[bh]?|p))$")
+_RE_RELEASE = re.compile(r"^(stlr[bh]?|stllr[bh]?|stlur[bh]?|stlx(r[bh]?|p))$")
+_WAIT_HINTS = frozenset(("yield", "wfe", "wfi", "wfet", "wfit", "sevl", "isb"))
+_FP_DIVIDES = frozenset(("fdiv", "fdivr", "fsqrt"))
+PREFETCHES = frozenset(("prfm", "prfum"))
+CACHE_MAINTENANCE = frozenset(("dc", "ic"))
+
+
 def is_load(mnemonic: str) -> bool:
     """Reads memory into registers: ``ldr*``, ``ldp``, exclusives, acquire loads, ``ld1``…,
     and the atomics that return the old value (``cas*``, ``swp*``, ``ldadd*``…)."""
@@ -206,8 +223,64 @@ def is_store(mnemonic: str) -> bool:
     return mnemonic.startswith("st") or is_cas(mnemonic) or bool(_RE_LSE_LD.match(mnemonic))
 
 
+def is_prefetch(mnemonic: str) -> bool:
+    return mnemonic in PREFETCHES
+
+
+def is_memory(mnemonic: str) -> bool:
+    """Touches memory or the caches: loads, stores, prefetches, cache maintenance."""
+    return (is_load(mnemonic) or is_store(mnemonic) or mnemonic in PREFETCHES
+            or mnemonic in CACHE_MAINTENANCE)  # fmt: skip
+
+
 def is_cas(mnemonic: str) -> bool:
     return bool(_RE_CAS.match(mnemonic) or _RE_CASP.match(mnemonic))
+
+
+def is_exclusive(mnemonic: str) -> bool:
+    """Load/store-exclusive, byte/half/pair forms included (``ldxr``…``stlxp``)."""
+    return bool(FAMILIES["llsc"].match(mnemonic))
+
+
+def is_lse(mnemonic: str) -> bool:
+    """An LSE atomic: ``cas*``, ``casp*``, ``swp*``, ``ld<op>*``, ``st<op>*``."""
+    return bool(FAMILIES["lse"].match(mnemonic))
+
+
+def is_atomic(mnemonic: str) -> bool:
+    return is_exclusive(mnemonic) or is_lse(mnemonic)
+
+
+def is_acquire(mnemonic: str) -> bool:
+    """A load with acquire (or RCpc) semantics outside LSE: ``ldar``, ``ldapr``, ``ldaxr``…"""
+    return bool(_RE_ACQUIRE.match(mnemonic))
+
+
+def is_release(mnemonic: str) -> bool:
+    """A store with release semantics outside LSE: ``stlr``, ``stlur``, ``stlxr``…"""
+    return bool(_RE_RELEASE.match(mnemonic))
+
+
+def is_ordered(mnemonic: str) -> bool:
+    return is_acquire(mnemonic) or is_release(mnemonic)
+
+
+def is_barrier(mnemonic: str) -> bool:
+    return bool(FAMILIES["barrier"].match(mnemonic))
+
+
+def is_divide(mnemonic: str) -> bool:
+    """Integer or FP divide or square root (the long-latency, often unpipelined ops)."""
+    return bool(FAMILIES["division"].match(mnemonic))
+
+
+def is_fp_divide(mnemonic: str) -> bool:
+    return mnemonic in _FP_DIVIDES
+
+
+def is_wait_hint(mnemonic: str) -> bool:
+    """What a polling loop uses to wait: ``yield``, ``wfe``/``wfet``, ``sevl``, ``isb``."""
+    return mnemonic in _WAIT_HINTS
 
 
 def is_conditional_branch(mnemonic: str) -> bool:

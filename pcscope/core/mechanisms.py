@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 from pcscope.core.ids import hex_pc
 
@@ -77,5 +78,34 @@ class MechanismTable:
         return next((m for m in self.mechanisms if m.id == mechanism_id), None)
 
     def at(self, pc: int) -> list[Mechanism]:
-        """The mechanisms one of whose sites holds ``pc``."""
-        return [m for m in self.mechanisms if any(pc in site.pcs for site in m.sites)]
+        """The mechanisms one of whose sites holds ``pc`` (heaviest first)."""
+        return [self.mechanisms[i] for i in self._by_pc.get(pc, ())]
+
+    @cached_property
+    def _by_pc(self) -> dict[int, tuple[int, ...]]:
+        out: dict[int, list[int]] = {}
+        for i, m in enumerate(self.mechanisms):
+            for pc in m.pcs:
+                out.setdefault(pc, []).append(i)
+        return {pc: tuple(ix) for pc, ix in out.items()}
+
+
+def describe(mechanism: Mechanism) -> str:
+    """A short rendering: kind, share, sites, functions, metrics, checks."""
+    lines = [f"{mechanism.id}: {mechanism.kind} ({mechanism.category}), own share "
+             f"{mechanism.share:.3%} over {len(mechanism.sites)} site(s), "
+             f"{len(mechanism.pcs)} instruction(s)"]
+    lines.append("functions: " + ", ".join(mechanism.functions[:8]))
+    for metric in mechanism.metrics:
+        lines.append(f"{metric.name}: {number(metric.value)} {metric.unit} ({metric.how})")
+    for check in mechanism.checks:
+        lines.append(f"check: {check}")
+    for site in mechanism.sites[:8]:
+        lines.append(f"site {hex_pc(site.pc)} in {site.function}: {len(site.pcs)} "
+                     f"instruction(s), {site.share:.3%}")
+    return "\n".join(lines)
+
+
+def number(value: float) -> str:
+    """``13791590`` -> ``13,791,590``; ``37.8`` stays ``37.8``."""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.4g}"

@@ -9,12 +9,13 @@ branches that pass the vectorised checks and at ``br`` rows.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-from pcscope.core import isa
+from pcscope.core import isa, shapes
 from pcscope.core.ids import hex_pc, pat_id
 from pcscope.core.profile import Profile
 
@@ -28,6 +29,7 @@ PATTERN_CATEGORIES = (
     "division",
     "spin-wait",
     "call-overhead",
+    "vectorization",
 )
 _CODE = {c: i for i, c in enumerate(PATTERN_CATEGORIES)}
 _FAMILY_CATEGORY = {
@@ -44,9 +46,16 @@ SPIN_OK = frozenset((
     "lsr", "asr", "lsl", "yield", "wfe", "wfet", "wfi", "isb", "sevl", "sev", "nop", "dmb",
 ))  # fmt: skip
 SP, XZR = 31, 32  # register codes (pcscope.core.asmtext.register_code); x0..x30 are 0..30
-NREG = 32
-CALL_CLOBBERED = np.array([*range(19), 30], dtype=np.int64)  # AAPCS64 caller-saved + lr
 PLT, VENEER, PLT_SYMBOL = 0, 1, 2  # call-overhead kinds (the hit's `aux`)
+INLINE, HELPER = 0, 1  # atomic hits: inline, or inside an outline-atomic helper (`aux`)
+LOOP_MAX = 64  # rows of a loop body the shape checks read
+LOOP_MIN_SHARE = 1e-6  # a loop below this share of the total is not read for chases
+# The checks read instruction text in Python, so they read only what can matter: the
+# hottest loops and indirect branches (a cold one stays unconfirmed: no chase, no class).
+LOOP_BUDGET = 1000
+BRANCH_BUDGET = 4000
+BYTE_LOOP_MAX = 32
+MIN_TRIPS = 8  # iterations per entry that make a byte loop worth vectorizing
 
 
 @dataclass(frozen=True)
@@ -65,9 +74,11 @@ class PatternHit:
 class PatternTable:
     """Hits as columns, sorted by category, then weight descending, then PC ascending.
 
-    ``aux_pc``/``aux`` hold what a hit's detail says: dependent-load (writer pc, base
+    ``aux_pc``/``aux`` hold what a hit's detail says: dependent-load (loop head pc, base
     register number), spin-wait (loop head pc, instruction count), call-overhead (stub
-    start pc, kind PLT/VENEER/PLT_SYMBOL); 0 elsewhere.
+    start pc, kind PLT/VENEER/PLT_SYMBOL), indirect-branch (target producer pc, class of
+    pcscope.core.shapes), atomics (0, INLINE/HELPER), vectorization (loop head pc, trips
+    per entry from the counts); 0 elsewhere.
     """
 
     def __init__(
@@ -168,18 +179,24 @@ class PatternTable:
 
 def _detail(category: str, pc: int, aux_pc: int, aux: int) -> str:
     if category == "dependent-load":
-        when = " (previous iteration)" if aux_pc >= pc else ""
-        return f"base x{aux} loaded at {hex_pc(aux_pc)}{when}"
+        return f"loop from {hex_pc(aux_pc)}: the address comes from the previous iteration's load"
     if category == "spin-wait":
         return f"loop {hex_pc(aux_pc)}..{hex_pc(pc)} ({aux} instructions)"
     if category == "call-overhead":
         kind = {PLT: "PLT stub", VENEER: "veneer", PLT_SYMBOL: "PLT symbol"}[aux]
         return f"{kind} at {hex_pc(aux_pc)}"
+    if category == "indirect-branch":
+        source = f", target loaded at {hex_pc(aux_pc)}" if aux_pc else ""
+        return f"{shapes.INDIRECT_CLASSES.get(aux, 'indirect')}{source}"
+    if category in ("atomic-llsc", "atomic-lse") and aux == HELPER:
+        return "inside an outline-atomic helper"
+    if category == "vectorization":
+        return f"byte loop {hex_pc(aux_pc)}..{hex_pc(pc)}, {aux} iterations per entry"
     return ""
 
 
 @dataclass
-class _Facts:
+class CodeFacts:
     """Per-row instruction facts (arrays over rows, ascending PC)."""
 
     names: list[str]  # canonical mnemonics
@@ -191,6 +208,7 @@ class _Facts:
     store: np.ndarray  # bool
     call: np.ndarray  # bool
     target: np.ndarray  # int64: direct branch target (-1 none)
+    first: np.ndarray  # int8: the first operand's register (a br's target register)
 
     def rows_named(self, names: frozenset[str] | set[str]) -> np.ndarray:
         return np.flatnonzero(self.flags(names.__contains__))
@@ -213,16 +231,38 @@ class _Hits:
     aux: np.ndarray | None = None
 
 
-def find_patterns(profile: Profile) -> PatternTable:
-    """Run every pattern over the profile."""
-    facts = _facts(profile)
+def find_patterns(profile: Profile, facts: CodeFacts | None = None) -> PatternTable:
+    """Run every pattern over the profile; each hit has passed its code-shape check."""
+    facts = facts or code_facts(profile)
+    code = _Code(profile)
+    stubs = _call_overheads(profile, facts)
     parts = [
-        *_mnemonic_hits(facts),
-        _dependent_loads(profile, facts),
-        _spin_waits(profile, facts),
-        _call_overheads(profile, facts),
+        *_atomic_hits(profile, facts, code),
+        *(_Hits(c, facts.rows_named({n for n in facts.names if isa.FAMILIES[f].match(n)}))
+          for f, c in _FAMILY_CATEGORY.items() if c not in ("atomic-llsc", "atomic-lse")),
+        _indirect_branches(profile, facts, code, stubs),
+        _dependent_loads(profile, facts, code),
+        _spin_waits(profile, facts, code),
+        stubs,
+        _byte_loops(profile, facts, code),
     ]
     return _table(profile, parts)
+
+
+class _Code:
+    """Instruction shapes (pcscope.core.shapes.Op) of rows, read once per row on demand."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self._ops: dict[int, shapes.Op] = {}
+
+    def op(self, row: int) -> shapes.Op:
+        if row not in self._ops:
+            self._ops[row] = shapes.Op.of(int(self.profile.pc[row]), self.profile.asm(row))
+        return self._ops[row]
+
+    def ops(self, first: int, last: int) -> list[shapes.Op]:
+        return [self.op(r) for r in range(first, last + 1)]
 
 
 def _table(profile: Profile, parts: list[_Hits]) -> PatternTable:
@@ -245,19 +285,101 @@ def _table(profile: Profile, parts: list[_Hits]) -> PatternTable:
                         aux_pc[order], aux[order])  # fmt: skip
 
 
-def _mnemonic_hits(f: _Facts) -> list[_Hits]:
+def _atomic_hits(profile: Profile, f: CodeFacts, code: _Code) -> list[_Hits]:
+    """Exclusive and LSE atomics, each marked INLINE or HELPER (inside an outline-atomic
+    helper: a ``__aarch64_*`` function, or the LSE-flag test then the atomic)."""
+    helper_of: dict[int, bool] = {}
+
+    def in_helper(row: int) -> bool:
+        fn = int(profile.function[row])
+        if fn < 0:
+            return _helper_at(code, row)
+        if fn not in helper_of:
+            name = profile.function_names[fn]
+            rows = profile.function_rows(fn)
+            helper_of[fn] = name.startswith("__aarch64_") or (
+                len(rows) <= 24 and shapes.outline_atomic_helper(
+                    [code.op(int(r)) for r in rows]))
+        return helper_of[fn]
+
     out = []
-    for family, category in _FAMILY_CATEGORY.items():
+    for category in ("atomic-llsc", "atomic-lse"):
+        family = "llsc" if category == "atomic-llsc" else "lse"
         rows = f.rows_named({n for n in f.names if isa.FAMILIES[family].match(n)})
-        out.append(_Hits(category, rows))
-    out.append(_Hits("indirect-branch", f.rows_named(isa.INDIRECT)))
+        aux = np.array([HELPER if in_helper(int(r)) else INLINE for r in rows], dtype=np.int64)
+        out.append(_Hits(category, rows, np.zeros(len(rows), dtype=np.uint64), aux))
     return out
+
+
+def _hottest_loops(prefix: np.ndarray, heads: np.ndarray, branches: np.ndarray,
+                   budget: int) -> np.ndarray:
+    """Positions (ascending) of the entries whose loop ``heads..branches`` is among the
+    ``budget`` heaviest distinct loops (``prefix``: cumulative row values)."""
+    loops, inverse = np.unique(np.stack([heads, branches], axis=1), axis=0, return_inverse=True)
+    if len(loops) <= budget:
+        return np.arange(len(heads))
+    weight = prefix[loops[:, 1] + 1] - prefix[loops[:, 0]]
+    chosen = np.zeros(len(loops), dtype=bool)
+    chosen[np.argsort(-weight, kind="stable")[:budget]] = True
+    return np.flatnonzero(chosen[inverse.ravel()])
+
+
+def _last_writer(profile: Profile, f: CodeFacts, rows: np.ndarray, regs: np.ndarray,
+                 back: int) -> np.ndarray:
+    """For each row, the nearest earlier row (at most ``back`` rows, same window) writing
+    its register of ``regs``; -1 when none."""
+    win = profile.window
+    writer = np.full(len(rows), -1, dtype=np.int64)
+    for d in range(1, back + 1):
+        prev = np.maximum(rows - d, 0)
+        hit = (writer < 0) & (rows - d >= 0) & (win[prev] == win[rows]) & (regs >= 0) & (
+            (f.dest[prev, 0] == regs) | (f.dest[prev, 1] == regs))
+        writer[hit] = prev[hit]
+    return writer
+
+
+def _helper_at(code: _Code, row: int) -> bool:
+    first = max(0, row - 8)
+    return shapes.outline_atomic_helper(code.ops(first, min(row + 8, len(code.profile) - 1)))
+
+
+def _indirect_branches(profile: Profile, f: CodeFacts, code: _Code, stubs: _Hits) -> _Hits:
+    """Every ``br``/``blr``, classified by where its target comes from (shapes)."""
+    every = f.rows_named(isa.INDIRECT)
+    stub_rows = set(stubs.rows.tolist())
+    hot = np.zeros(len(every), dtype=bool)
+    hot[np.argsort(-profile.value[every], kind="stable")[:BRANCH_BUDGET]] = True
+    rows = every[hot]  # a cold br keeps its hit, unclassified
+    writer = _last_writer(profile, f, rows, f.first[rows].astype(np.int64), 16)
+    producers: list[shapes.Op | None] = []
+    for r, w in zip(rows.tolist(), writer.tolist(), strict=True):
+        if w >= 0 and f.load[w]:
+            producers.append(code.op(w))  # the common case: a load right before
+        elif w >= 0:  # an add/sxtw of a table entry: follow it back in Python
+            ops = code.ops(max(0, w - 8), r)
+            producers.append(shapes.target_producer(ops, len(ops) - 1))
+        else:
+            producers.append(None)
+    table = np.array([shapes.is_table_jump(p) and not code.op(r).mnemonic.startswith("blr")
+                      for r, p in zip(rows.tolist(), producers, strict=True)], dtype=bool)
+    fn = profile.function[rows].astype(np.int64)
+    sites: dict[int, int] = {}
+    for g in fn[table].tolist():
+        sites[g] = sites.get(g, 0) + 1
+    aux = np.full(len(every), shapes.UNCLASSIFIED, dtype=np.int64)
+    aux_pc = np.zeros(len(every), dtype=np.uint64)
+    for i, r, p, g in zip(np.flatnonzero(hot).tolist(), rows.tolist(), producers, fn.tolist(),
+                          strict=True):
+        aux[i] = shapes.STUB if r in stub_rows else shapes.classify_indirect(
+            code.op(r), p, sites.get(g, 0) if g >= 0 else 0)
+        aux_pc[i] = p.pc if p is not None else 0
+    return _Hits("indirect-branch", every, aux_pc, aux)
 
 
 # --- per-row facts ----------------------------------------------------------------------
 
 
-def _facts(profile: Profile) -> _Facts:
+def code_facts(profile: Profile) -> CodeFacts:
     names, canon = _canonical_mnemonics(profile)
     # asmtext needs polars; reopening an index only needs the stored table, not this.
     from pcscope.core.asmtext import AsmScan
@@ -279,10 +401,10 @@ def _facts(profile: Profile) -> _Facts:
         ("b.", "bc."))))  # fmt: skip
     target = np.full(len(profile), -1, dtype=np.int64)
     target[direct] = scan.branch_targets(direct, profile.pc[direct])
-    return _Facts(
+    return CodeFacts(
         names, canon, dest.astype(np.int8), base, writeback,
         load=_flags(names, canon, isa.is_load), store=_flags(names, canon, isa.is_store),
-        call=_flags(names, canon, isa.is_call), target=target,
+        call=_flags(names, canon, isa.is_call), target=target, first=op0.astype(np.int8),
     )  # fmt: skip
 
 
@@ -306,68 +428,29 @@ def _canonical_mnemonics(profile: Profile) -> tuple[list[str], np.ndarray]:
 # --- dependent loads ----------------------------------------------------------------------
 
 
-def _dependent_loads(profile: Profile, f: _Facts) -> _Hits:
-    """A load whose base was last written, in the same window, by a load (pointer chasing).
-
-    In a loop, the writer may be the previous iteration: ``ldr x0, [x0, #8]`` followed by a
-    branch back counts. Calls clobber the caller-saved registers."""
-    n = len(profile)
-    cand = np.flatnonzero(f.load & (f.base >= 0) & (f.base < SP))
+def _dependent_loads(profile: Profile, f: CodeFacts, code: _Code) -> _Hits:
+    """Loop-carried dependent loads (pointer chasing, chained table lookups): a load in a
+    loop whose address (base or index) comes, through registers, from its own loaded value
+    of the previous iteration (shapes.loop_carried_load). Straight-line chains (GOT and
+    canary loads, a table load feeding a branch), writeback streams and stack loads are
+    not chases. Vectorised: the candidates (loads in a short loop); Python: the cycle.
+    ``aux_pc`` is the loop head."""
+    win = profile.window.astype(np.int64)
+    cand = np.flatnonzero(f.load & (f.base >= 0) & (f.base < 29) & ~f.writeback)
     if not len(cand):
         return _Hits("dependent-load", cand)
-    win = profile.window.astype(np.int64)
-    key, ev_row, ev_loaded = _write_events(f, win, n)
-    if not len(key):
-        return _Hits("dependent-load", cand[:0])
-    group = win[cand] * NREG + f.base[cand]
-
-    def last_write(upto: np.ndarray, side: str) -> tuple[np.ndarray, np.ndarray]:
-        i = np.searchsorted(key, group * n + upto, side) - 1
-        ok = i >= 0
-        i = np.maximum(i, 0)
-        ok &= key[i] // n == group
-        return i, ok
-
-    before, has_before = last_write(cand, "left")
-    branch, head, in_loop = _enclosing_loop(profile, f, cand, win)
-    carried, has_carried = last_write(branch, "right")
-    has_carried &= in_loop
-    has_carried &= ev_row[carried] >= cand
-    before_in_loop = has_before & in_loop & (ev_row[before] >= head)
-    use_carried = has_carried & ~before_in_loop
-    writer = np.where(use_carried, carried, before)
-    hit = (use_carried | has_before) & ev_loaded[writer]
-    return _Hits(
-        "dependent-load", cand[hit], profile.pc[ev_row[writer[hit]]], f.base[cand[hit]]
-    )
+    branch, head, in_loop = enclosing_loops(profile, f, cand, win)
+    prefix = np.concatenate(([0], np.cumsum(profile.value)))
+    warm = (prefix[branch + 1] - prefix[head]) >= LOOP_MIN_SHARE * profile.total
+    ok = np.flatnonzero(in_loop & (branch - head < LOOP_MAX) & warm)
+    ok = ok[_hottest_loops(prefix, head[ok], branch[ok], LOOP_BUDGET)]
+    keep = [i for i in ok.tolist() if shapes.loop_carried_load(
+        code.ops(int(head[i]), int(branch[i])), int(cand[i] - head[i]))]
+    rows = cand[keep]
+    return _Hits("dependent-load", rows, profile.pc[head[keep]], f.base[rows])
 
 
-def _write_events(f: _Facts, win: np.ndarray, n: int):
-    """Every register write as a sort key (window, register, row), with its row and whether
-    the value came from memory."""
-    rows, regs, loaded = [], [], []
-    for k in (0, 1):
-        r = np.flatnonzero(f.dest[:, k] >= 0)
-        rows.append(r)
-        regs.append(f.dest[r, k].astype(np.int64))
-        loaded.append(f.load[r])
-    r = np.flatnonzero(f.writeback & (f.base >= 0))
-    rows.append(r)
-    regs.append(f.base[r].astype(np.int64))
-    loaded.append(np.zeros(len(r), dtype=bool))
-    calls = np.flatnonzero(f.call)
-    rows.append(np.repeat(calls, len(CALL_CLOBBERED)))
-    regs.append(np.tile(CALL_CLOBBERED, len(calls)))
-    loaded.append(np.zeros(len(calls) * len(CALL_CLOBBERED), dtype=bool))
-    ev_row = np.concatenate(rows).astype(np.int64)
-    ev_reg = np.concatenate(regs)
-    ev_loaded = np.concatenate(loaded)
-    key = (win[ev_row] * NREG + ev_reg) * n + ev_row
-    order = np.argsort(key, kind="stable")
-    return key[order], ev_row[order], ev_loaded[order]
-
-
-def _backward_branches(profile: Profile, f: _Facts, win: np.ndarray):
+def backward_branches(profile: Profile, f: CodeFacts, win: np.ndarray):
     """Rows of branches (conditional or ``b``) jumping back inside their own window, and
     the row of each one's target (the loop head)."""
     jumps = f.flags(lambda m: m == "b" or isa.is_conditional_branch(m))
@@ -378,12 +461,12 @@ def _backward_branches(profile: Profile, f: _Facts, win: np.ndarray):
     return rows[inside], heads[inside]
 
 
-def _enclosing_loop(profile: Profile, f: _Facts, rows: np.ndarray, win: np.ndarray):
+def enclosing_loops(profile: Profile, f: CodeFacts, rows: np.ndarray, win: np.ndarray):
     """For each row: the next backward branch of its window that jumps to or above it.
 
     Only the nearest such branch is looked at (an inner loop that does not contain the row
     hides an outer one that does)."""
-    branches, heads = _backward_branches(profile, f, win)
+    branches, heads = backward_branches(profile, f, win)
     if not len(branches):
         none = np.zeros(len(rows), dtype=np.int64)
         return none, none, np.zeros(len(rows), dtype=bool)
@@ -396,12 +479,12 @@ def _enclosing_loop(profile: Profile, f: _Facts, rows: np.ndarray, win: np.ndarr
 # --- spin-wait ----------------------------------------------------------------------------
 
 
-def _spin_waits(profile: Profile, f: _Facts) -> _Hits:
-    """Tight backward loops that poll memory: loads from a loop-invariant address, a test,
-    a conditional branch back (or ``b`` back with a conditional exit), optional wait hints;
-    no stores, no arithmetic on the loop state."""
+def _spin_waits(profile: Profile, f: CodeFacts, code: _Code) -> _Hits:
+    """Tight backward loops that poll memory (shapes.polls): loads from loop-invariant
+    addresses, an exit that tests a loaded value, a conditional branch back (or ``b`` back
+    with a conditional exit), optional wait hints; no stores, no stepping register."""
     win = profile.window.astype(np.int64)
-    branches, heads = _backward_branches(profile, f, win)
+    branches, heads = backward_branches(profile, f, win)
     pcs = profile.pc.astype(np.int64)
     # Necessary conditions first, vectorised with prefix sums over each loop body.
     stray = ~(f.load | f.flags(isa.is_branch) | f.flags(SPIN_OK.__contains__))
@@ -420,7 +503,8 @@ def _spin_waits(profile: Profile, f: _Facts) -> _Hits:
     )
     found, loop_heads, sizes = [], [], []
     for b, h in zip(branches[keep].tolist(), heads[keep].tolist(), strict=True):
-        if _is_spin(f, h, b):
+        body = code.ops(h, b)
+        if _branches_back(body) and shapes.polls(body):
             found.append(b)
             loop_heads.append(int(profile.pc[h]))
             sizes.append(b - h + 1)
@@ -429,25 +513,86 @@ def _spin_waits(profile: Profile, f: _Facts) -> _Hits:
                  np.array(sizes, dtype=np.int64))  # fmt: skip
 
 
-def _is_spin(f: _Facts, head: int, branch: int) -> bool:
-    """The checks left after the vectorised ones: how the loop branches, and that every load
-    polls a fixed address."""
-    body = np.arange(head, branch + 1)
-    names = [f.names[c] for c in f.canon[body]]
-    conditional = [isa.is_conditional_branch(m) for m in names]
-    if not conditional[-1] and not (names[-1] == "b" and any(conditional[:-1])):
-        return False
-    written = set(f.dest[body].ravel().tolist()) | set(f.base[body][f.writeback[body]].tolist())
-    for row in body[f.load[body]].tolist():
-        if f.writeback[row] or f.base[row] < 0 or int(f.base[row]) in written:
-            return False  # the address moves: a walk, not a poll
-    return True
+def _branches_back(body: list[shapes.Op]) -> bool:
+    """The loop ends in a conditional branch back, or in ``b`` back with a conditional
+    exit inside."""
+    conditional = [isa.is_conditional_branch(op.mnemonic) for op in body]
+    return conditional[-1] or (body[-1].mnemonic == "b" and any(conditional[:-1]))
+
+
+# --- byte loops ---------------------------------------------------------------------------
+
+
+def _byte_loops(profile: Profile, f: CodeFacts, code: _Code) -> _Hits:
+    """Loops that load and test one byte or halfword per step with a stepping pointer or
+    index (shapes.byte_step) and run at least MIN_TRIPS iterations per entry by the
+    profile's counts. Hit: the narrow load; ``aux_pc`` the loop head, ``aux`` the trips."""
+    win = profile.window.astype(np.int64)
+    branches, heads = backward_branches(profile, f, win)
+    narrow = f.flags(shapes.NARROW_LOADS.__contains__)
+    prefix = np.concatenate(([0], np.cumsum(narrow)))
+    narrow_count = prefix[branches + 1] - prefix[heads]
+    # at least one narrow load per 8 instructions: a body doing other work is no byte
+    # loop even if it reads one byte somewhere
+    keep = (branches - heads < BYTE_LOOP_MAX) & (narrow_count * 8 >= branches - heads + 1) \
+        & (narrow_count > 0)
+    found, loop_heads, trips = [], [], []
+    for b, h in zip(branches[keep].tolist(), heads[keep].tolist(), strict=True):
+        if _libc_routine(profile, h):
+            continue  # the C library's own routines: named apart, not rewritten
+        k = shapes.byte_step(code.ops(h, b))
+        if k is None:
+            continue
+        per_entry = loop_trips(profile, h, b)
+        if per_entry >= MIN_TRIPS and h + k not in found:
+            found.append(h + k)
+            loop_heads.append(int(profile.pc[h]))
+            trips.append(round(min(per_entry, 1e9)))
+    return _Hits("vectorization", np.array(found, dtype=np.int64),
+                 np.array(loop_heads, dtype=np.uint64), np.array(trips, dtype=np.int64))
+
+
+def loop_trips(profile: Profile, head: int, *branches: int) -> float:
+    """Iterations per entry of the loop at ``head`` from the counts: the head runs once per
+    iteration; entries = head count - times its backward branches were taken, where a
+    branch's taken count = its count - its fall-through's (the next row, if it follows
+    directly; an unconditional ``b`` back is always taken)."""
+    counts = profile.samples
+    taken = 0
+    for branch in branches:
+        went = int(counts[branch])
+        after = branch + 1
+        if after < len(profile) and int(profile.pc[after]) == int(profile.pc[branch]) + 4:
+            went -= int(counts[after])
+        taken += max(went, 0)
+    runs = int(counts[head])
+    entries = runs - taken
+    return runs / entries if entries > 0 else float(runs)
+
+
+def _libc_routine(profile: Profile, row: int) -> bool:
+    code = int(profile.function[row])
+    return code >= 0 and libc_routine_name(profile.function_names[code]) is not None
+
+
+_LIBC_ROUTINES = ("memcpy", "memmove", "memset", "memcmp", "bcmp", "memchr", "memrchr",
+                  "rawmemchr", "strcmp", "strncmp", "strcasecmp", "strncasecmp", "strlen",
+                  "strnlen", "strchr", "strchrnul", "strrchr", "strcpy", "strncpy", "stpcpy",
+                  "stpncpy", "strcat", "strncat", "strstr", "strspn", "strcspn", "wmemset",
+                  "wcslen", "wmemcmp")  # fmt: skip
+_RE_LIBC = re.compile(r"^_*(?:GI_)?_*(" + "|".join(_LIBC_ROUTINES) + r")(?:_[a-z0-9_]+)?$")
+
+
+def libc_routine_name(function: str) -> str | None:
+    """The C-library string/memory routine a symbol is (``__memcpy_simd`` -> memcpy)."""
+    match = _RE_LIBC.match(function)
+    return match.group(1) if match else None
 
 
 # --- call overhead ------------------------------------------------------------------------
 
 
-def _call_overheads(profile: Profile, f: _Facts) -> _Hits:
+def _call_overheads(profile: Profile, f: CodeFacts) -> _Hits:
     """``br x17`` ending a PLT stub (``adrp x16; ldr x17, [x16, …]; add x16, x16, …``),
     ``br x16`` ending a veneer (``adrp x16; add x16, x16, …`` or ``ldr x16, <literal>``),
     and ``br`` inside a ``*@plt`` symbol. Rows a sampled profile lacks are tolerated in a

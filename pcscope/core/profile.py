@@ -262,6 +262,8 @@ class Profile:
 
     def __post_init__(self) -> None:
         self.value = self.cycles if self.cycles is not None else self.samples
+        # What the counts are: cycles (a cycles column), else samples; the index sets
+        # "executions" when the profile holds exact counts (--counts executions).
         self.basis = "cycles" if self.cycles is not None else "samples"
         self.total = int(self.value.sum())
         self.windows = WindowTable(

@@ -14,7 +14,9 @@ import numpy as np
 
 from pcscope.core.alp import AlpTable
 from pcscope.core.errors import InputError
-from pcscope.core.patterns import PatternTable, find_patterns
+from pcscope.core.mechanism_finder import find_mechanisms
+from pcscope.core.mechanisms import Mechanism, MechanismTable
+from pcscope.core.patterns import PatternTable, code_facts, find_patterns
 from pcscope.core.profile import Profile
 from pcscope.core.readers.guides import GuideSection
 from pcscope.core.workload import Workload
@@ -34,11 +36,15 @@ def save_parts(build: Path, profile: Profile, inputs: Inputs, say: Progress) -> 
     from pcscope.core.readers.guides import read_guide
 
     say("finding patterns")
-    patterns = find_patterns(profile)
+    facts = code_facts(profile)
+    patterns = find_patterns(profile, facts)
     folder = build / "patterns"
     folder.mkdir()
     for name, array in patterns.to_arrays().items():
         np.save(folder / f"{name}.npy", array, allow_pickle=False)
+    say("grouping mechanisms")
+    mechanisms = find_mechanisms(profile, patterns, facts)
+    (build / "mechanisms.msgpack").write_bytes(msgspec.msgpack.encode(mechanisms.mechanisms))
     sections: list[GuideSection] = []
     for guide in inputs.guides:
         say(f"reading guide {guide.name}")
@@ -70,6 +76,10 @@ def load_parts(folder: Path, profile: Profile, inputs: Inputs) -> Workload:
             return {}
         return msgspec.msgpack.decode(path.read_bytes(), type=dict[int, dict])
 
+    def load_mechanisms() -> MechanismTable:
+        data = (folder / "mechanisms.msgpack").read_bytes()
+        return MechanismTable(msgspec.msgpack.decode(data, type=tuple[Mechanism, ...]))
+
     def open_text():
         from pcscope.index.text import TextIndex
 
@@ -83,6 +93,7 @@ def load_parts(folder: Path, profile: Profile, inputs: Inputs) -> Workload:
         alp_loader=load_alp_part,
         text_loader=open_text,
         mca_loader=load_mca,
+        mechanism_loader=load_mechanisms,
         alp_path=inputs.alp,
         guide_paths=inputs.guides,
     )

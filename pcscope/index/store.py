@@ -31,7 +31,10 @@ from pcscope.index import arrays, manifest
 from pcscope.index.lock import writer_lock
 from pcscope.index.parts import load_parts, save_parts
 
-FORMAT_VERSION = 2  # 2: a manifest of checked files; extra columns in numbered files
+COUNTS = ("samples", "executions")  # formats.md §1: what the `samples` column holds
+# 2: a manifest of checked files, extra columns in numbered files; 3: mechanisms
+# (mechanisms.msgpack) and code-shape-qualified patterns
+FORMAT_VERSION = 3
 Progress = Callable[[str], None]
 
 
@@ -43,6 +46,7 @@ class Inputs:
     mca: Path | None = None
     merge_duplicates: bool = False
     skip_bad_lines: bool = False
+    counts: str = "samples"  # what the `samples` column holds: samples or executions
 
     def files(self) -> list[tuple[str, Path]]:
         out = [("profile", self.profile)]
@@ -54,7 +58,8 @@ class Inputs:
         return out
 
     def options(self) -> dict:
-        return {"merge_duplicates": self.merge_duplicates, "skip_bad_lines": self.skip_bad_lines}
+        return {"merge_duplicates": self.merge_duplicates, "skip_bad_lines": self.skip_bad_lines,
+                "counts": self.counts}
 
 
 def default_root() -> Path:
@@ -101,9 +106,14 @@ def open_workload(
     rebuild: bool = False,
     verify: bool = False,
     progress: Progress | None = None,
+    counts: str = "samples",
 ) -> Workload:
     """Reopen the index of these inputs, or build it (atomically) when missing, stale or
-    damaged. ``verify``: compare every file's checksum, not only sizes and changed files."""
+    damaged. ``verify``: compare every file's checksum, not only sizes and changed files.
+    ``counts`` says what the profile's counts are (``samples`` or exact ``executions``)."""
+    if counts not in COUNTS:
+        raise InputError(str(profile), None, f"unknown counts {counts!r} (want "
+                         f"{' or '.join(COUNTS)})")
     inputs = Inputs(
         Path(profile),
         Path(alp) if alp else None,
@@ -111,6 +121,7 @@ def open_workload(
         Path(mca) if mca else None,
         merge_duplicates,
         skip_bad_lines,
+        counts,
     )
     for _, p in inputs.files():
         if not p.is_file():
@@ -215,4 +226,6 @@ def _remove_leftovers(home: Path) -> None:
 def _load(current: Path, inputs: Inputs) -> Workload:
     folder = current.resolve()
     profile = arrays.load_profile(folder / "profile")
+    if profile.cycles is None:  # a cycles column is its own basis
+        profile.basis = inputs.counts
     return load_parts(folder, profile, inputs)

@@ -4,8 +4,9 @@ rules that fire.
 
 Measured rules need an ALP record at the evidence PC and a figure past the catalog's
 threshold (healthy figures keep them quiet, which is what tells a planted issue from its
-look-alike). Where no ALP record covers a PC, a hot pattern still fires a profile-only
-rule; cold patterns stay quiet. Each PC is explained once: spin loops before their loads,
+look-alike). Without ALP, only barriers and FP accumulation chains fire here (profile-only);
+every other profile-only idea comes from a mechanism (pcscope.core.backends.advice), whose
+sites passed the index's code-shape checks. Each PC is explained once: spin loops before their loads,
 exclusive pairs before their branches, and so on.
 """
 
@@ -16,21 +17,21 @@ from typing import Any
 
 from pcscope.core.backends import rules as R
 from pcscope.core.backends.operands import Operands, parse
-from pcscope.core.engine.support import (
+from pcscope.core.isa import (
     is_barrier,
-    is_conditional,
     is_divide,
     is_exclusive,
+    is_fp_divide,
     is_indirect,
     is_load,
     is_lse,
+    is_store,
     is_wait_hint,
 )
-from pcscope.core.isa import is_store
+from pcscope.core.isa import is_conditional_branch as is_conditional
 
 _COMPARES = ("cmp", "cmn", "tst", "subs", "adds", "ands", "ccmp")
 _FP_ACCUMULATE = ("fadd", "fsub", "fmadd", "fmsub", "fnmadd", "fnmsub", "fmla", "fmls", "fmul")
-_BYTE_LOADS = ("ldrb", "ldrh", "ldurb", "ldurh", "ldrsb", "ldrsh", "ldursb", "ldursh")
 _SIZES = {"b": 1, "h": 2, "w": 4, "x": 8, "s": 4, "d": 8, "q": 16}
 
 
@@ -88,6 +89,9 @@ class WindowView:
     function: str  # display name
     weight: float
     insns: list[Insn]
+    basis: str = "samples"  # what the counts are: samples, cycles or executions
+    module: str | None = None
+    mechanisms: list[dict[str, Any]] = field(default_factory=list)  # the window tool's data
     explained: set[int] = field(default_factory=set)
 
     def index(self, pc: int) -> int | None:
@@ -124,7 +128,7 @@ class WindowView:
 def detect(window: WindowView) -> list[Detection]:
     found: list[Detection] = []
     for detector in (_spin, _llsc, _lse, _barrier, _divide, _indirect, _conditional, _fp_chain,
-                     _loads, _plt, _byte_compare):
+                     _loads):
         for det in detector(window):
             if det.pc in window.explained:
                 continue
@@ -159,23 +163,17 @@ def _spin(w: WindowView) -> list[Detection]:
                                 for i in body):
             continue
         load, branch = polls[0], w.insns[last]
+        if "spin-wait" not in branch.patterns:
+            continue  # the index's shape check (shapes.polls) did not confirm a poll
         hint = next((i.mnemonic for i in body if is_wait_hint(i.mnemonic)), None)
         pcs = (branch.pc, *[i.pc for i in body if i.pc != branch.pc])
         per = _polls(load)
-        if per is not None:
-            if per >= R.SPIN_POLLS:
-                how = f"with `{hint}`" if hint else "with no yield, wfe or isb"
-                out.append(Detection(
-                    "spin-poll", pcs, True,
-                    f"the poll loop ({how}) runs its load {per:.3g} times per loop iteration "
-                    f"(ALP executions / iterations) before it exits", _strength(per, R.SPIN_POLLS)))
-            continue
-        share = sum(i.share for i in body)
-        if _hot(w, share):
+        if per is not None and per >= R.SPIN_POLLS:
+            how = f"with `{hint}`" if hint else "with no yield, wfe or isb"
             out.append(Detection(
-                "spin-poll", pcs, False,
-                f"a tight poll loop (`{load.asm}`, compare, backward branch, no store) holds "
-                f"{_pct(share)} of the total", min(1.0, share / 0.05)))
+                "spin-poll", pcs, True,
+                f"the poll loop ({how}) runs its load {per:.3g} times per loop iteration "
+                f"(ALP executions / iterations) before it exits", _strength(per, R.SPIN_POLLS)))
     return out
 
 
@@ -219,12 +217,6 @@ def _llsc(w: WindowView) -> list[Detection]:
                 strength = _strength(retry, R.RETRY_RATE) if retrying else \
                     _strength(lat or 0.0, R.ATOMIC_LATENCY)
                 out.append(Detection("llsc-retry", pcs, True, "; ".join(parts), strength))
-            continue
-        share = sum(w.insns[w.index(pc)].share for pc in pcs)
-        if _hot(w, share):
-            out.append(Detection("llsc-retry", pcs, False,
-                                 f"an exclusive load/store pair holds {_pct(share)} of the total",
-                                 min(1.0, share / 0.05)))
     return out
 
 
@@ -252,10 +244,6 @@ def _lse(w: WindowView) -> list[Detection]:
                     f"the atomic takes {lat:.3g} cycles on average and misses L1D on "
                     f"{_pct(miss)} of accesses: its line comes from another core",
                     _strength(lat, R.ATOMIC_LATENCY)))
-        elif _hot(w, ins.share):
-            out.append(Detection("atomic-contention", (ins.pc,), False,
-                                 f"the atomic holds {_pct(ins.share)} of the total",
-                                 min(1.0, ins.share / 0.05)))
     return out
 
 
@@ -295,31 +283,19 @@ def _divide(w: WindowView) -> list[Detection]:
                         None)
         pcs = (ins.pc,) + ((consumer.pc,) if consumer else ())
         lat = ins.figure("execute_latency")
-        if lat is not None:
-            if lat >= R.DIVIDE_LATENCY:
-                wait = consumer.figure("issue_wait") if consumer else None
-                tail = f"; its consumer `{consumer.asm}` waits {wait:.3g} cycles to issue" \
-                    if wait is not None else ""
-                out.append(Detection("slow-divide", pcs, True,
-                                     f"the divide's execute latency is {lat:.3g} cycles "
-                                     f"(complete - issue){tail}",
-                                     _strength(lat, R.DIVIDE_LATENCY)))
-        elif _hot(w, ins.share):
-            out.append(Detection("slow-divide", pcs, False,
-                                 f"the divide holds {_pct(ins.share)} of the total",
-                                 min(1.0, ins.share / 0.05)))
+        if lat is not None and lat >= R.DIVIDE_LATENCY:
+            wait = consumer.figure("issue_wait") if consumer else None
+            tail = f"; its consumer `{consumer.asm}` waits {wait:.3g} cycles to issue" \
+                if wait is not None else ""
+            rule = "slow-fp-divide" if is_fp_divide(ins.mnemonic) else "slow-divide"
+            out.append(Detection(rule, pcs, True,
+                                 f"the divide's execute latency is {lat:.3g} cycles "
+                                 f"(complete - issue){tail}",
+                                 _strength(lat, R.DIVIDE_LATENCY)))
     return out
 
 
 # -- branches ------------------------------------------------------------------------------
-def _is_plt_stub(w: WindowView, k: int) -> bool:
-    ins = w.insns[k]
-    if ins.ops.src not in (("x17",), ("x16",)):
-        return False
-    reg = ins.ops.src[0]
-    return any(reg in p.ops.dest and p.ops.base == "x16" for p in w.insns[max(0, k - 3):k])
-
-
 def _indirect(w: WindowView) -> list[Detection]:
     out = []
     for k, ins in enumerate(w.insns):
@@ -341,10 +317,6 @@ def _indirect(w: WindowView) -> list[Detection]:
                     f"{branch.get('executed', 0):,} executions (~{rate * 15:.2g} cycles lost "
                     f"per execution at a 10-20 cycle flush){source}",
                     _strength(rate, R.MISPREDICT)))
-        elif not _is_plt_stub(w, k) and _hot(w, ins.share):
-            out.append(Detection("indirect-mispredict", pcs, False,
-                                 f"the indirect branch holds {_pct(ins.share)} of the total",
-                                 min(1.0, ins.share / 0.05)))
     return out
 
 
@@ -430,19 +402,13 @@ def _loads(w: WindowView) -> list[Detection]:
     out = []
     for k, ins in enumerate(w.insns):
         m = ins.mnemonic
-        if not is_load(m) or is_exclusive(m) or is_lse(m) or m == "prfm":
+        if not is_load(m) or is_exclusive(m) or is_lse(m):
             continue
         producer = _producer_load(w, k)
-        chased = producer is not None or "dependent-load" in ins.patterns
+        # A chase only when the index confirmed the load is loop-carried (shapes).
+        chased = "dependent-load" in ins.patterns
         mem = ins.mem
         if mem is None or not mem.get("accesses"):
-            if chased and _hot(w, ins.share):
-                pcs = (ins.pc,) + ((w.insns[producer].pc,) if producer is not None else ())
-                source = f" `{w.insns[producer].asm}`" if producer is not None else " an earlier load"
-                out.append(Detection("pointer-chase", pcs, False,
-                                     f"its address comes from{source}, so each access waits "
-                                     f"for the previous load; the load holds {_pct(ins.share)} "
-                                     f"of the total", min(1.0, ins.share / 0.02)))
             continue
         det = _measured_load(w, k, ins, mem, producer if chased else None, chased)
         if det is not None:
@@ -515,43 +481,3 @@ def _extent(ins: Insn) -> tuple[int | None, int]:
         return int(offset, 0), size
     except ValueError:
         return None, size
-
-
-# -- profile-only shapes -------------------------------------------------------------------
-def _plt(w: WindowView) -> list[Detection]:
-    out = []
-    for k, ins in enumerate(w.insns):
-        if is_indirect(ins.mnemonic) and _is_plt_stub(w, k) and w.weight >= R.HOT_STUB:
-            stub = tuple(i.pc for i in w.insns[max(0, k - 3):k + 1])
-            out.append(Detection("plt-calls", (ins.pc, *stub[:-1]), False,
-                                 f"the PLT stub window holds {_pct(w.weight)} of the total "
-                                 f"(a load and an indirect branch added to every call)",
-                                 min(1.0, w.weight / 0.05)))
-    return out
-
-
-def _byte_compare(w: WindowView) -> list[Detection]:
-    """Byte loads compared one at a time in hot code (no ALP: profile-only)."""
-    hits: list[Insn] = []
-    for k, ins in enumerate(w.insns):
-        if not is_conditional(ins.mnemonic) or ins.alp is not None:
-            continue
-        window = w.insns[max(0, k - 5):k]
-        compare = next((i for i in reversed(window) if i.mnemonic in _COMPARES), None)
-        tested = set(compare.ops.src if compare else ins.ops.src)
-        loads = [i for i in window if i.mnemonic in _BYTE_LOADS and set(i.ops.dest) & tested]
-        if loads:
-            hits += [*loads, *([compare] if compare else []), ins]
-    if not hits:
-        return []
-    unique = list({i.pc: i for i in hits}.values())
-    share = sum(i.share for i in unique)
-    if share < 5 * R.HOT_PC or w.weight < R.HOT_WINDOW:
-        return []
-    branches = sum(1 for i in unique if is_conditional(i.mnemonic))
-    # the hottest byte load leads, then the rest hottest first
-    ranked = sorted(unique, key=lambda i: (i.mnemonic not in _BYTE_LOADS, -i.share, i.pc))
-    return [Detection("byte-compare-loop", tuple(i.pc for i in ranked), False,
-                      f"{branches} byte/halfword load-compare-branch step(s) hold {_pct(share)} "
-                      f"of the total in a window of {_pct(w.weight)}; each step handles one "
-                      f"byte and ends in a data-dependent branch", min(1.0, share / 0.1))]

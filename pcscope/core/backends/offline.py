@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from pcscope.core.backends.advice import Advice, advise, recommendation_for
 from pcscope.core.backends.detectors import Detection, Insn, WindowView, detect
 from pcscope.core.backends.operands import parse
 from pcscope.core.backends.rules import CATALOG, Rule
 from pcscope.core.contract.backend import CallRequest, CallResponse, Emit, ToolRunner, Usage
 from pcscope.core.contract.findings import CallOutput, Finding
-from pcscope.core.engine.support import is_indirect, is_load
+from pcscope.core.guide_map import sections_for
 from pcscope.core.ids import alp_id, hex_pc, parse_pc, pat_id, pc_id
+from pcscope.core.isa import is_indirect, is_load
 
 NAME = "offline"
 LABEL = "[rule-based]"
@@ -39,12 +41,14 @@ class _Reader:
         self.citable.update(result.ids)
         return result
 
-    async def guides(self, rule: Rule) -> tuple[str, ...]:
-        """The rule's guide sections this call can cite (fetched once per call): the
-        catalog's sections by ID, else the best match of the rule's query."""
-        if rule.name not in self._guides:
+    async def guides(self, rule: Rule, sections: tuple[str, ...] | None = None,
+                     key: str | None = None) -> tuple[str, ...]:
+        """The rule's guide sections this call can cite (fetched once per call and key):
+        ``sections`` (else the catalog's) by ID, else the best match of the rule's query."""
+        key = key or rule.name
+        if key not in self._guides:
             found: list[str] = []
-            for section in rule.guides[:2]:
+            for section in (sections or rule.guides)[:2]:
                 if section not in self.citable:
                     await self.use("guide", {"id": section})
                 if section in self.citable:
@@ -52,8 +56,8 @@ class _Reader:
             if not found:
                 result = await self.use("guide", {"query": rule.query, "k": 1})
                 found = [i for i in result.ids if i.startswith("guide:")]
-            self._guides[rule.name] = tuple(found)
-        return self._guides[rule.name]
+            self._guides[key] = tuple(found)
+        return self._guides[key]
 
 
 class OfflineAnalyst:
@@ -78,6 +82,7 @@ class OfflineAnalyst:
         notes = seed.get("notes") or []
         made: list[tuple[tuple, Finding]] = []
         read = 0
+        seen: set[str] = set()  # mechanisms already written up by this call
         for window_id in seed.get("windows", []):
             view = await self._read_window(window_id, reader)
             if view is None:
@@ -89,7 +94,20 @@ class OfflineAnalyst:
                     continue
                 emit("status", f"{rule.name} at {hex_pc(det.pc)}")
                 finding = await self._finding(det, rule, view, reader, notes)
+                seen.update(e for e in finding.evidence if e.startswith("mech:"))
                 made.append(((not det.measured, -det.strength, det.pc), finding))
+            measured = {i.pc for i in view.insns if i.alp is not None}
+            for mechanism in view.mechanisms:
+                advice = advise(mechanism, view.basis, view.module)
+                if mechanism["id"] in seen or advice is None or \
+                        (focus and mechanism["category"] not in focus):
+                    continue
+                if measured & set(advice.pcs):
+                    continue  # measured here: the measured rules spoke (or the figures are fine)
+                seen.add(mechanism["id"])
+                emit("status", f"{mechanism['kind']} mechanism {mechanism['id']}")
+                finding = await self._mechanism_finding(mechanism, advice, view, reader)
+                made.append(((True, -mechanism["share"], advice.pcs[0]), finding))
         made.sort(key=lambda item: item[0])
         return [f for _, f in made], read
 
@@ -109,7 +127,9 @@ class OfflineAnalyst:
         if data.get("module"):
             function += f" ({data['module']})"
         return WindowView(window_id, function, data["weight"],
-                          [Insn.of(row, records.get(row["pc"])) for row in rows])
+                          [Insn.of(row, records.get(row["pc"])) for row in rows],
+                          basis=data.get("basis", "samples"), module=data.get("module"),
+                          mechanisms=data.get("mechanisms", []))
 
     async def _finding(self, det: Detection, rule: Rule, view: WindowView, reader: _Reader,
                        notes: list[dict]) -> Finding:
@@ -123,6 +143,11 @@ class OfflineAnalyst:
                      if c == rule.category and pat_id(c, pc) in reader.citable]
         if view.id in reader.citable:
             evidence.append(view.id)
+        # the mechanism this detection is a site of (same category: a JIT region or a
+        # library is context, not the same issue)
+        evidence += [m["id"] for m in view.mechanisms
+                     if m["category"] == rule.category and m["id"] in reader.citable
+                     and det.pc in {pc for site in m["site_pcs"] for pc in site}]
         evidence += list(await reader.guides(rule))
         noted = [n for n in notes if n["id"] in reader.citable and (
             (n.get("pc") and parse_pc(n["pc"]) in pcs) or n.get("window") == view.id)]
@@ -133,8 +158,8 @@ class OfflineAnalyst:
             claim = f"{LABEL} {where}: {det.figures} ({alp_id(det.pc)})."
             basis, confidence = "measured", 0.6 + 0.35 * det.strength
         else:
-            claim = (f"{LABEL} {where}: {det.figures}. No ALP record covers it, so this is a "
-                     f"hypothesis from the profile alone; to confirm, measure {rule.confirm}.")
+            claim = (f"{LABEL} {where}: {det.figures}. {_basis_note(view.basis)}; to confirm, "
+                     f"measure {rule.confirm}.")
             basis, confidence = "profile-only", 0.2 + 0.1 * det.strength
         for note in noted:
             claim += f" Engineer's note {note['id']}: {note['text']}"
@@ -147,12 +172,40 @@ class OfflineAnalyst:
             category=rule.category,
             target=rule.target,
             claim=claim[:2000],
-            recommendation=f"{LABEL} {rule.recommendation}"[:2000],
+            recommendation=f"{LABEL} {recommendation_for(rule, view.module)}"[:2000],
             pcs=[hex_pc(pc) for pc in pcs],
             evidence=list(dict.fromkeys(evidence))[:64],
             confidence=round(confidence, 3),
             basis=basis,
             questions=questions,
+        )
+
+    async def _mechanism_finding(self, mechanism: dict, advice: Advice, view: WindowView,
+                                 reader: _Reader) -> Finding:
+        """An idea about a whole mechanism: its sites' PCs and share come from the mechanism,
+        which the evidence cites (``mech:``), so every call's idea about it merges into one."""
+        rule = CATALOG[advice.rule]
+        pcs = advice.pcs[:MAX_PCS]
+        evidence = [mechanism["id"]]
+        evidence += [pc_id(pc) for pc in pcs if pc_id(pc) in reader.citable]
+        if view.id in reader.citable:
+            evidence.append(view.id)
+        kind = mechanism["kind"]
+        evidence += list(await reader.guides(
+            rule, sections_for(mechanism["category"], kind), key=f"mech:{kind}"))
+        claim = (f"{LABEL} {advice.claim} {_basis_note(view.basis)}; to confirm, measure "
+                 f"{rule.confirm}.")
+        return Finding(
+            title=advice.title[:200],
+            category=mechanism["category"],
+            target=rule.target,
+            claim=claim[:2000],
+            recommendation=f"{LABEL} {advice.recommendation}"[:2000],
+            pcs=[hex_pc(pc) for pc in pcs],
+            evidence=list(dict.fromkeys(evidence))[:64],
+            confidence=advice.confidence,
+            basis="profile-only",
+            questions=[],
         )
 
     # -- deeper waves: one open question -------------------------------------------------
@@ -185,6 +238,19 @@ class OfflineAnalyst:
             pcs=pcs[:32], evidence=list(dict.fromkeys(evidence))[:64],
             confidence=data["confidence"], basis=data["basis"], questions=[],
         )]
+
+
+def _basis_note(basis: str) -> str:
+    """What the profile's numbers are, and what they cannot tell."""
+    if basis == "executions":
+        return ("The counts are exact executions (instrumentation or emulation, no sampling "
+                "error), not time: no ALP record covers it, so the cost per execution "
+                "(stalls, misses, mispredicts) is not known")
+    if basis == "cycles":
+        return ("The counts are cycles attributed to each PC; no ALP record covers it, so "
+                "why those cycles are spent is not known")
+    return ("The counts are samples (statistical); no ALP record covers it, so this is a "
+            "hypothesis from the profile alone")
 
 
 def _producer(rows: list[dict], pc: int) -> int | None:

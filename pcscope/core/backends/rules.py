@@ -30,7 +30,6 @@ SPIN_POLLS = 2.0  # poll-loop loads per outer iteration
 FP_CHAIN_WAIT = 3.0  # issue wait (cycles) of a chained FP accumulation
 HOT_PC = 0.002  # share of the total a PC (or its loop) needs for a profile-only idea
 HOT_WINDOW = 0.01  # share of the total its window needs
-HOT_STUB = 0.01  # share of the total a PLT stub or veneer needs
 
 
 @dataclass(frozen=True)
@@ -156,12 +155,23 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         confirm="the ALP issue wait of the barrier and of the loads behind it",
     ),
     Rule(
+        "slow-fp-divide", "division", "software",
+        "Floating-point divide {asm} on the critical path in {fn}",
+        "Hot floating-point divide {asm} in {fn}",
+        "Hoist a loop-invariant divisor as `r = 1.0 / d` and multiply, or use `frecpe`/"
+        "`frsqrte` plus Newton steps (`frecps`/`frsqrts`) where the precision allows; "
+        "`-freciprocal-math` lets the compiler do the first.",
+        sections_for("division", "fp-division"),
+        "floating point division reciprocal hoisting",
+        confirm="the ALP execute latency of the divide and the issue wait of its consumers",
+    ),
+    Rule(
         "slow-divide", "division", "software",
         "Division {asm} on the critical path in {fn}",
         "Hot division {asm} in {fn}",
         "Avoid the divide: make the divisor a compile-time constant (multiply-high and shift), "
         "use a power-of-two size with a mask, or precompute a reciprocal for a loop-invariant "
-        "divisor (libdivide/fastmod); for FP, hoist `1.0 / d` and multiply.",
+        "divisor (libdivide/fastmod).",
         sections_for("division", "division"),
         "integer division reciprocal hoisting",
         confirm="the ALP execute latency of the divide and the issue wait of its consumers",
@@ -199,6 +209,25 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         sections_for("call-overhead", "plt"),
         "plt stubs avoidance fno-plt",
         confirm="calls per second through the stub and its indirect mispredict rate (ALP/SPE)",
+    ),
+    Rule(
+        "libc-routine", "other", "software",
+        "Time in a C-library routine {asm} in {fn}",
+        "Time in a C-library routine {asm} in {fn}",
+        "Call the routine less: cache results, compare lengths or hashes first, intern "
+        "strings.",
+        sections_for("other", "libc-routine"),
+        "memcpy strcmp c library routine calls",
+        confirm="the routine's callers (perf record -g) and bytes per call",
+    ),
+    Rule(
+        "jit-code", "other", "software",
+        "Hot JIT-generated code at {asm} in {fn}",
+        "Hot JIT-generated code at {asm} in {fn}",
+        "Use the JIT's own diagnostics and change the source so it can specialise.",
+        sections_for("other", "jit"),
+        "jit code generation diagnostics",
+        confirm="the JIT's own profile of this code (deoptimisations, inline-cache states)",
     ),
     Rule(
         "byte-compare-loop", "vectorization", "software",

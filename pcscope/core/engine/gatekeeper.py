@@ -1,8 +1,8 @@
 """The gatekeeper: merges duplicate findings into ideas, ranks them, and picks the open
 questions that go one wave deeper.
 
-Two findings are duplicates when they share a category and overlap in PCs or windows
-(transitively). The merged idea keeps the text of the finding with the strongest evidence
+Two findings are duplicates when they share a category and overlap in PCs or windows, or
+cite the same mechanism (``mech:`` ID), transitively. The merged idea keeps the text of the finding with the strongest evidence
 (basis, then confidence, then evidence count), the union of PCs and evidence, and the IDs
 of every finding merged into it. Ideas rank by weight × confidence.
 """
@@ -16,7 +16,7 @@ from pcscope.core.engine.ideas import BASIS_STRENGTH, Accepted, Idea, weights_of
 from pcscope.core.ids import hex_pc, kind_of
 from pcscope.core.profile import Profile
 
-INDEX_KINDS = ("pc", "alp", "pat", "win", "fn", "guide", "mca")
+INDEX_KINDS = ("pc", "alp", "pat", "win", "fn", "guide", "mca", "mech")
 
 
 def merge(accepted: Iterable[Accepted], profile: Profile) -> list[Idea]:
@@ -42,10 +42,12 @@ def _groups(findings: list[Accepted]) -> list[list[Accepted]]:
             i = parent[i]
         return i
 
-    by_key: dict[tuple[str, str, int], int] = {}
+    by_key: dict[tuple, int] = {}
     for i, a in enumerate(findings):
-        keys = [("pc", a.finding.category, pc) for pc in a.pcs]
+        keys: list[tuple] = [("pc", a.finding.category, pc) for pc in a.pcs]
         keys += [("win", a.finding.category, w) for w in a.windows]
+        # Findings that cite one mechanism are one idea, whatever their category.
+        keys += [("mech", e) for e in a.finding.evidence if e.startswith("mech:")]
         for key in keys:
             if key in by_key:
                 parent[root(i)] = root(by_key[key])

@@ -25,6 +25,7 @@ from pcscope.core.engine.system_prompt import compact
 from pcscope.core.errors import EvidenceError, PcscopeError
 from pcscope.core.evidence import Evidence, EvidenceStore
 from pcscope.core.ids import alp_id, kind_of, parse_pc, pat_id, pc_id, pc_of
+from pcscope.core.mechanisms import number
 
 if TYPE_CHECKING:
     from pcscope.core.alp import AlpRecord
@@ -396,12 +397,33 @@ class ToolBox:
                  *evidence_text.instruction_lines(items, profile.basis, fn.id if fn else None)]
         ids = [win.id, *([fn.id] if fn else []), *_item_ids(items)]
         module = profile.modules[win.module] if win.module >= 0 else None
+        mechanisms = self._mechanisms([int(profile.pc[r]) for r in rows])
+        for m in mechanisms:
+            ids.append(m["id"])
+            lines.append(f"mechanism {m['id']}: own share {m['share']:.3%} over "
+                         f"{m['sites']} site(s); " + "; ".join(
+                             f"{x['name']} {number(x['value'])}" for x in m["metrics"]))
         return ToolResult("\n".join(lines),
                           {"window": win.id, "function": fn.id if fn else None,
                            "function_name": fn.name if fn else None, "module": module,
-                           "weight": win.weight, "n": win.n,
-                           "instructions": [self._row_data(r) for r in rows]},
+                           "weight": win.weight, "n": win.n, "basis": profile.basis,
+                           "instructions": [self._row_data(r) for r in rows],
+                           "mechanisms": mechanisms},
                           tuple(dict.fromkeys(ids)))
+
+    def _mechanisms(self, pcs: list[int]) -> list[dict[str, Any]]:
+        """The mechanisms with a site in ``pcs``, as data: kind, own share, sites (the
+        hottest first, key PCs), functions, metrics and the checks that passed."""
+        table = self.store.workload.mechanisms
+        found = {m.id: m for pc in pcs for m in table.at(pc)}
+        return [{
+            "id": m.id, "kind": m.kind, "category": m.category, "share": m.share,
+            "sites": len(m.sites), "functions": list(m.functions[:8]),
+            "site_pcs": [[s.pc, *[p for p in s.pcs if p != s.pc]] for s in m.sites[:12]],
+            "metrics": [{"name": x.name, "value": x.value, "unit": x.unit, "how": x.how}
+                        for x in m.metrics],
+            "checks": list(m.checks),
+        } for m in sorted(found.values(), key=lambda m: (-m.share, m.id))]
 
     def _row_data(self, row: int) -> dict[str, Any]:
         profile = self.store.profile

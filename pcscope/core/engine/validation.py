@@ -116,7 +116,7 @@ def _covered(pc: int, evidence: list[str], store: EvidenceStore) -> bool:
             return True
         if kind == "fn" and function is not None and function.id == evidence_id:
             return True
-        if kind in ("finding", "set", "note"):
+        if kind in ("finding", "set", "note", "mech"):
             try:
                 if pc in store.resolve(evidence_id).pcs:
                     return True

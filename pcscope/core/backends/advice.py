@@ -1,0 +1,318 @@
+"""The offline analyst's ideas about mechanisms: what each kind means for this code, what to
+try, what the code already does, and how sure a profile alone can be.
+
+A mechanism (pcscope.core.mechanisms) arrives as the ``window`` tool's data: its kind, own
+share, sites, functions, metrics and the code-shape checks that passed. The advice fits the
+context: an interpreter gets dispatch advice, JIT code the JIT's own diagnostics, a C-library
+routine its callers, an FP divide FP advice; nothing the checks say the code already does
+(threaded dispatch, outline atomics, a prefetch in the loop) is recommended again.
+
+Confidence (``confidence``) is documented here, not a constant per basis:
+``ceiling(basis) × (1 − risk(kind)) × (0.6 + 0.4 × checks passed / checks expected)``.
+``ceiling``: exact execution counts 0.6, sampled counts or cycles 0.5 (the pattern and its
+counts are known, the cost per instruction is not). ``risk`` is the rule's known
+false-positive rate on profile-only evidence (RISK below, from reviews of real programs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pcscope.core.mechanism_finder import is_jit_module
+from pcscope.core.mechanisms import number
+
+MIN_SHARE = 0.005  # own share a profile-only mechanism needs to become an idea
+MIN_SHARE_BY_KIND = {"spin-wait": 0.002, "libc-routine": 0.01}
+CEILING = {"executions": 0.6, "samples": 0.5, "cycles": 0.5}
+# Known false-positive risk of each profile-only mechanism idea (what fraction of such ideas
+# an experienced reviewer rejected or sent back on real programs; higher = less sure).
+RISK = {
+    "dispatch": 0.15,  # the shape is unambiguous; the cost (mispredicts) is not measured
+    "plt": 0.1,  # stubs are certain; only the saving per call is unmeasured
+    "libc-routine": 0.2,  # the routine is certain; whether callers can call less is not
+    "pointer-chase": 0.35,  # loop-carried is certain; misses are not (may hit L1)
+    "byte-loop": 0.35,  # trip count is counted; the gain depends on data and layout
+    "byte-compare": 0.3,  # the unrolled steps are certain; the bytes per call are counted
+    "spin-wait": 0.3,  # may be a short, rarely contended wait
+    "llsc": 0.3,
+    "outline-atomic": 0.4,
+    "libc-lock": 0.35,
+    "division": 0.4,  # the divide's latency may be hidden by other work
+    "fp-division": 0.4,
+    "indirect-call": 0.45,  # targets per site are unknown without a branch profile
+    "jit": 0.3,
+}
+EXPECTED_CHECKS = {"pointer-chase": 3, "byte-loop": 4, "spin-wait": 3, "dispatch": 2}
+# The catalog rule whose guides and confirming measurement each kind shares.
+RULE = {
+    "dispatch": "indirect-mispredict", "indirect-call": "indirect-mispredict",
+    "plt": "plt-calls", "pointer-chase": "pointer-chase", "byte-loop": "byte-compare-loop",
+    "byte-compare": "byte-compare-loop",
+    "spin-wait": "spin-poll", "llsc": "llsc-retry", "outline-atomic": "atomic-contention",
+    "libc-lock": "atomic-contention", "division": "slow-divide", "fp-division": "slow-fp-divide",
+    "libc-routine": "libc-routine",
+    "jit": "jit-code",
+}  # fmt: skip
+NOUN = {"executions": "executions", "samples": "samples", "cycles": "cycles"}
+
+
+@dataclass(frozen=True)
+class Advice:
+    rule: str
+    title: str
+    claim: str  # what the profile shows (without the label and the basis sentence)
+    recommendation: str
+    pcs: tuple[int, ...]  # the mechanism's hottest sites' PCs, key instruction first
+    confidence: float
+
+
+def count(n: float, noun: str) -> str:
+    """A count in the profile's own unit: exact counts are times, sampled ones samples."""
+    return f"{number(n)} times" if noun == "executions" else f"in {number(n)} {noun}"
+
+
+def metric(m: dict[str, Any], name: str) -> float | None:
+    return next((x["value"] for x in m["metrics"] if x["name"] == name), None)
+
+
+def confidence(kind: str, basis: str, checks: int) -> float:
+    expected = EXPECTED_CHECKS.get(kind, 1)
+    passed = min(1.0, checks / expected)
+    return round(CEILING.get(basis, 0.5) * (1.0 - RISK.get(kind, 0.4)) * (0.6 + 0.4 * passed), 3)
+
+
+def advise(m: dict[str, Any], basis: str, module: str | None) -> Advice | None:
+    """The idea about one mechanism, or None when it is too small or nothing is to be done."""
+    kind = m["kind"]
+    if m["share"] < MIN_SHARE_BY_KIND.get(kind, MIN_SHARE) or kind not in _WRITERS:
+        return None
+    text = _WRITERS[kind](m, NOUN.get(basis, "samples"))
+    if text is None:
+        return None
+    title, claim, recommendation = text
+    if kind not in ("jit",) and _jit(module):
+        recommendation = _JIT_ADVICE
+    pcs = tuple(pc for site in m["site_pcs"] for pc in site)
+    fn = ", ".join(f"`{f}`" for f in m["functions"][:3])
+    claim = (f"{claim} Own share {m['share']:.2%} ({len(m['site_pcs'])} of {m['sites']} "
+             f"site(s) cited) in {fn}. Checks passed: {'; '.join(m['checks'])}.")
+    return Advice(RULE[kind], title, claim, recommendation, pcs,
+                  confidence(kind, basis, len(m["checks"])))
+
+
+def recommendation_for(rule, module: str | None) -> str:
+    """A catalog rule's advice, unless the code is JIT-generated and the advice is a host
+    compiler's (flags cannot reach JIT code)."""
+    return _JIT_ADVICE if rule.target == "compiler" and _jit(module) else rule.recommendation
+
+
+def _jit(module: str | None) -> bool:
+    return module is not None and is_jit_module(module)
+
+
+_JIT_ADVICE = (
+    "This is JIT-generated code: host compiler flags do not reach it. Use the JIT's own "
+    "diagnostics (e.g. V8 `--print-opt-code`/`--trace-deopt`, HotSpot "
+    "`-XX:+PrintCompilation`/`-XX:+UnlockDiagnosticVMOptions -XX:+PrintAssembly`, LuaJIT "
+    "`-jv`/`-jdump`) to see why this code is generated this way, and change the source so "
+    "the JIT can specialise it (stable types/shapes, no megamorphic call sites, fewer "
+    "deoptimisations).")
+
+
+def _dispatch(m: dict, noun: str) -> tuple[str, str, str]:
+    sites = int(metric(m, "dispatch sites") or 0)
+    runs = metric(m, "dispatches") or 0
+    per = metric(m, "instructions per dispatch")
+    fn = m["functions"][0]
+    threaded = any("threaded" in c for c in m["checks"])
+    claim = (f"Interpreter dispatch in `{fn}`: {sites} table-fed `br` sites dispatched "
+             f"{count(runs, noun)}, one per {number(per or 0)} instructions of the function, so "
+             f"every bytecode pays a table load and an indirect branch whose target the "
+             f"predictor must guess from history.")
+    if threaded:
+        rec = ("The dispatch is already threaded (each handler ends in its own `ldr`+`br`), so "
+               "do not replace it with a switch or devirtualise. What is left: fewer "
+               "dispatches (super-instructions or specialised opcodes for the hottest opcode "
+               "pairs), keep the handler copies apart (build the interpreter with "
+               "`-fno-crossjumping`/`-fno-gcse` so the compiler does not merge the dispatch "
+               "tails into one shared `br`), and move hot loops to a JIT/trace tier. Measure "
+               "the mispredict rate of the hottest `br` sites (BR_MIS_PRED_RETIRED via "
+               "`perf record -e`, or SPE) before changing the opcode set.")
+    else:
+        rec = ("Use threaded dispatch (computed goto: a label table and `goto *table[op]` at the "
+               "end of every handler) so each handler has its own `br` and its own history; "
+               "keep the tails apart (`-fno-crossjumping`); add super-instructions for the "
+               "hottest opcode pairs to cut dispatches.")
+    return f"Bytecode dispatch in {fn}: {sites} table-fed br sites", claim, rec
+
+
+def _indirect_call(m: dict, noun: str) -> tuple[str, str, str]:
+    calls = metric(m, "calls") or 0
+    fn = m["functions"][0]
+    claim = (f"{int(metric(m, 'call sites') or 0)} `blr` site(s) in `{fn}` call through "
+             f"function pointers or vtable slots loaded from memory, {count(calls, noun)}.")
+    rec = ("If one target dominates a site, call it directly behind a guard (PGO indirect-call "
+           "promotion: `-fprofile-use`; or `if (fp == likely) likely(); else fp();`); mark "
+           "classes/methods `final` or use LTO with whole-program visibility so the compiler "
+           "can devirtualise. Confirm with the site's mispredict rate (SPE or "
+           "BR_MIS_PRED_RETIRED).")
+    return f"Function-pointer calls in {fn}", claim, rec
+
+
+def _plt(m: dict, noun: str) -> tuple[str, str, str]:
+    stubs = int(metric(m, "stubs") or 0)
+    calls = metric(m, "calls through stubs") or 0
+    callers = [f for f in m["functions"] if not f.startswith("<unknown")][:4]
+    who = f" (direct callers include {', '.join(f'`{c}`' for c in callers)})" if callers else ""
+    claim = (f"Calls went through {stubs} PLT stub(s) of one module {count(calls, noun)}{who}: each "
+             f"adds `adrp`, a GOT load and an indirect `br` to the call.")
+    rec = ("Bind the calls directly. For a library calling its own exported functions, link "
+           "with `-Wl,-Bsymbolic-functions` or build with `-fvisibility=hidden` (export only "
+           "the API) plus `-fno-semantic-interposition`, so those calls become `bl`; for calls "
+           "into other libraries build with `-fno-plt` (the call loads the GOT entry itself) "
+           "and consider LTO or static linking of the hot dependency. Check the stub count "
+           "per call site with `perf annotate` on the `.plt` section afterwards.")
+    return f"Calls through {stubs} PLT stubs ({number(calls)} calls)", claim, rec
+
+
+def _chase(m: dict, noun: str) -> tuple[str, str, str]:
+    steps = metric(m, "chain steps") or 0
+    per_call = metric(m, "steps per call")
+    fn = m["functions"][0]
+    prefetched = any("prfm" in c for c in m["checks"])
+    claim = (f"A loop in `{fn}` loads its next address from the value it loaded in the "
+             f"previous iteration, so each step waits for the previous load to complete; "
+             f"the chain stepped {count(steps, noun)}"
+             + (f", {number(per_call)} per call of the function." if per_call else "."))
+    rec = ("Break or shorten the serial chain: walk several independent chains per iteration "
+           "so their latencies overlap; if this is a search (hash chain, tree), cap the walk "
+           "(chain length, good-enough match) or use a flatter structure (B-tree nodes, open "
+           "addressing, nodes allocated in walk order)")
+    rec += ("; the loop already issues `prfm`, so check the prefetch distance rather than "
+            "adding one." if prefetched else
+            "; issue `prfm pldl1keep` for the next node as soon as its address is known.")
+    rec += (" Measure the load's L1D/L2 miss rate and latency (SPE, or the simulator) first: "
+            "if it hits L1, the chain costs ~4 cycles per step and only a shorter walk helps.")
+    return f"Loop-carried load chain in {fn}", claim, rec
+
+
+def _byte_loop(m: dict, noun: str) -> tuple[str, str, str]:
+    trips = metric(m, "iterations per entry")
+    fn = m["functions"][0]
+    claim = (f"A loop in `{fn}` loads and tests one byte or halfword per iteration with a "
+             f"stepping pointer/index, {number(trips or 0)} iterations per entry by the counts.")
+    rec = ("Handle 8 or 16 elements per step: load with `ldr x`/`ldr q`, find the first "
+           "match or difference with `eor` + `rev` + `clz` (scalar) or `cmeq` + `umaxv`/`shrn` "
+           "(NEON), finish the tail byte by byte; where the loop moves data as it searches "
+           "(e.g. a move-to-front list), search with SIMD and move with one `memmove`. Check "
+           "why the compiler did not vectorise (`-fopt-info-vec-missed`, "
+           "`-Rpass-missed=loop-vectorize`): early exits and aliasing are the usual reasons.")
+    return f"Byte-at-a-time loop in {fn} ({number(trips or 0)} iterations per entry)", claim, rec
+
+
+def _compare_chain(m: dict, noun: str) -> tuple[str, str, str]:
+    steps = int(metric(m, "compare steps") or 0)
+    depth = metric(m, "bytes compared per entry") or 0
+    fn = m["functions"][0]
+    claim = (f"`{fn}` compares two byte strings one byte at a time in {steps} unrolled steps "
+             f"(load, load, compare, branch to one exit), {number(depth)} steps per entry on "
+             f"average by the counts.")
+    rec = ("Compare 8 bytes per step: load a 64-bit word from each side (`ldr x`, unaligned is "
+           "fine), `eor` them, and only when the result is non-zero find the first differing "
+           "byte with `rev` + `clz` (or compare the byte-reversed words for the ordering); "
+           "keep the byte loop for the last bytes before a wrap-around or the end of the "
+           "buffer. With `ldr q` + `cmeq` + `umaxv` the same step covers 16 bytes.")
+    return f"Unrolled byte-by-byte compare in {fn} ({steps} steps)", claim, rec
+
+
+def _spin(m: dict, noun: str) -> tuple[str, str, str]:
+    polls = metric(m, "polls per exit")
+    fn = m["functions"][0]
+    claim = (f"A polling loop in `{fn}` reloads a location it never writes and exits on its "
+             f"value, {number(polls or 0)} polls per exit by the counts.")
+    rec = ("Wait instead of polling: `ldaxr` + `wfe` (woken by the releasing store) or `isb` "
+           "between polls for short waits, exponential back-off, then block in the OS "
+           "(futex) after a bounded spin; shorten what the other thread holds.")
+    return f"Polling loop in {fn}", claim, rec
+
+
+def _llsc(m: dict, noun: str) -> tuple[str, str, str]:
+    per = metric(m, "attempts per entry")
+    fn = m["functions"][0]
+    claim = (f"An inline exclusive load/store retry loop in `{fn}`"
+             + (f", {number(per)} attempts per entry by the counts" if per else "") + ".")
+    rec = ("Build for LSE (`-march=armv8.1-a` or a suitable `-mcpu`) so the loop becomes one "
+           "`ldadd`/`swp`/`cas`, or `-moutline-atomics` when the binary must also run on "
+           "ARMv8.0; reduce sharing of the line if attempts per entry exceed 1.")
+    return f"Inline LL/SC loop in {fn}", claim, rec
+
+
+def _outline(m: dict, noun: str) -> tuple[str, str, str]:
+    calls = metric(m, "helper calls") or 0
+    lse = metric(m, "LSE path")
+    claim = (f"{int(metric(m, 'helpers') or 0)} outline-atomic helper(s) were called "
+             f"{count(calls, noun)}; the LSE path ran on {number(lse or 0)}% of the calls.")
+    rec = ("The binary already uses outline atomics and they pick LSE on this core, so no "
+           "flag change helps. The cost is the calls themselves: make fewer atomic updates "
+           "(batch reference-count changes, keep per-thread counts); on an ARMv8.0 core only "
+           "less contention or a different algorithm helps.")
+    return f"Outline-atomic helpers ({number(calls)} calls)", claim, rec
+
+
+def _locks(m: dict, noun: str) -> tuple[str, str, str]:
+    calls = metric(m, "calls") or 0
+    claim = (f"The C library's lock functions ({', '.join(m['functions'][:4])}) were called "
+             f"{count(calls, noun)}.")
+    rec = ("Take locks less often (batch work per acquisition, per-thread queues) and hold "
+           "them shorter; if contention shows (futex waits in `perf trace`, or the lock "
+           "word's latency in SPE), split the lock or use a lock-free queue.")
+    return "C-library lock calls", claim, rec
+
+
+def _division(m: dict, noun: str) -> tuple[str, str, str]:
+    runs = metric(m, "divides") or 0
+    fp = (metric(m, "floating-point share") or 0) >= 50
+    fn = m["functions"][0]
+    what = "floating-point divides/square roots" if fp else "integer divides"
+    claim = f"{what.capitalize()} in `{fn}` ran {count(runs, noun)}."
+    if fp:
+        rec = ("Hoist a loop-invariant divisor as `r = 1.0 / d` and multiply, or where the "
+               "precision allows use `frecpe`/`frsqrte` plus one or two Newton steps "
+               "(`frecps`/`frsqrts`); `-ffast-math` (or `-freciprocal-math`) lets the "
+               "compiler do the first.")
+    else:
+        rec = ("Make the divisor a compile-time constant (multiply-high and shift), use a "
+               "power-of-two size with a mask, or precompute a reciprocal for a loop-invariant "
+               "divisor (libdivide).")
+    return f"{what.capitalize()} in {fn}", claim, rec
+
+
+def _libc(m: dict, noun: str) -> tuple[str, str, str]:
+    calls = metric(m, "calls") or 0
+    name, callers = m["functions"][0], m["functions"][1:4]
+    who = (f"; its hottest callers (through the PLT stub run as often): "
+           f"{', '.join(f'`{c}`' for c in callers)}" if callers else
+           "; the profile cannot tell which callers reach it through PLT stubs")
+    claim = (f"The C library's `{name}` was called {count(calls, noun)}. It is the "
+             f"library's own tuned variant for this core{who}.")
+    where = f"`{callers[0]}`" if callers else "its hottest callers (`perf record -g`)"
+    rec = (f"Call `{name}` less rather than rewrite it: in {where}, cache the result of "
+           f"lookups by name, compare lengths or hashes first, intern strings or replace "
+           f"string keys by integers.")
+    return f"Time in the C library's {name} ({number(calls)} calls)", claim, rec
+
+
+def _jit_code(m: dict, noun: str) -> tuple[str, str, str]:
+    claim = f"JIT-generated code ({int(metric(m, 'instructions') or 0)} executed instructions)."
+    return "Hot JIT-generated code", claim, _JIT_ADVICE
+
+
+_WRITERS = {
+    "dispatch": _dispatch, "indirect-call": _indirect_call, "plt": _plt,
+    "pointer-chase": _chase, "byte-loop": _byte_loop, "byte-compare": _compare_chain,
+    "spin-wait": _spin, "llsc": _llsc,
+    "outline-atomic": _outline, "libc-lock": _locks, "division": _division,
+    "fp-division": _division,
+    "libc-routine": _libc, "jit": _jit_code,
+}  # fmt: skip

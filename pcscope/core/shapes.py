@@ -1,0 +1,291 @@
+"""Code-shape checks: does a pattern's surrounding code really have the shape of the claim?
+
+The pattern pass (pcscope.core.patterns) finds candidates with vectorised scans; these
+checks confirm each one on a short sequence of instructions (a loop body, a stub, a helper)
+before it becomes a hit, so a look-alike never reaches the analyst:
+
+- a *loop-carried load* (pointer chase) feeds its own address in the next iteration through
+  its loaded value, never only through a counter, a writeback or a GOT/stack base;
+- a *poll* loop exits on a value loaded from an address the loop never changes;
+- a *byte loop* steps a pointer or index by a constant and compares narrow loaded values;
+- an *indirect branch* is classified by where its target comes from;
+- an *outline-atomic helper* tests the LSE capability flag, then runs one atomic.
+
+They read instruction text through pcscope.core.isa only, so the tests can write the
+assembly by hand.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from pcscope.core import isa
+
+NARROW_LOADS = frozenset(("ldrb", "ldrh", "ldrsb", "ldrsh", "ldurb", "ldurh", "ldursb",
+                          "ldursh"))  # fmt: skip
+FLAG_SETTERS = frozenset(("cmp", "cmn", "tst", "ccmp", "ccmn", "subs", "adds", "ands", "bics",
+                          "negs", "sbcs", "adcs"))  # fmt: skip
+_STEP = frozenset(("add", "sub"))
+_FRAME = frozenset(("sp", "x29"))
+_RE_IMM = re.compile(r"^#?-?(0x[0-9a-f]+|[0-9]+)$")
+
+# Indirect-branch classes (the pattern table's ``aux`` of an indirect-branch hit).
+DISPATCH, SWITCH, CALL, TAIL, STUB, UNCLASSIFIED = 0, 1, 2, 3, 4, 5
+INDIRECT_CLASSES = {DISPATCH: "interpreter dispatch", SWITCH: "switch table",
+                    CALL: "function-pointer call", TAIL: "tail call / computed jump",
+                    STUB: "PLT or veneer stub", UNCLASSIFIED: "indirect (cold: not classified)"}  # fmt: skip
+DISPATCH_SITES = 4  # table-fed br sites in one function that make it threaded dispatch
+
+
+@dataclass(frozen=True)
+class Op:
+    """One instruction as the shape checks read it (canonical register names)."""
+
+    pc: int
+    mnemonic: str
+    operands: tuple[str, ...]
+    dest: tuple[str, ...]  # every register written (writeback base included)
+    loaded: tuple[str, ...]  # registers written with a value read from memory
+    src: tuple[str, ...]  # every register read
+    addr: tuple[str, ...]  # base and index of the memory operand
+    writeback: bool
+    target: int | None  # direct branch target
+
+    @classmethod
+    def of(cls, pc: int, asm: str) -> Op:
+        m, ops, dest, loaded, src, addr, writeback = _read(asm)
+        target = isa.branch_target(asm, pc) if isa.is_branch(m) else None
+        return cls(pc, m, ops, dest, loaded, src, addr, writeback, target)
+
+    @property
+    def load(self) -> bool:
+        return isa.is_load(self.mnemonic)
+
+    def steps(self, reg: str) -> bool:
+        """Adds or subtracts a constant to ``reg`` (``add x0, x0, #1``; a writeback)."""
+        if self.writeback and self.addr[:1] == (reg,):
+            return True
+        ops = self.operands
+        return (self.mnemonic in _STEP and len(ops) == 3 and self.dest == (reg,)
+                and isa.parse_register(ops[1]) == reg and bool(_RE_IMM.match(ops[2])))
+
+
+@lru_cache(maxsize=65536)
+def _read(asm: str) -> tuple:
+    """The PC-independent reading of one instruction's text (texts repeat a lot)."""
+    m, ops = isa.canonical(asm)
+    mem = isa.memory_operand(ops)
+    dest = isa.dest_registers(m, ops)
+    writeback = bool(mem and mem.writeback)
+    loaded = tuple(r for r in dest if isa.is_load(m) and not (writeback and r == mem.base))
+    addr = tuple(r for r in (mem.base, mem.index) if r) if mem else ()
+    return m, tuple(ops), dest, loaded, isa.source_registers(m, ops), addr, writeback
+
+
+def ops_of(lines: list[tuple[int, str]]) -> list[Op]:
+    return [Op.of(pc, asm) for pc, asm in lines]
+
+
+def is_loop_body(body: list[Op]) -> bool:
+    """Control can run from the first instruction to the last one's branch back: no return
+    or register branch before the end, and every ``b`` before the end stays inside."""
+    first, last = body[0].pc, body[-1].pc
+    for op in body[:-1]:
+        if isa.is_return(op.mnemonic) or op.mnemonic in ("br", "braa", "brab", "braaz",
+                                                         "brabz"):
+            return False
+        if op.mnemonic == "b" and (op.target is None or not first <= op.target <= last):
+            return False
+    return True
+
+
+def _writer(body: list[Op], i: int, reg: str) -> int | None:
+    """The instruction whose value of ``reg`` instruction ``i`` reads: the last writer before
+    it in the body, else (loop-carried) the last writer in the body at or after it."""
+    for j in range(i - 1, -1, -1):
+        if reg in body[j].dest:
+            return j
+    for j in range(len(body) - 1, i - 1, -1):
+        if reg in body[j].dest:
+            return j
+    return None
+
+
+def _inputs(op: Op, reg: str) -> tuple[str, ...]:
+    """What the value ``op`` wrote to ``reg`` depends on in registers: a loaded value on its
+    address, a writeback base on itself, a call's results on nothing we can see, anything
+    else on its sources."""
+    if isa.is_call(op.mnemonic):
+        return ()
+    if reg in op.loaded:
+        return op.addr
+    if op.writeback and op.addr[:1] == (reg,):
+        return (reg,)  # the base stepped by its writeback
+    return op.src
+
+
+def loop_carried_load(body: list[Op], k: int) -> bool:
+    """Load ``k`` of a loop body is part of a chase: its address comes, through registers,
+    from a loaded value that feeds its own next address (the previous iteration's load;
+    ``k`` itself, or the chain it reads from, such as a node's key off the chased pointer).
+
+    A counter (``add x1, x1, #1``), a writeback stream, a stack/frame base or an ``adrp``
+    base never closes such a cycle, so GOT, canary, stack and streaming loads stay out."""
+    load = body[k]
+    if not load.load or not load.loaded or set(load.addr) & _FRAME or not is_loop_body(body):
+        return False
+    return any(_cycles(body, j) for j in _loads_feeding(body, k))
+
+
+def _loads_feeding(body: list[Op], k: int) -> list[int]:
+    """Load ``k`` and every load whose value reaches ``k``'s address through registers."""
+    found = [k]
+    for j, reg in _address_sources(body, k):
+        if reg in body[j].loaded and j not in found:
+            found.append(j)
+    return found
+
+
+def _cycles(body: list[Op], k: int) -> bool:
+    """Load ``k``'s loaded value reaches its own address in the next iteration."""
+    load = body[k]
+    if not load.loaded or set(load.addr) & _FRAME:
+        return False
+    return any(j == k and reg in load.loaded for j, reg in _address_sources(body, k))
+
+
+def _address_sources(body: list[Op], k: int) -> list[tuple[int, str]]:
+    """Every (instruction, register) whose written value reaches load ``k``'s address
+    through registers, in this iteration or (around the loop) the previous one; stack and
+    frame registers are not followed."""
+    stack = [(k, r) for r in body[k].addr if r not in _FRAME]
+    seen: dict[tuple[int, str], None] = {}  # ordered set
+    while stack:
+        i, reg = stack.pop()
+        j = _writer(body, i, reg)
+        if j is None or (j, reg) in seen:
+            continue
+        seen[(j, reg)] = None
+        stack += [(j, r) for r in _inputs(body[j], reg) if r not in _FRAME]
+    return list(seen)
+
+
+def exit_tests_load(body: list[Op]) -> bool:
+    """The loop's decision (its last conditional branch: the register a ``cbz``/``tbz``
+    tests, or the flags a ``b.cond`` reads) depends on a value loaded in this iteration."""
+    tainted: set[str] = set()
+    flags = False
+    decision = False
+    for op in body:
+        if isa.is_conditional_branch(op.mnemonic):
+            decision = flags if op.mnemonic not in isa.CONDITIONAL else \
+                bool(set(op.src) & tainted)
+            continue
+        derived = bool(op.loaded) or bool(set(op.src) & tainted)
+        if op.mnemonic in FLAG_SETTERS:
+            flags = derived
+        tainted = (tainted | set(op.dest)) if derived else (tainted - set(op.dest))
+    return decision
+
+
+def polls(body: list[Op]) -> bool:
+    """A spin loop: no store, every load reads an address the loop never changes, no
+    register steps (no scan, skip or decode), and the exit tests a loaded value."""
+    if not is_loop_body(body) or any(isa.is_store(op.mnemonic) or isa.is_call(op.mnemonic)
+                                     for op in body):
+        return False
+    loads = [op for op in body if op.load]
+    if not loads:
+        return False
+    written = {r for op in body for r in op.dest}
+    if any(op.writeback or not op.addr or set(op.addr) & written for op in loads):
+        return False
+    if any(op.steps(r) for op in body for r in op.dest):
+        return False
+    return exit_tests_load(body)
+
+
+def byte_step(body: list[Op]) -> int | None:
+    """A byte/halfword loop: the index of its narrow load whose base or index register
+    steps by a constant each iteration and whose value a compare or branch tests; None when
+    the body is no such loop (one compare, no step, or already vector code)."""
+    if not is_loop_body(body) or any(isa.is_call(op.mnemonic) for op in body) or \
+            any(op.dest and op.dest[0].startswith("v") and op.load for op in body):
+        return None
+    if not any(isa.is_conditional_branch(op.mnemonic) for op in body):
+        return None
+    for k, op in enumerate(body):
+        if op.mnemonic not in NARROW_LOADS:
+            continue
+        if not any(other.steps(r) for r in op.addr for other in body):
+            continue
+        if _tested(body, k):
+            return k
+    return None
+
+
+def _tested(body: list[Op], k: int) -> bool:
+    """The value of load ``k`` decides whether the loop goes on: it reaches (through
+    registers, in the same iteration) the test of the branch back or of a branch out."""
+    first, last = body[0].pc, body[-1].pc
+    tainted = set(body[k].loaded)
+    flags = False
+    for i, op in enumerate(body[k + 1:], start=k + 1):
+        if isa.is_conditional_branch(op.mnemonic):
+            tested = flags if op.mnemonic not in isa.CONDITIONAL else bool(set(op.src) & tainted)
+            leaves = op.target is not None and not first <= op.target <= last
+            if tested and (leaves or i == len(body) - 1):
+                return True
+            continue
+        derived = bool(set(op.src) & tainted)
+        if op.mnemonic in FLAG_SETTERS:
+            flags = derived
+        tainted = (tainted | set(op.dest)) if derived else (tainted - set(op.dest))
+    return False
+
+
+def classify_indirect(branch: Op, producer: Op | None, table_sites: int) -> int:
+    """The class of an indirect branch from the instruction that produced its target:
+    a load indexed by a register feeding a ``br`` is a table jump (interpreter dispatch when
+    the function has many such sites, else a switch); a ``blr`` is a function-pointer or
+    virtual call; any other ``br`` a tail call or computed jump."""
+    if isa.is_call(branch.mnemonic):
+        return CALL
+    if producer is not None and producer.load and len(producer.addr) == 2:
+        return DISPATCH if table_sites >= DISPATCH_SITES else SWITCH
+    return TAIL
+
+
+def is_table_jump(producer: Op | None) -> bool:
+    return producer is not None and producer.load and len(producer.addr) == 2
+
+
+def target_producer(ops: list[Op], k: int) -> Op | None:
+    """The instruction that last wrote the target register of branch ``k``, looking back at
+    most 16 instructions; an ``add``/``sxtw`` of a table entry is followed to the load."""
+    regs = set(ops[k].src)
+    for j in range(k - 1, max(-1, k - 17), -1):
+        hit = regs & set(ops[j].dest)
+        if not hit:
+            continue
+        if ops[j].load:
+            return ops[j]
+        regs = (regs - hit) | set(ops[j].src)
+    return None
+
+
+LSE_FLAG = "x16"  # libgcc's helpers load __aarch64_have_lse_atomics into w16
+
+
+def outline_atomic_helper(ops: list[Op]) -> bool:
+    """libgcc's outline-atomic helper shape: a byte load of the LSE capability flag into
+    w16 (``ldrb w16, [x16, #…]``), a ``cbz w16`` to the LL/SC path, an LSE atomic."""
+    for i, op in enumerate(ops[:-2]):
+        if op.mnemonic == "ldrb" and op.loaded == (LSE_FLAG,) and op.addr[:1] == (LSE_FLAG,):
+            rest = ops[i + 1:i + 4]
+            if rest and rest[0].mnemonic in ("cbz", "cbnz") and rest[0].src == (LSE_FLAG,):
+                return any(isa.is_lse(o.mnemonic) for o in rest[1:]) or \
+                    any(isa.is_exclusive(o.mnemonic) for o in ops)
+    return False
