@@ -1,5 +1,5 @@
-"""The tools that name where the time goes: hot windows, and the mechanism table as it is
-(empty until the mechanism finder fills it)."""
+"""The tools that name where the time goes: hot windows, and the mechanism table as the
+index holds it."""
 
 from __future__ import annotations
 
@@ -51,7 +51,13 @@ def test_hot_windows_by_weight_until_coverage_or_top(workload):
 
 
 def test_mechanisms_are_what_the_table_holds(workload):
-    _box, (empty,) = use(workload, ("mechanisms", {}))
+    box, (finder, at_dispatch) = use(workload, ("mechanisms", {"limit": 30}),
+                                     ("mechanisms", {"pc": "0x2004"}))
+    # The index's own finder: the mini workload's dispatch blr is one mechanism.
+    assert "mech:indirect-call:0x2004" in finder.ids and "pc:0x2004" in box.allowed
+    assert [m["id"] for m in at_dispatch.data["mechanisms"]] == ["mech:indirect-call:0x2004"]
+    none = replace(workload, mechanism_loader=MechanismTable)
+    _box, (empty,) = use(none, ("mechanisms", {}))
     assert (empty.text, empty.ids, empty.error) == (
         "0 mechanisms, showing 0 by own share", (), None)
     found = replace(workload, mechanism_loader=lambda: MechanismTable((LLSC,)))
@@ -60,10 +66,13 @@ def test_mechanisms_are_what_the_table_holds(workload):
                                             ("mechanisms", {"pc": "0x2004"}))
     assert listed.text.splitlines() == [
         "1 mechanisms, showing 1 by own share",
-        "mech:llsc:0x3000 [atomic-llsc] own share 16.000%, 1 sites in <unknown_02>",
-        "  metric retries = 1.5 x (ldaxr count / loop entries)",
-        "  check ldaxr and stlxr on one address in one loop",
-        "  site pc:0x3000 <unknown_02> share 16.000%"]
+        "mech:llsc:0x3000: llsc (atomic-llsc), own share 16.000% over 1 site(s), "
+        "4 instruction(s)",
+        "functions: <unknown_02>",
+        "retries: 1.5 x (ldaxr count / loop entries)",
+        "check: ldaxr and stlxr on one address in one loop",
+        "site 0x3000 in <unknown_02>: 4 instruction(s), 16.000%",
+        "citable sites: pc:0x3000"]
     assert listed.ids == ("mech:llsc:0x3000", "pc:0x3000")
     assert {"mech:llsc:0x3000", "pc:0x3000"} <= box.allowed
     assert at_site.data["mechanisms"][0]["id"] == "mech:llsc:0x3000"

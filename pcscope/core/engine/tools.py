@@ -25,7 +25,7 @@ from pcscope.core.engine.system_prompt import compact
 from pcscope.core.errors import EvidenceError, PcscopeError
 from pcscope.core.evidence import Evidence, EvidenceStore
 from pcscope.core.ids import alp_id, kind_of, parse_pc, pat_id, pc_id, pc_of
-from pcscope.core.mechanisms import number
+from pcscope.core.mechanisms import Mechanism, describe, number
 
 if TYPE_CHECKING:
     from pcscope.core.alp import AlpRecord
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 MAX_TEXT = 12000  # characters of one tool answer
 MAX_WINDOW_ROWS = 96
 MAX_GUIDE_TEXT = 2500
-MAX_SITES_SHOWN = 5  # sites listed per mechanism (the heaviest)
+MAX_SITES_SHOWN = 8  # citable sites per mechanism (the ones `describe` lists)
 QUERY_SECONDS = 5.0
 
 
@@ -341,25 +341,13 @@ class ToolBox:
         where = f" with a site at {req.pc}" if req.pc is not None else ""
         lines = [f"{len(found)} mechanisms{where}, showing {len(shown)} by own share"]
         ids: list[str] = []
-        data = []
         for mech in shown:
-            sites = sorted(mech.sites, key=lambda s: (-s.share, s.pc))[:MAX_SITES_SHOWN]
-            ids += [mech.id, *(pc_id(site.pc) for site in sites)]
-            lines.append(f"{mech.id} [{mech.category}] own share {mech.share:.3%}, "
-                         f"{len(mech.sites)} sites in {', '.join(mech.functions[:5])}")
-            lines += [f"  metric {m.name} = {m.value:.3g} {m.unit} ({m.how})"
-                      for m in mech.metrics]
-            lines += [f"  check {check}" for check in mech.checks]
-            lines += [f"  site {pc_id(site.pc)} {site.function} share {site.share:.3%}"
-                      for site in sites]
-            data.append({"id": mech.id, "kind": mech.kind, "category": mech.category,
-                         "share": mech.share, "functions": list(mech.functions),
-                         "metrics": [vars(m) for m in mech.metrics],
-                         "checks": list(mech.checks),
-                         "sites": [{"pc": site.pc, "function": site.function,
-                                    "share": site.share, "pcs": len(site.pcs)}
-                                   for site in sites]})
-        return ToolResult("\n".join(lines), {"mechanisms": data}, tuple(dict.fromkeys(ids)))
+            sites = [pc_id(site.pc) for site in mech.sites[:MAX_SITES_SHOWN]]
+            ids += [mech.id, *sites]
+            lines += [describe(mech), f"citable sites: {' '.join(sites)}"]
+        return ToolResult("\n".join(lines),
+                          {"mechanisms": [_mechanism_data(m) for m in shown]},
+                          tuple(dict.fromkeys(ids)))
 
     def _asm_around(self, req: AsmAroundArgs) -> ToolResult:
         pc = parse_pc(req.pc)
@@ -397,7 +385,7 @@ class ToolBox:
                  *evidence_text.instruction_lines(items, profile.basis, fn.id if fn else None)]
         ids = [win.id, *([fn.id] if fn else []), *_item_ids(items)]
         module = profile.modules[win.module] if win.module >= 0 else None
-        mechanisms = self._mechanisms([int(profile.pc[r]) for r in rows])
+        mechanisms = self._mechanisms_at([int(profile.pc[r]) for r in rows])
         for m in mechanisms:
             ids.append(m["id"])
             lines.append(f"mechanism {m['id']}: own share {m['share']:.3%} over "
@@ -411,19 +399,12 @@ class ToolBox:
                            "mechanisms": mechanisms},
                           tuple(dict.fromkeys(ids)))
 
-    def _mechanisms(self, pcs: list[int]) -> list[dict[str, Any]]:
-        """The mechanisms with a site in ``pcs``, as data: kind, own share, sites (the
-        hottest first, key PCs), functions, metrics and the checks that passed."""
+    def _mechanisms_at(self, pcs: list[int]) -> list[dict[str, Any]]:
+        """The mechanisms with a site in ``pcs``, heaviest first, as data."""
         table = self.store.workload.mechanisms
         found = {m.id: m for pc in pcs for m in table.at(pc)}
-        return [{
-            "id": m.id, "kind": m.kind, "category": m.category, "share": m.share,
-            "sites": len(m.sites), "functions": list(m.functions[:8]),
-            "site_pcs": [[s.pc, *[p for p in s.pcs if p != s.pc]] for s in m.sites[:12]],
-            "metrics": [{"name": x.name, "value": x.value, "unit": x.unit, "how": x.how}
-                        for x in m.metrics],
-            "checks": list(m.checks),
-        } for m in sorted(found.values(), key=lambda m: (-m.share, m.id))]
+        return [_mechanism_data(m)
+                for m in sorted(found.values(), key=lambda m: (-m.share, m.id))]
 
     def _row_data(self, row: int) -> dict[str, Any]:
         profile = self.store.profile
@@ -531,6 +512,19 @@ class ToolBox:
         if self.shared.on_set is not None:
             self.shared.on_set(req.name, self.call, list(req.ids))
         return ToolResult(f"stored {len(req.ids)} IDs as {set_id}", {"id": set_id}, (set_id,))
+
+
+def _mechanism_data(m: Mechanism) -> dict[str, Any]:
+    """A mechanism as data: kind, own share, sites (the hottest first, key PCs),
+    functions, metrics and the checks that passed."""
+    return {
+        "id": m.id, "kind": m.kind, "category": m.category, "share": m.share,
+        "sites": len(m.sites), "functions": list(m.functions[:8]),
+        "site_pcs": [[s.pc, *[p for p in s.pcs if p != s.pc]] for s in m.sites[:12]],
+        "metrics": [{"name": x.name, "value": x.value, "unit": x.unit, "how": x.how}
+                    for x in m.metrics],
+        "checks": list(m.checks),
+    }
 
 
 def search_guides(shared: SharedMemory, query: str, k: int) -> list[tuple[str, str, str]]:
