@@ -1,7 +1,9 @@
 """`make bench`: every benchmark, each in its own process, on inputs made once with a fixed
 seed (bench/out/big: 1,000,000 rows and a ~17M-token ALP from the samples generator).
 
-    python -m bench [index search alp engine real briefs tui gem5 sample] [--gem5-size 2G]
+    python -m bench [table index search alp engine real briefs tui gem5 sample] [--gem5-size 2G]
+
+``table`` is the issue-17 table: each figure beside its floor measured in the same run.
 
 Targets and floors are printed by each section; the machine's load is printed first,
 since two shared cores make every wall time noisy.
@@ -36,6 +38,7 @@ def bundled_c() -> Path:
 def sections(gem5_size: str) -> dict[str, list[str]]:
     profile, alp = str(BIG / "profile.csv.gz"), str(BIG / "alp.jsonl.gz")
     return {
+        "table": ["bench.table"],
         "index": ["bench.index_bench", profile, str(OUT / "index")],
         "search": ["bench.search_bench", profile, str(OUT / "text")],
         "alp": ["bench.alp_bench", alp],

@@ -35,6 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.measure import Run
+
 TARGETS = {"first_frame_s": 0.8, "latency_ms": 50.0, "search_ms": 200.0,
            "analysis_lag_ms": 100.0, "planning_lag_ms": 100.0, "peak_rss_mb": 500.0}
 SIZE = (160, 48)
@@ -126,6 +128,13 @@ def first_frame(argv: list[str], marker: str, env: dict[str, str]) -> tuple[floa
 
 def bench_first_frame(profile: Path, alp: Path | None, index_dir: Path, marker: str,
                       work: Path, runs: int = 5) -> dict:
+    times = [r.seconds for r in first_frame_runs(profile, alp, index_dir, marker, work, runs)]
+    return {"first_frame_best_s": min(times), "first_frame_median_s": statistics.median(times)}
+
+
+def first_frame_runs(profile: Path, alp: Path | None, index_dir: Path, marker: str,
+                     work: Path, runs: int) -> list[Run]:
+    """``runs`` first frames of ``pcscope open`` (seconds to the marker, peak RSS)."""
     for stale in work.glob("first-frame.sqlite*"):
         stale.unlink()
     argv = [sys.executable, "-m", "pcscope", "open", str(profile), "--index-dir",
@@ -133,8 +142,7 @@ def bench_first_frame(profile: Path, alp: Path | None, index_dir: Path, marker: 
     if alp:
         argv += ["--alp", str(alp)]
     env = dict(os.environ, TERM="xterm-256color", XDG_CONFIG_HOME=str(work / "config"))
-    times = [first_frame(argv, marker, env)[0] for _ in range(runs)]
-    return {"first_frame_best_s": min(times), "first_frame_median_s": statistics.median(times)}
+    return [Run(*first_frame(argv, marker, env), 0) for _ in range(runs)]
 
 
 # -- latencies, search, analysis lag, RSS (one child process) ----------------------------

@@ -112,3 +112,38 @@ def test_alp_part_reopens_equal(tmp_path, profile):
         assert w.alp.get(0x9999).matched is False
         assert w.alp.file_stats.unmatched == 1
     assert first.alp.get(0x1004).to_json() == again.alp.get(0x1004).to_json()
+
+
+def test_pcscope_index_leaves_search_ready(tmp_path, profile, capsys):
+    """`pcscope index` builds the Tantivy index too: a reopen finds it complete."""
+    from pcscope.cli.main import main
+
+    idx = tmp_path / "idx"
+    assert main(["index", str(profile), "--index-dir", str(idx), "--json"]) == 0
+    capsys.readouterr()
+    again = open_workload(profile, index_dir=idx)
+    assert (again.folder / "text" / "done").exists()
+    assert not again.text_ready
+    rows, total = again.text.search("ldr", 10)
+    assert again.text_ready and total == 2 and sorted(rows.tolist()) == [0, 1]
+
+
+def test_concurrent_first_uses_build_the_text_index_once(tmp_path, profile, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pcscope.index.text import TextIndex
+
+    builds = []
+    real_build = TextIndex.build.__func__
+
+    def counted(cls, *args, **kwargs):
+        builds.append(1)
+        return real_build(cls, *args, **kwargs)
+
+    monkeypatch.setattr(TextIndex, "build", classmethod(counted))
+    workload = open_workload(profile, index_dir=tmp_path / "idx")
+    loader = workload.text_loader
+    with ThreadPoolExecutor(4) as pool:
+        opened = list(pool.map(lambda _: loader(), range(4)))
+    assert len(builds) == 1
+    assert all(t.rows == 4 for t in opened)

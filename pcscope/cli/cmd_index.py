@@ -10,6 +10,7 @@ from pcscope.cli.common import (
     load_workload,
     positive_int,
     print_json,
+    progress_status,
 )
 from pcscope.core.summary import index_summary
 
@@ -32,6 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     workload = load_workload(args)
+    with progress_status("indexing text"):
+        workload.text  # noqa: B018 - search is ready with the index: Tantivy is built here
     selection = workload.hot(top=args.top, coverage=args.coverage)
     summary = index_summary(workload, selection)
     if args.json:

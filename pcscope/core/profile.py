@@ -68,6 +68,16 @@ class Groups:
     def sizes(self) -> np.ndarray:
         return np.diff(self.offsets)
 
+    def sums(self, value: np.ndarray) -> np.ndarray:
+        """Exact int64 sums of ``value`` per group (bincount's float64 would round big
+        counts); reduceat over the grouped rows, 0 for an empty group."""
+        out = np.zeros(len(self), dtype=np.int64)
+        filled = np.flatnonzero(self.sizes() > 0)
+        if len(filled):
+            grouped = np.asarray(value, dtype=np.int64)[self.rows]
+            out[filled] = np.add.reduceat(grouped, self.offsets[filled])
+        return out
+
 
 class WindowTable:
     """Sequence of windows; arrays underneath (``arrays()`` persists them)."""
@@ -87,9 +97,9 @@ class WindowTable:
         n = len(label_code)
         if state is None:
             self.groups = Groups.from_codes(profile.window, n)
-            self.value = _sums(profile.window, profile.value, n)
-            self.function = _dominant(profile.function, profile.window, profile.value, n)
-            self.module = _dominant(profile.module, profile.window, profile.value, n)
+            self.value = self.groups.sums(profile.value)
+            self.function = _dominant(profile.function, self.groups, profile.value)
+            self.module = _dominant(profile.module, self.groups, profile.value)
         else:
             self.groups = Groups(state["rows"], state["offsets"])
             self.value = state["value"]
@@ -152,7 +162,7 @@ class FunctionTable:
         self.names = names
         if state is None:
             self.groups = Groups.from_codes(profile.function, len(names))
-            self.value = _sums(profile.function, profile.value, len(names))
+            self.value = self.groups.sums(profile.value)
         else:
             self.groups = Groups(state["rows"], state["offsets"])
             self.value = state["value"]
@@ -195,29 +205,38 @@ class FunctionTable:
         return i if i < len(self.names) and self.names[i] == name else None
 
 
-def _sums(codes: np.ndarray, value: np.ndarray, groups: int) -> np.ndarray:
-    """Exact int64 sums of ``value`` per code (bincount's float64 would round big counts)."""
-    out = np.zeros(groups, dtype=np.int64)
-    keep = codes >= 0
-    np.add.at(out, codes[keep], value[keep])
-    return out
-
-
-def _dominant(codes: np.ndarray, group: np.ndarray, value: np.ndarray, groups: int) -> np.ndarray:
+def _dominant(codes: np.ndarray, groups: Groups, value: np.ndarray) -> np.ndarray:
     """Per group, the code holding most value (ties: the code of the lowest row); -1 if none.
 
-    Vectorised over (group, code) pairs: a per-group Python loop was quadratic when many
-    labelled windows mix functions."""
-    out = np.full(groups, -1, dtype=np.int32)
-    if groups == 0 or len(codes) == 0:
+    A group whose rows share one code (most windows: a derived window never spans two
+    functions) takes it directly; the rest are resolved together over (group, code) pairs,
+    vectorised (a per-group Python loop was quadratic when labelled windows mix functions)."""
+    out = np.full(len(groups), -1, dtype=np.int32)
+    filled = np.flatnonzero(groups.sizes() > 0)
+    if len(filled) == 0:
         return out
-    width = int(codes.max()) + 2  # codes run from -1
-    pairs, pair_of_row = np.unique(group.astype(np.int64) * width + (codes + 1),
-                                   return_inverse=True)
+    grouped = codes[groups.rows]
+    starts = groups.offsets[filled]
+    low = np.minimum.reduceat(grouped, starts)
+    high = np.maximum.reduceat(grouped, starts)
+    uniform = low == high
+    out[filled[uniform]] = low[uniform]
+    mixed = filled[~uniform]
+    if len(mixed) == 0:
+        return out
+    group_of_row = np.repeat(np.arange(len(groups)), groups.sizes())
+    in_mixed = np.zeros(len(groups), dtype=bool)
+    in_mixed[mixed] = True
+    rows = np.sort(groups.rows[in_mixed[group_of_row]])  # ascending: ties go to the lowest
+    row_group = np.empty(len(codes), dtype=np.int64)
+    row_group[groups.rows] = group_of_row
+    sub_codes, sub_group = codes[rows].astype(np.int64), row_group[rows]
+    width = int(sub_codes.max()) + 2  # codes run from -1
+    pairs, pair_of_row = np.unique(sub_group * width + (sub_codes + 1), return_inverse=True)
     held = np.zeros(len(pairs), dtype=np.int64)
-    np.add.at(held, pair_of_row, value)
-    first_row = np.full(len(pairs), len(codes), dtype=np.int64)
-    np.minimum.at(first_row, pair_of_row, np.arange(len(codes)))
+    np.add.at(held, pair_of_row, value[rows])
+    first_row = np.full(len(pairs), len(rows), dtype=np.int64)
+    np.minimum.at(first_row, pair_of_row, np.arange(len(rows)))
     pair_group = pairs // width
     best = np.lexsort((first_row, -held, pair_group))
     leaders = best[np.concatenate(([True], pair_group[best][1:] != pair_group[best][:-1]))]

@@ -53,5 +53,10 @@ class Workload:
         """The Tantivy index (pcscope.index.text.TextIndex), built on first use if needed."""
         return self.text_loader()
 
+    @property
+    def text_ready(self) -> bool:
+        """Whether the text index is open already (a first use would open or build it)."""
+        return "text" in self.__dict__
+
     def hot(self, top: int | None = None, coverage: float = 0.90) -> HotSelection:
         return self.profile.hot_windows(top=top, coverage=coverage)

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 import msgspec
 import numpy as np
 
-from pcscope.core.alp import AlpTable
 from pcscope.core.errors import InputError
 from pcscope.core.mechanism_finder import find_mechanisms
 from pcscope.core.mechanisms import Mechanism, MechanismTable
@@ -20,10 +19,10 @@ from pcscope.core.patterns import PatternTable, code_facts, find_patterns
 from pcscope.core.profile import Profile
 from pcscope.core.readers.guides import GuideSection
 from pcscope.core.workload import Workload
-from pcscope.index.alp_store import load_alp, save_alp
 from pcscope.index.lock import writer_lock
 
 if TYPE_CHECKING:
+    from pcscope.core.alp import AlpTable
     from pcscope.index.store import Inputs
 
 Progress = Callable[[str], None]
@@ -34,6 +33,7 @@ def save_parts(build: Path, profile: Profile, inputs: Inputs, say: Progress) -> 
     from pcscope.core.importers.mca import read_mca
     from pcscope.core.readers.alp import read_alp
     from pcscope.core.readers.guides import read_guide
+    from pcscope.index.alp_store import save_alp
 
     say("finding patterns")
     facts = code_facts(profile)
@@ -68,7 +68,11 @@ def load_parts(folder: Path, profile: Profile, inputs: Inputs) -> Workload:
         (folder / "guides.msgpack").read_bytes(), type=list[GuideSection]
     )
     def load_alp_part() -> AlpTable | None:
-        return load_alp(folder / "alp") if (folder / "alp").exists() else None
+        if not (folder / "alp").exists():
+            return None
+        from pcscope.index.alp_store import load_alp  # a reopen without ALP never needs it
+
+        return load_alp(folder / "alp")
 
     def load_mca() -> dict[int, dict]:
         path = folder / "mca.msgpack"

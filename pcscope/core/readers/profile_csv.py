@@ -53,8 +53,7 @@ def read_profile(
     sep = delimiter_for(path, header_line)
     names = _header(path, header_line, sep)
     say("parsing")
-    frame = _parse(path, sep, names)
-    return _build(path, frame, names, merge_duplicates, say)
+    return _build(path, sep, _parse(path, sep, names), names, merge_duplicates, say)
 
 
 def _header(path: str, header_line: str, sep: str) -> list[str]:
@@ -75,27 +74,34 @@ def _header(path: str, header_line: str, sep: str) -> list[str]:
     return names
 
 
-def _parse(path: str, sep: str, names: list[str]) -> pl.DataFrame:
-    """Polars reads the file itself (its gunzip is faster than Python's); only when it fails
-    is the file read again in Python, to name the line and what is wrong."""
+def _scan(path: str, sep: str, names: list[str]) -> pl.LazyFrame:
+    """The file's rows as polars reads them, numbered from 2 (the line, unless a quoted cell
+    spans lines); a blank line is an all-null row, dropped here (its number is not used)."""
+    blank = pl.all_horizontal([pl.col(c).is_null() for c in names])
+    return pl.scan_csv(
+        path, separator=sep, has_header=True, new_columns=names, infer_schema=False,
+        quote_char='"',
+    ).with_row_index("_row", offset=2).filter(~blank)
+
+
+def _collect(path: str, query: pl.LazyFrame, sep: str, width: int) -> pl.DataFrame:
+    """Run a query over the file in polars' streaming engine (the raw text columns are
+    never held whole); when polars cannot parse the file it is read again in Python, to
+    name the line and what is wrong."""
     try:
-        frame = pl.read_csv(
-            path,
-            separator=sep,
-            has_header=True,
-            new_columns=names,
-            infer_schema=False,
-            quote_char='"',
-        )
+        return query.collect(engine="streaming")
     except (pl.exceptions.PolarsError, OSError) as exc:  # OSError: a damaged gzip stream
-        _record_lines(path, sep, len(names))
+        _record_lines(path, sep, width)
         raise InputError(path, None, f"cannot parse as CSV: {str(exc).splitlines()[0]}") from None
-    if not len(frame):
+
+
+def _parse(path: str, sep: str, names: list[str]) -> pl.DataFrame:
+    """One streaming pass: every derived column at once (numbers read the fast way; see
+    _columns), the columns outside KNOWN kept as text."""
+    cols = _collect(path, _scan(path, sep, names).select(_columns(names)), sep, len(names))
+    if not len(cols):
         raise InputError(path, None, "no instructions: the file has a header and no rows")
-    multiline = frame.select(pl.any_horizontal(pl.all().str.contains("\n"))).to_series().any()
-    if multiline:
-        return frame.with_columns(pl.Series("_row", _record_lines(path, sep, len(names))))
-    return frame.with_row_index("_row", offset=2)
+    return cols
 
 
 def _record_lines(path: str, sep: str, width: int) -> np.ndarray:
@@ -158,11 +164,14 @@ def _count_expr(col: str, fast: bool) -> pl.Expr:
     return text.str.to_integer(base=10, dtype=pl.Int64, strict=False)
 
 
-def _columns(frame: pl.DataFrame, names: list[str]) -> pl.DataFrame:
-    """Every derived column at once, so polars runs them in parallel. Numbers are read the
-    fast way first; only when a cell fails is the column read again the tolerant way."""
+def _numeric(names: list[str]) -> list[str]:
+    return ["pc", "samples"] + (["cycles"] if "cycles" in names else [])
+
+
+def _columns(names: list[str]) -> list[pl.Expr]:
+    """Every derived column, so polars runs them in one pass. Numbers are read the fast way
+    (see _slow_numbers for cells that fail)."""
     asm = pl.col("asm").str.strip_chars()
-    numeric = ["pc", "samples"] + (["cycles"] if "cycles" in names else [])
     exprs = [
         pl.col("_row"),
         _pc_expr(fast=True).alias("pc_value"),
@@ -171,21 +180,48 @@ def _columns(frame: pl.DataFrame, names: list[str]) -> pl.DataFrame:
         asm.str.slice(0, asm.str.find(r"\s")).str.to_lowercase().alias("mnemonic_text"),
     ]
     if "cycles" in names:
-        exprs.append(_count_expr("cycles", fast=True).alias("cycles_value"))
+        exprs += [_count_expr("cycles", fast=True).alias("cycles_value"),
+                  (pl.col("cycles").str.strip_chars().fill_null("") != "").alias("cycles_given")]
     for col in ("function", "module", "window"):
         text = _cleaned(col) if col in names else pl.lit(None, dtype=pl.String)
         exprs.append(text.alias(f"{col}_text"))
-    cols = frame.select(exprs)
+    exprs += [pl.col(c).fill_null("").alias(f"extra.{c}") for c in names if c not in KNOWN]
+    exprs.append(pl.any_horizontal([pl.col(c).str.contains("\n", literal=True)
+                                    for c in names]).alias("_multiline"))
+    return exprs
+
+
+def _lines(path: str, sep: str, names: list[str], cols: pl.DataFrame) -> np.ndarray:
+    """Each row's physical line: its number, unless a quoted cell spans lines somewhere in
+    the file (then every record's first line is counted again with the csv module)."""
+    rows = cols["_row"].to_numpy().astype(np.int64)
+    if not cols["_multiline"].any():
+        return rows
+    return _record_lines(path, sep, len(names))[rows - 2]
+
+
+def _slow_numbers(path: str, sep: str, names: list[str], cols: pl.DataFrame) -> pl.DataFrame:
+    """Only when a number failed the fast read: the failing columns read again the tolerant
+    way (spaces, ``0X``, decimal PCs), in a second pass over the file."""
+    numeric = [c for c in _numeric(names) if f"{c}_value" in cols.columns]
     slow = [c for c in numeric if cols[f"{c}_value"].null_count()]
-    if slow:
-        redo = {"pc": _pc_expr(fast=False)} | {c: _count_expr(c, fast=False) for c in numeric[1:]}
-        cols = cols.with_columns(frame.select([redo[c].alias(f"{c}_value") for c in slow]))
-    return cols
+    if not slow:
+        return cols
+    redo = {"pc": _pc_expr(fast=False)} | {c: _count_expr(c, fast=False) for c in numeric[1:]}
+    query = _scan(path, sep, names).select([redo[c].alias(f"{c}_value") for c in slow])
+    again = _collect(path, query, sep, len(names))
+    return cols.with_columns(again)
 
 
-def _check(path: str, frame: pl.DataFrame, cols: pl.DataFrame, names: list[str]) -> None:
+def _raw_row(path: str, sep: str, names: list[str], row: int) -> dict:
+    """One row's cells as the file spells them (for an error message)."""
+    query = _scan(path, sep, names).filter(pl.col("_row") == row)
+    return _collect(path, query, sep, len(names)).row(0, named=True)
+
+
+def _check(path: str, sep: str, names: list[str], cols: pl.DataFrame,
+           lines: np.ndarray) -> None:
     """The first bad cell in file order, as an InputError naming its line."""
-    rows = cols["_row"].to_numpy()
     asm = cols["asm_text"]
     checks: list[tuple[pl.Series, Callable[[dict], str]]] = [
         (cols["pc_value"].is_null(), lambda r: f"bad pc {r['pc']!r} (want 0x-hex or decimal)"
@@ -204,35 +240,43 @@ def _check(path: str, frame: pl.DataFrame, cols: pl.DataFrame, names: list[str])
         ]
     first = None
     for bad, what in checks:
-        mask = bad.fill_null(False).to_numpy()
-        if mask.any():
-            idx = int(np.flatnonzero(mask)[0])
-            if first is None or idx < first[0]:
-                first = (idx, what)
+        hits = bad.fill_null(False).arg_true()
+        if len(hits) and (first is None or hits[0] < first[0]):
+            first = (int(hits[0]), what)
     if first is not None:
         idx, what = first
-        raise InputError(path, int(rows[idx]), what(frame.row(idx, named=True)))
+        raise InputError(path, int(lines[idx]),
+                         what(_raw_row(path, sep, names, int(cols["_row"][idx]))))
 
 
 def _build(
-    path: str, frame: pl.DataFrame, names: list[str], merge: bool, say: Progress
+    path: str, sep: str, cols: pl.DataFrame, names: list[str], merge: bool, say: Progress
 ) -> Profile:
-    # A blank line is an all-null row: drop it (its number is simply not used).
-    blank = frame.select(pl.all_horizontal([pl.col(c).is_null() for c in names])).to_series()
-    if blank.any():
-        frame = frame.filter(~blank)
     say("validating")
-    if "cycles" in names and frame["cycles"].str.strip_chars().fill_null("").eq("").all():
-        names = [n for n in names if n != "cycles"]  # an all-empty column counts as absent
-    cols = _columns(frame, names)
-    _check(path, frame, cols, names)
+    if "cycles_value" in cols.columns and not cols["cycles_given"].any():
+        cols = cols.drop("cycles_value")  # an all-empty column counts as absent
+    cols = _slow_numbers(path, sep, names, cols.drop("cycles_given", strict=False))
+    lines = _lines(path, sep, names, cols)
+    _check(path, sep, names, cols, lines)
+    say("indexing")
+    # Dictionary codes first, so the text columns go before the rows are put in PC order.
+    mnemonic, mnemonics = _encode(cols.drop_in_place("mnemonic_text"))
+    function, function_names = _encode(cols.drop_in_place("function_text"))
+    module, modules = _encode(cols.drop_in_place("module_text"))
+    window_label, window_labels = _encode(cols.drop_in_place("window_text"))
     pcs = cols["pc_value"].to_numpy()
-    rows = cols["_row"].to_numpy().astype(np.int64)
-    position = np.arange(len(pcs))  # row positions in `frame`, for the extra columns
+    rows = lines  # each row's line, kept in step with the rows below
+    samples = cols["samples_value"].to_numpy()
+    cycles = cols["cycles_value"].to_numpy() if "cycles_value" in cols.columns else None
+    text = cols.select(["asm_text"] + [c for c in cols.columns if c.startswith("extra.")])
+    del cols
     if len(pcs) > 1 and not bool(np.all(pcs[1:] > pcs[:-1])):
         order = np.argsort(pcs, kind="stable")
-        pcs, rows, position = pcs[order], rows[order], position[order]
-        cols = cols[order]
+        pcs, rows, samples = pcs[order], rows[order], samples[order]
+        cycles = cycles[order] if cycles is not None else None
+        mnemonic, function = mnemonic[order], function[order]
+        module, window_label = module[order], window_label[order]
+        text = text[order]
     dup = np.flatnonzero(pcs[1:] == pcs[:-1])
     if len(dup) and not merge:
         a, b = sorted((int(rows[dup[0]]), int(rows[dup[0] + 1])))
@@ -240,29 +284,22 @@ def _build(
             path, b, f"duplicate pc 0x{int(pcs[dup[0]]):x} (also on line {a}); "
             "use --merge-duplicates to sum them"
         )
-    samples = cols["samples_value"].to_numpy()
-    cycles = cols["cycles_value"].to_numpy() if "cycles_value" in cols.columns else None
     _check_sum(path, "samples", samples, rows)
     if cycles is not None:
         _check_sum(path, "cycles", cycles, rows)
     if len(dup):
         keep, samples, cycles = _merge(pcs, samples, cycles)
-        cols, pcs, rows, position = cols[keep], pcs[keep], rows[keep], position[keep]
-    say("indexing")
-    mnemonic, mnemonics = _encode(cols["mnemonic_text"])
-    function, function_names = _encode(cols["function_text"])
-    module, modules = _encode(cols["module_text"])
-    window_label, window_labels = _encode(cols["window_text"])
+        pcs, rows, text = pcs[keep], rows[keep], text[keep]
+        mnemonic, function = mnemonic[keep], function[keep]
+        module, window_label = module[keep], window_label[keep]
     window, label_code = _windows(pcs, function, module, window_label)
-    extras = {
-        c: _strings(frame[c].fill_null("").gather(position)) for c in names if c not in KNOWN
-    }
+    extras = {c.removeprefix("extra."): _strings(text[c]) for c in text.columns[1:]}
     return Profile(
         path=path,
         pc=pcs,
         samples=samples,
         cycles=cycles,
-        asm_column=_strings(cols["asm_text"]),
+        asm_column=_strings(text.drop_in_place("asm_text")),
         mnemonic=mnemonic,
         mnemonics=mnemonics,
         function=function,
@@ -324,7 +361,8 @@ def _windows(
         key[lab_rows] = first_of_label[label[lab_rows]]
     free = np.flatnonzero(~labelled)
     if len(free):
-        order = free[np.lexsort((pcs[free], module[free]))]
+        # Rows are in ascending PC already, so a stable sort by module orders by (module, pc).
+        order = free[np.argsort(module[free], kind="stable")]
         pc_o, fn_o, mod_o = pcs[order], function[order], module[order]
         brk = np.ones(len(order), dtype=bool)
         brk[1:] = (
@@ -335,7 +373,12 @@ def _windows(
         run_start = order[np.flatnonzero(brk)]
         run_id = np.cumsum(brk) - 1
         key[order] = run_start[run_id]
-    # Windows are numbered by their first PC, so numbering is independent of row order.
-    firsts, window = np.unique(key, return_inverse=True)
+    # Windows are numbered by their first PC (their first row, rows being in PC order), so
+    # numbering is independent of row order.
+    is_first = np.zeros(n, dtype=bool)
+    is_first[key] = True
+    firsts = np.flatnonzero(is_first)
+    number = np.cumsum(is_first) - 1
+    window = number[key]
     label_code = np.where(labelled[firsts], label[firsts], -1).astype(np.int32)
     return window.astype(np.int32), label_code

@@ -126,6 +126,12 @@ class SearchView(Vertical):
 
     def on_mount(self) -> None:
         self.input.cursor_blink = False
+        # After the first frame the Tantivy index is opened (or built, when `pcscope index`
+        # has not) in the background, so a first search need not wait for it.
+        self.call_after_refresh(self._prepare_index)
+
+    def _prepare_index(self) -> None:
+        in_thread(self, lambda: self.workload.text, name="search index", group="search-index")
 
     @property
     def busy(self) -> bool:
@@ -156,7 +162,8 @@ class SearchView(Vertical):
     def submit(self, query: str) -> None:
         self.query_text = query
         self.results.set_hits([])
-        self.post_message(self.Results([], "searching…"))
+        building = "" if self.workload.text_ready else " (building the search index)"
+        self.post_message(self.Results([], f"searching…{building}"))
         regex = self.regex
         self._worker = in_thread(self, lambda: run_query(self._query_engine(), query, regex),
                                  name="search", group="search", exclusive=True)
