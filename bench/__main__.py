@@ -1,7 +1,8 @@
 """`make bench`: every benchmark, each in its own process, on inputs made once with a fixed
 seed (bench/out/big: 1,000,000 rows and a ~17M-token ALP from the samples generator).
 
-    python -m bench [table index search alp engine real briefs tui gem5 sample] [--gem5-size 2G]
+    python -m bench [table index search alp engine calls real briefs tui gem5 sample]
+                    [--gem5-size 2G]
 
 ``table`` is the issue-17 table: each figure beside its floor measured in the same run.
 
@@ -43,6 +44,7 @@ def sections(gem5_size: str) -> dict[str, list[str]]:
         "search": ["bench.search_bench", profile, str(OUT / "text")],
         "alp": ["bench.alp_bench", alp],
         "engine": ["bench.engine_bench"],
+        "calls": ["bench.calls_bench"],
         "real": ["bench.real_bench"],
         "briefs": ["bench.brief_bench", str(bundled_c()), str(BIG)],
         "tui": ["bench.tui_bench", str(BIG)],

@@ -1,11 +1,11 @@
 """Brief sizes: what a bounded call's prompt costs before and after the compact rendering.
 
-For every first-wave brief of a standard run (its heaviest slices, up to its call budget)
+For every first-wave brief of a standard run (its best candidates, within its call bound)
 on the bundled sample C and on the 1M-row benchmark input (bench/out/big, when
 generated), with ALP and the bundled guides: the stable prefix (system text + tool
 definitions, cached across calls) and the evidence (the brief), each before and after, in
 tokens estimated as characters / 4.
-"Before" is the rendering this change replaced, rebuilt here from the same slices: one
+"Before" is the rendering this change replaced, rebuilt here from the same briefs: one
 line per instruction with "share 4.210%", the ALP records as JSON lines after all the
 instructions, guide sections cut at 600 characters, and a separate list of every given ID;
 the system text without the abbreviation legend. Also the ALP tokens a whole standard run
@@ -26,8 +26,9 @@ from pathlib import Path
 from pcscope.core.backends.llm import request_bodies
 from pcscope.core.backends.llm.model_backend import SUBMIT_FINDINGS
 from pcscope.core.engine import evidence_text
+from pcscope.core.engine.briefs import Brief, brief, pattern_rows
+from pcscope.core.engine.candidates import first_wave_calls, plan
 from pcscope.core.engine.presets import resolve
-from pcscope.core.engine.slices import Slice, plan_slices
 from pcscope.core.engine.system_prompt import SYSTEM, compact, tokens
 from pcscope.core.engine.tools import SharedMemory, search_guides, tool_specs
 from pcscope.core.evidence import EvidenceStore
@@ -42,14 +43,15 @@ OLD_GUIDE_CUT = 600
 ALP_DROP = ("id", "pc", "asm", "matched", "loops")
 
 
-def old_brief(workload, sl: Slice) -> str:
+def old_brief(workload, sl: Brief) -> str:
     """The brief as the replaced rendering wrote it (plus its separate ID list)."""
     profile = workload.profile
     blocks = ["<evidence>"]
     for part in sl.parts:
-        lines = [part.header]
+        lines = list(part.header)
         alp_lines = []
-        for row, pc in zip(part.rows, part.pcs, strict=True):
+        for pc in part.pcs:
+            row = profile.row_of(pc)
             pats = [i for i in part.ids if i.startswith("pat:") and i.endswith(f":0x{pc:x}")]
             tag = f"  {' '.join(pats)}" if pats else ""
             lines.append(f"pc:0x{pc:x}  {profile.asm(row)}  share {profile.share(row):.3%}{tag}")
@@ -85,12 +87,19 @@ def measure(folder: Path) -> dict:
                                  index_dir=Path(tmp) / "idx")
         shared = SharedMemory(EvidenceStore(workload))
         selection = workload.hot(top=settings.top, coverage=settings.coverage)
-        slices = plan_slices(workload, selection, windows_per_slice=settings.windows_per_slice,
-                             token_cap=settings.slice_tokens, guide_k=settings.guide_k,
-                             alp_line=shared.alp.record,
-                             guide_search=lambda q, k: search_guides(shared, q, k))
-        planned = len(slices)
-        slices = slices[:settings.max_calls]  # the run's call budget: heaviest slices first
+        made = plan(workload, selection, calls=first_wave_calls(settings, False),
+                    windows_per_call=settings.windows_per_slice)
+        planned = made.candidates
+        marked = pattern_rows(workload)
+
+        def records(pcs: list[int]) -> list:
+            shared.alp.preload(pcs)
+            return [shared.alp.record(pc) for pc in pcs]
+
+        slices = [brief(workload, group, token_cap=settings.slice_tokens,
+                        guide_k=settings.guide_k, alp_records=records, marked=marked,
+                        guide_search=lambda q, k: search_guides(shared, q, k))
+                  for group in made.calls]  # the first wave, within the run's call bound
         tools = request_bodies.tool_definitions(tool_specs(), SUBMIT_FINDINGS)
         tool_tokens = tokens(json.dumps(tools))
         old_system = SYSTEM.replace("\n" + evidence_text.LEGEND + "\n", "")
@@ -100,7 +109,7 @@ def measure(folder: Path) -> dict:
         alp_before = alp_after = 0
         for sl in slices:
             before = old_brief(workload, sl)
-            after = request_bodies.data("evidence", sl.brief())
+            after = request_bodies.data("evidence", sl.text())
             rows.append({"brief": sl.number, "windows": len(sl.parts),
                          "evidence_before": tokens(before), "evidence_after": tokens(after)})
             alp_before += sum(tokens(line) for line in before.splitlines()
@@ -125,7 +134,7 @@ def measure(folder: Path) -> dict:
 
 def report(m: dict) -> list[str]:
     lines = [f"briefs of a standard run on {m['input']}: {len(m['briefs'])} first-wave calls "
-             f"({m['planned']} slices planned, --max-calls {m['max_calls']}); tokens = "
+             f"(on {m['planned']} candidates, --max-calls {m['max_calls']}); tokens = "
              f"characters / 4; stable prefix = system text + tools, cached:",
              f"{'brief':>5} {'windows':>7} {'prefix before':>13} {'prefix after':>12} "
              f"{'evidence before':>15} {'evidence after':>14} {'change':>7}"]

@@ -1,5 +1,6 @@
-"""The gatekeeper: duplicates merge (same category, overlapping PCs or windows), the
-strongest evidence leads, ideas rank by weight × confidence, questions deepen once each."""
+"""The gatekeeper: duplicates merge (same mechanism; same category and function and code
+shape; same category and PC), the strongest evidence leads, ideas rank by own share ×
+modelled penalty × confidence, questions deepen once each."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from engine_helpers import mini_workload
 from pcscope.core.contract.findings import Finding
 from pcscope.core.engine.gatekeeper import merge, questions
 from pcscope.core.engine.ideas import Accepted, windows_of
+from pcscope.core.engine.penalties import penalty
+from pcscope.core.mechanisms import Mechanism, MechanismTable, Site
+from pcscope.index.store import open_workload
 
 
 @pytest.fixture(scope="module")
@@ -42,21 +46,62 @@ def test_same_category_and_overlapping_pcs_merge_keeping_the_strongest(profile):
     assert idea.id == "idea:indirect-branch:0x2000"
 
 
-def test_overlapping_windows_merge_but_other_categories_do_not(profile):
-    a = accepted(profile, "w1.c1.f1", "dependent-load", [0x1000])
-    b = accepted(profile, "w1.c2.f1", "dependent-load", [0x1004])  # same window w1
-    c = accepted(profile, "w1.c3.f1", "branch-mispredict", [0x1008])  # same window, other kind
-    d = accepted(profile, "w1.c4.f1", "dependent-load", [0x2000])  # other window
-    ideas = merge([a, b, c, d], profile)
+def _llsc(profile) -> MechanismTable:
+    """The exclusive loop at 0x3000-0x300c as one mechanism."""
+    pcs = (0x3000, 0x3004, 0x3008, 0x300C)
+    share = sum(int(profile.value[profile.row_of(pc)]) for pc in pcs) / profile.total
+    site = Site(0x3000, "<unknown_02>", pcs, share)
+    return MechanismTable((Mechanism("llsc", "atomic-llsc", 0x3000, (site,), ("<unknown_02>",),
+                                     share),))
+
+
+def test_findings_on_one_mechanism_merge_into_one_idea_of_its_own_share(profile):
+    table = _llsc(profile)
+    mech = table.mechanisms[0]
+    a = accepted(profile, "w1.c1.f1", "atomic-llsc", [0x3000])  # on its site
+    b = accepted(profile, "w1.c2.f1", "atomic-llsc", [0x3008], confidence=0.8)  # other PC
+    c = accepted(profile, "w1.c3.f1", "barrier", [0x300C],
+                 evidence=["pc:0x300c", mech.id])  # cites it: same mechanism
+    d = accepted(profile, "w1.c4.f1", "acquire-release", [0x3004])  # other category, no cite
+    ideas = merge([a, b, c, d], profile, table)
+    groups = sorted(i.merged_from for i in ideas)
+    assert groups == [("finding:w1.c1.f1", "finding:w1.c2.f1", "finding:w1.c3.f1"),
+                      ("finding:w1.c4.f1",)]
+    idea = next(i for i in ideas if len(i.merged_from) == 3)
+    assert idea.mechanisms == (mech.id,) and mech.id in idea.evidence
+    assert idea.confidence == 0.8 and idea.claim == "claim w1.c2.f1"  # strongest leads
+    # own share: every site instruction once, though the findings cite three of four
+    assert idea.weight == pytest.approx(mech.share)
+    assert idea.pc_weight < idea.weight <= idea.window_weight
+    # without the mechanism table the same findings stay apart
+    assert len(merge([a, b], profile)) == 2
+
+
+def test_same_function_category_and_code_shape_merge(tmp_path):
+    csv = tmp_path / "twin.csv"
+    csv.write_text("function,window,pc,samples,asm\n"
+                   "f,w1,0x1000,50,\"ldr x1, [x1]\"\nf,w1,0x1004,50,\"cbnz x1, 0x1000\"\n"
+                   "f,w2,0x2000,40,\"ldr x2, [x2]\"\nf,w2,0x2004,40,\"cbnz x2, 0x2000\"\n"
+                   "f,w3,0x3000,30,\"ldr x3, [x3, #8]\"\nf,w3,0x3004,30,\"add x3, x3, #1\"\n"
+                   "g,w4,0x4000,20,\"ldr x4, [x4]\"\ng,w4,0x4004,20,\"cbnz x4, 0x4000\"\n")
+    twin = open_workload(csv, index_dir=tmp_path / "idx").profile
+    first = accepted(twin, "w1.c1.f1", "dependent-load", [0x1000, 0x1004])
+    second = accepted(twin, "w1.c2.f1", "dependent-load", [0x2000, 0x2004])  # same shape
+    other_shape = accepted(twin, "w1.c3.f1", "dependent-load", [0x3000, 0x3004])
+    other_function = accepted(twin, "w1.c4.f1", "dependent-load", [0x4000, 0x4004])
+    other_category = accepted(twin, "w1.c5.f1", "branch-mispredict", [0x2000, 0x2004])
+    ideas = merge([first, second, other_shape, other_function, other_category], twin)
     groups = sorted(i.merged_from for i in ideas)
     assert groups == [("finding:w1.c1.f1", "finding:w1.c2.f1"), ("finding:w1.c3.f1",),
-                      ("finding:w1.c4.f1",)]
+                      ("finding:w1.c4.f1",), ("finding:w1.c5.f1",)]
+    merged = next(i for i in ideas if len(i.merged_from) == 2)
+    assert merged.weight == pytest.approx(180 / twin.total)  # both loops, once each
 
 
 def test_merging_is_transitive_and_order_independent(profile):
     a = accepted(profile, "w1.c1.f1", "other", [0x1000])
     b = accepted(profile, "w1.c2.f1", "other", [0x1000, 0x2000])
-    c = accepted(profile, "w1.c10.f1", "other", [0x2004, 0x3000])
+    c = accepted(profile, "w1.c10.f1", "other", [0x2000, 0x3000])
     first = merge([a, b, c], profile)
     second = merge([c, b, a], profile)
     assert first == second
@@ -65,16 +110,23 @@ def test_merging_is_transitive_and_order_independent(profile):
     assert first[0].merged_from == ("finding:w1.c1.f1", "finding:w1.c2.f1", "finding:w1.c10.f1")
 
 
-def test_ideas_rank_by_weight_times_confidence(profile):
+def test_ideas_rank_by_own_share_times_penalty_times_confidence(profile):
     total = profile.total
-    hot = accepted(profile, "w1.c1.f1", "other", [0x1000], confidence=0.2)  # window w1
-    warm = accepted(profile, "w1.c2.f1", "other", [0x2004], confidence=0.9)  # window w2
-    ideas = merge([hot, warm], profile)
-    w1 = (820000 + 818000 + 818000) / total
-    w2 = (510000 + 509000 + 12000) / total
-    assert [i.weight for i in ideas] == pytest.approx([w2, w1])  # 0.9*w2 > 0.2*w1
-    assert ideas[0].pc_weight == pytest.approx(509000 / total)
-    assert ideas[0].score == pytest.approx(0.9 * w2)
+    hot = accepted(profile, "w1.c1.f1", "other", [0x1000], confidence=0.2)
+    warm = accepted(profile, "w1.c2.f1", "other", [0x2004], confidence=0.9)
+    dear = accepted(profile, "w1.c3.f1", "atomic-llsc", [0x3000], confidence=0.9)
+    ideas = merge([hot, warm, dear], profile)
+    own = {0x1000: 820000 / total, 0x2004: 509000 / total, 0x3000: 122000 / total}
+    upside = {0x1000: own[0x1000] * penalty("other").fraction * 0.2,
+              0x2004: own[0x2004] * penalty("other").fraction * 0.9,
+              0x3000: own[0x3000] * penalty("atomic-llsc").fraction * 0.9}
+    assert [i.pcs[0] for i in ideas] == sorted(upside, key=upside.get, reverse=True)
+    for idea in ideas:
+        pc = idea.pcs[0]
+        assert idea.weight == pytest.approx(own[pc]) and idea.pc_weight == idea.weight
+        assert idea.score == pytest.approx(upside[pc])
+        assert f"own share {own[pc]:.2%}" in idea.upside_how()
+    assert ideas[-1].window_weight == pytest.approx((820000 + 818000 + 818000) / total)
 
 
 def test_questions_follow_idea_rank_once_per_text_within_the_limit(profile):

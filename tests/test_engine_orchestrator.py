@@ -63,18 +63,34 @@ def test_an_engineers_selection_replaces_the_hot_selection(workload, tmp_path):
     assert not whole.resumed and len(whole.calls) == 4
 
 
-def test_max_calls_stops_cleanly_and_keeps_results(workload, tmp_path):
-    bus = EventBus()
-    result = run(workload, "scripted:ok", session=tmp_path / "s.sqlite", bus=bus, max_calls=2,
+def test_max_calls_shapes_the_plan_and_reports_what_it_left_out(workload, tmp_path):
+    result = run(workload, "scripted:ok", session=tmp_path / "s.sqlite", max_calls=2, depth=1,
                  concurrency=1, **ALL)
-    assert result.stop_reason == "max-calls"
-    assert len(result.calls) == 2 and len(result.ideas) == 2
-    assert [r.status for r in result.records] == ["ok", "ok", "skipped", "skipped"]
-    budget = [e for e in bus.history if isinstance(e, BudgetReached)]
-    assert len(budget) == 1 and budget[0].budget == "max-calls" and budget[0].limit == 2
-    with SessionStore(tmp_path / "s.sqlite") as store:
-        assert store.run(result.run).status == "stopped"
-        assert store.run(result.run).stop_reason == "max-calls"
+    # The bound is planned for, not hit: two calls, none skipped, the rest left out.
+    assert result.stop_reason == "complete"
+    assert [r.status for r in result.records] == ["ok", "ok"]
+    plan = result.plan
+    assert plan.candidates == 4 and len(plan.calls) == 2
+    # each window is the hottest of a pattern category, so all are forced in: the two
+    # calls share them instead of leaving any out
+    # windows a mechanism holds are examined through its sites, the rest as windows
+    windows = {w for g in plan.calls for c in g.candidates if c.mechanism is None
+               for w in c.windows}
+    sites = {w for g in plan.calls for c in g.candidates if c.mechanism for w in c.windows}
+    assert windows == set(plan.examined_windows) and len(windows | sites) == 4
+    # a mechanism examines its sites, not the rest of its windows
+    assert not plan.left_out and 0.99 < plan.examined_share <= 1.0
+
+
+def test_deeper_waves_get_only_what_the_bound_leaves(workload, tmp_path):
+    bus = EventBus()
+    result = run(workload, "scripted:question", session=tmp_path / "s.sqlite", bus=bus,
+                 max_calls=2, depth=3, max_questions=4, concurrency=1, **ALL)
+    # one first-wave call (the floor); its question takes the last call, so the third wave
+    # is not planned at all rather than queued and skipped
+    assert [c.wave for c in result.calls] == [1, 2] and result.stop_reason == "complete"
+    assert "skipped" not in [r.status for r in result.records]
+    assert not [e for e in bus.history if isinstance(e, BudgetReached)]
 
 
 def test_max_tokens_refuses_a_call_whose_reservation_does_not_fit(workload, tmp_path):

@@ -16,6 +16,7 @@ TOP = {"pcscope", "profile", "model", "ideas", "rejected", "calls", "cost", "run
 PROFILE = {"path", "instructions", "windows", "functions", "total", "selected_windows",
            "coverage"}
 IDEA = {"id", "title", "category", "target", "claim", "recommendation", "pcs", "evidence",
+        "window_weight", "mechanisms", "upside", "upside_how",
         "weight", "pc_weight", "confidence", "basis", "merged_from"}
 # uncached input, cache writes (cache_write_tokens) and cache reads (cached_tokens) apart
 CALL = {"id", "wave", "parent", "model", "status", "input_tokens", "output_tokens",
@@ -39,8 +40,31 @@ def check_report(report: dict, workload) -> None:
             assert store.exists(evidence_id), evidence_id
         for pc in idea["pcs"]:
             assert store.row(int(pc, 16)) is not None
-    scores = [i["weight"] * i["confidence"] for i in report["ideas"]]
+    scores = [i["upside"] for i in report["ideas"]]
     assert scores == sorted(scores, reverse=True)
+
+
+def check_forwardable(report: dict, markdown: str, workload) -> None:
+    """Coverage table first (every top function in it), ideas, calls in an appendix; one
+    analyst label per idea; no 0.000% rows; units on the ALP column; evidence wrapped."""
+    profile = workload.profile
+    top = sorted((f for f in profile.functions if f.value > 0),
+                 key=lambda f: (-f.value, f.first_pc))[:10]
+    table = report["run"]["coverage"]["table"]
+    listed = [row["id"] for row in table if row["what"] == "function"]
+    assert listed == [f.id for f in top]
+    ranks = {n for row in table for n in row["ideas"]}
+    assert ranks <= set(range(1, len(report["ideas"]) + 1))
+    for row in table:
+        assert (row["status"] == "idea") == bool(row["ideas"])
+        assert f"| function `{row['id']}` |" in markdown or row["what"] != "function"
+    assert markdown.index("## Coverage") < markdown.index("## Ideas") \
+        < markdown.index("## Appendix: calls")
+    assert "[rule-based]" not in markdown
+    assert "| 0.000% |" not in markdown
+    assert "ALP (rates %, latencies cycles)" in markdown
+    assert all(len(line) <= 102 for line in markdown.splitlines()
+               if line.startswith(("Evidence:", "Merged from:")))
 
 
 def analyze(tmp_path, *extra: str) -> tuple[int, dict, str]:
@@ -69,6 +93,7 @@ def test_analyze_the_mini_profile_end_to_end(tmp_path, capsys):
     assert "## Ideas" in markdown and f"### 1. {report['ideas'][0]['title']}" in markdown
     assert "| `0x2004` | `blr x3` |" in markdown and "indirect_call mispredict 23.0%" in markdown
     assert "> `guide:uarch/branch-prediction/indirect-branches`" in markdown
+    check_forwardable(report, markdown, workload)
 
     assert main(["calls", str(profile), "--index-dir", str(tmp_path / "idx")]) == 0
     listing = capsys.readouterr().out
@@ -113,6 +138,9 @@ def test_analyze_the_bundled_planted_sample(tmp_path):
                              index_dir=tmp_path / "idx")
     check_report(report, workload)
     assert markdown.count("\n### ") == len(report["ideas"])
+    check_forwardable(report, markdown, workload)
+    coverage = report["run"]["coverage"]
+    assert 0 < coverage["examined_share"] <= 1 and coverage["calls"] <= 60
     truth = json.loads(sample.truth.read_text())
     found = {(i["category"], pc) for i in report["ideas"] for pc in i["pcs"]}
     assert all((t["category"], t["pc"]) in found for t in truth["planted"])

@@ -4,7 +4,7 @@ are kept across reopening, runs can be cancelled, evidence links jump, reports e
 from __future__ import annotations
 
 import pytest
-from tui_support import build_index, fresh_session, ready, screen_text, until
+from tui_support import build_index, fresh_session, gatekeeper_batch, ready, screen_text, until
 
 from pcscope.core.engine import events as ev
 from pcscope.core.engine.session_store import SessionStore
@@ -42,17 +42,18 @@ async def test_offline_analysis_shows_calls_and_findings(indexed) -> None:
         assert run.calls and all(c.status == "ok" for c in run.calls.values())
         # The tree holds one node per call under its wave.
         tree = screen.calls.calls_tree
-        leaves = [n for wave in tree.root.children for n in wave.children]
+        leaves = [n for wave in tree.root.children for n in wave.children
+                  if not str(n.data).startswith("gate:")]
         assert sorted(n.data for n in leaves) == sorted(run.calls)
         ideas = screen.findings.ideas.ideas
         assert ideas, "the offline analyst found nothing in the planted hot spots"
         profile = screen.workload.profile
         for idea in ideas:
-            assert all(profile.row_of(parse_pc(pc)) is not None for pc in idea["pcs"])
+            assert all(profile.row_of(parse_pc(pc)) is not None for pc in idea.pcs)
         # What the engine recorded is what the panes show.
         with SessionStore(indexed.session) as store:
             info = store.runs()[-1]
-            assert [i["id"] for i in store.ideas(info.id)] == [i["id"] for i in ideas]
+            assert [i["id"] for i in store.ideas(info.id)] == [i.id for i in ideas]
             assert {c.id for c in store.calls(info.id)} >= set(run.calls)
         assert f"{len(ideas)} ideas" in screen_text(app)
         # Selecting a call shows what it was given.
@@ -75,7 +76,7 @@ async def test_accepted_idea_and_note_are_restored_on_reopen(indexed) -> None:
         screen = await ready(pilot)
         await analyze_all(pilot, screen)
         await pilot.press("4")
-        first = screen.findings.ideas.idea["id"]
+        first = screen.findings.ideas.idea.id
         await pilot.press("y", "i")
         assert screen.command.asking
         await pilot.press(*"check the BTB", "enter")
@@ -84,7 +85,7 @@ async def test_accepted_idea_and_note_are_restored_on_reopen(indexed) -> None:
     async with reopened.run_test(size=WIDE) as pilot:
         screen = await ready(pilot)
         ideas = screen.findings.ideas
-        assert ideas.ideas and ideas.ideas[0]["id"] == first  # the recorded run is back
+        assert ideas.ideas and ideas.ideas[0].id == first  # the recorded run is back
         verdict = ideas.verdict_of(first)
         assert (verdict.verdict, verdict.note) == ("accepted", "check the BTB")
         assert screen.analysis.run.calls  # and its calls
@@ -96,7 +97,7 @@ async def test_rejecting_and_undeciding_an_idea(indexed) -> None:
         screen = await ready(pilot)
         await analyze_all(pilot, screen)
         await pilot.press("4", "r")
-        idea = screen.findings.ideas.idea["id"]
+        idea = screen.findings.ideas.idea.id
         assert screen.findings.ideas.verdict_of(idea).verdict == "rejected"
         await pilot.press("u")
         assert screen.findings.ideas.verdict_of(idea).verdict == "proposed"
@@ -153,33 +154,29 @@ async def test_export_writes_the_markdown_report(indexed, tmp_path) -> None:
         screen.command.input.value = str(target)
         await pilot.press("enter")
         await until(pilot, target.exists, "the report file")
-        title = screen.findings.ideas.ideas[0]["title"]
+        title = screen.findings.ideas.ideas[0].title
     assert title in target.read_text(encoding="utf-8")
 
 
 def test_bursts_of_events_are_applied_once_per_batch() -> None:
-    """200 events in one batch: one tree sync, one findings update, one status line."""
+    """200 events in one batch: one message to the screen, carrying the tree's changes,
+    the ideas and the status line together."""
+    from pcscope.tui.analysis import RunChanged
 
-    class Screen:
-        calls_synced = ideas_set = statuses = 0
+    posted: list = []
 
-        class calls:  # noqa: N801 - stands in for the calls pane
-            @staticmethod
-            def sync(changed) -> None:
-                Screen.calls_synced += 1
+    class Screen:  # the controller only posts to its screen
+        post_message = staticmethod(posted.append)
 
-        class findings:  # noqa: N801
-            class ideas:  # noqa: N801
-                ideas: list = []
-
-        @staticmethod
-        def set_ideas(ideas) -> None:
-            Screen.ideas_set += 1
+        class settings:  # noqa: N801
+            max_calls = 400
 
     controller = AnalysisController.__new__(AnalysisController)
     controller.screen = Screen
     controller.run = RunView()
-    controller._status = lambda: setattr(Screen, "statuses", Screen.statuses + 1)
+    controller._ideas = 0
+    controller._started = 0.0
+    controller._worker = None
     batch: list[ev.Event] = []
     for n in range(100):
         call = f"r1.w1.c{n}"
@@ -188,7 +185,10 @@ def test_bursts_of_events_are_applied_once_per_batch() -> None:
         batch.append(ev.CallText(run=1, call=call, text="…"))
     batch.append(ev.IdeasUpdated(run=1, ideas=({"id": "idea:x"},)))
     controller.apply(batch)
-    assert (Screen.calls_synced, Screen.ideas_set, Screen.statuses) == (1, 1, 1)
+    assert len(posted) == 1 and isinstance(posted[0], RunChanged)
+    message = posted[0]
+    assert len(message.changed) == 100 and message.ideas == ({"id": "idea:x"},)
+    assert "1 idea ·" in message.status and message.calls_badge == "0/100"
     assert len(controller.run.calls) == 100
 
 
@@ -229,15 +229,17 @@ async def test_a_budget_stopped_run_says_so_and_counts_skipped_calls(indexed) ->
     app = indexed.app()
     async with app.run_test(size=WIDE) as pilot:
         screen = await ready(pilot)
-        screen.settings = replace(screen.settings, max_calls=1, windows_per_slice=1)
+        # the plan fits a call bound, so a token budget that one call fills stops it
+        screen.settings = replace(screen.settings, max_tokens=5000, windows_per_slice=1)
         await analyze_all(pilot, screen)
         run = screen.analysis.run
-        assert run.stop_reason == "max-calls"
+        assert run.stop_reason == "max-tokens"
         skipped = [c for c in run.calls.values() if c.status == "skipped"]
-        assert skipped, "a one-call budget over several slices leaves calls unrun"
+        assert skipped, "a one-call budget over several calls leaves calls unrun"
         status = str(screen.command.status.render())
-        assert "stopped by max-calls" in status
-        assert f"1 done · {len(skipped)} skipped of {len(run.calls)} calls" in status
+        assert "stopped by max-tokens" in status
+        done = len(run.calls) - len(skipped)
+        assert f"{done} done · {len(skipped)} skipped of {len(run.calls)} calls" in status
         assert "complete" not in status
 
 
@@ -286,15 +288,15 @@ async def test_export_keeps_the_triage_and_leaves_rejected_ideas_out(indexed, tm
         await app.workers.wait_for_complete()
     rejected, accepted = ideas[0], ideas[1]
     report = json.loads(data.read_text(encoding="utf-8"))
-    assert rejected["id"] not in [i["id"] for i in report["ideas"]]
-    assert report["rejected_ideas"] == [{"id": rejected["id"], "title": rejected["title"],
+    assert rejected.id not in [i["id"] for i in report["ideas"]]
+    assert report["rejected_ideas"] == [{"id": rejected.id, "title": rejected.title,
                                          "note": "a GOT load, not a chase"}]
     kept = {i["id"]: i for i in report["ideas"]}
-    assert kept[accepted["id"]]["verdict"] == "accepted"
+    assert kept[accepted.id]["verdict"] == "accepted"
     text = markdown.read_text(encoding="utf-8")
     ideas_part, _, triage = text.partition("## Engineer's triage")
-    assert f"### 1. {accepted['title']}" in ideas_part
-    assert rejected["title"] not in ideas_part.split("## Ideas", 1)[1]
+    assert f"### 1. {accepted.title}" in ideas_part
+    assert rejected.title not in ideas_part.split("## Ideas", 1)[1]
     assert "rejected — not recommended | a GOT load, not a chase" in triage
 
 
@@ -324,6 +326,58 @@ async def test_export_and_copy_without_any_analysis(indexed, tmp_path) -> None:
     assert "# main_loop · win:0x1000" in code and "0x100c" in code and "samples" in code
 
 
+async def test_the_gatekeeper_is_watched_live(indexed) -> None:
+    """Merges (updated in place as an idea grows), a reviewer's rejection and a question
+    sent deeper appear under their wave as they happen, with why; a merge shows the
+    evidence kept from both sides; the status line counts it all."""
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        controller = screen.analysis
+        controller.run = RunView(model="offline")
+        screen.calls.start(controller.run, "test run")
+        idea, batch = gatekeeper_batch()
+        controller.apply(batch)
+        await pilot.pause()
+        tree = screen.calls.calls_tree
+        gate = next(n for n in tree.root.children[0].children if n.data == "gate:1")
+        assert str(gate.label) == "gatekeeper  1 merged · 1 rejected · 1 deeper"
+        labels = [str(n.label) for n in gate.children]
+        assert labels[0] == f"⊕ {idea['id']} ← 2 findings"
+        assert labels[1] == "✗ Chase" and labels[2] == "? is the table hot? → w2.c1"
+        # The idea grows in the next wave: the same entry, relabelled (no new line).
+        controller.apply([ev.IdeasMerged(
+            run=1, idea=idea["id"], wave=1, reason="same mechanism mech:x",
+            merged_from=("finding:w1.c1.f1", "finding:w1.c2.f1", "finding:w1.c2.f2"))])
+        await pilot.pause()
+        assert [str(n.label) for n in gate.children][0] == f"⊕ {idea['id']} ← 3 findings"
+        assert len(gate.children) == 3
+        await pilot.press("5")
+        tree.move_cursor(gate.children[0])
+        await pilot.pause()
+        text = screen_text(app)
+        assert "why same mechanism mech:x" in text
+        assert "evidence kept (both sides) (3)" in text and "mech:dispatch:0x2004" in text
+        status = str(screen.command.status.render())
+        assert "findings +3 −0" in status and "1 merge ·" in status
+
+
+async def test_the_idea_detail_scrolls_from_the_list(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await ready(pilot)
+        await analyze_all(pilot, screen)
+        await pilot.press("4")
+        scroll = screen.query_one("#idea-detail-scroll")
+        assert scroll.max_scroll_y > 0, "the detail fits: nothing to scroll at 80x24?"
+        await pilot.press("J")
+        await pilot.pause()
+        assert scroll.scroll_y == 3 and screen.findings.ideas.has_focus
+        await pilot.press("K")
+        await pilot.pause()
+        assert scroll.scroll_y == 0
+
+
 async def test_a_run_an_agent_submits_shows_up_in_the_open_explorer(indexed) -> None:
     from pcscope.mcp_server.agent_run import AgentRun
 
@@ -343,6 +397,6 @@ async def test_a_run_an_agent_submits_shows_up_in_the_open_explorer(indexed) -> 
             assert "1 accepted" in verdict.text
         await until(pilot, lambda: screen.findings.ideas.ideas, "the agent's run", timeout=10)
         (idea,) = screen.findings.ideas.ideas
-        assert idea["title"] == "Indirect call through the dispatch table"
+        assert idea.title == "Indirect call through the dispatch table"
         assert screen.analysis.run_id == agent.run_id
         assert "recorded run r1 (mcp:claude-code, complete)" in screen_text(app)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from tui_support import build_index, fresh_session, ready, until
+from tui_support import build_index, fresh_session, gatekeeper_batch, ready, until
 
 from pcscope.tui.config import TuiConfig
 
@@ -79,3 +79,33 @@ def test_findings_of_a_recorded_run(snap_compare, indexed, size) -> None:
         await pilot.press("4")
 
     assert snap_compare(app_of(indexed), terminal_size=size, run_before=findings)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)],
+                         ids=["80x24", "120x40", "200x50"])
+def test_gatekeeper_mid_run(snap_compare, indexed, size, monkeypatch) -> None:
+    """Wave 2 running; the gatekeeper node of wave 1 open on its merge."""
+    import pcscope.tui.analysis as analysis
+    from pcscope.tui.run_model import RunView
+
+    class Clock:  # the status line's elapsed time, fixed for the picture
+        @staticmethod
+        def monotonic() -> float:
+            return 12.5
+
+    monkeypatch.setattr(analysis, "time", Clock)
+
+    async def mid_run(pilot) -> None:
+        screen = await ready(pilot)
+        controller = screen.analysis
+        controller.run = RunView(model="offline")
+        screen.calls.start(controller.run, "analysis of all hot windows · offline")
+        _, batch = gatekeeper_batch()
+        controller.apply(batch)
+        await pilot.press("5")
+        tree = screen.calls.calls_tree
+        gate = next(n for n in tree.root.children[0].children if n.data == "gate:1")
+        tree.move_cursor(gate.children[0])
+        await pilot.pause()
+
+    assert snap_compare(app_of(indexed), terminal_size=size, run_before=mid_run)

@@ -74,3 +74,35 @@ def screen_text(app) -> str:
     """What the terminal shows, as plain text (one line per row)."""
     strips = app.screen._compositor.render_strips()
     return "\n".join("".join(segment.text for segment in strip) for strip in strips)
+
+
+def gatekeeper_batch() -> tuple[dict, list]:
+    """Events of a run in the middle of wave 2: two first-wave calls, the gatekeeper's
+    merge, a reviewer's rejection, a question sent deeper and that deeper call running."""
+    from pcscope.core.engine import events as ev
+
+    idea = {"id": "idea:indirect-branch:0x2004", "title": "Dispatch through BLR X3",
+            "weight": 0.1, "confidence": 0.5, "category": "indirect-branch",
+            "evidence": ["pc:0x2004", "mech:dispatch:0x2004", "alp:0x2004"]}
+    batch = [
+        ev.CallQueued(run=1, call="w1.c1", wave=1, parent=None, title="main_loop",
+                      given=("win:0x1000",)),
+        ev.CallQueued(run=1, call="w1.c2", wave=1, parent=None, title="runtime_dispatch",
+                      given=("win:0x2000",)),
+        ev.CallFinished(run=1, call="w1.c1", status="ok", accepted=("finding:w1.c1.f1",),
+                        rejected=0, input_tokens=10, output_tokens=5, seconds=0.1),
+        ev.CallFinished(run=1, call="w1.c2", status="ok",
+                        accepted=("finding:w1.c2.f1", "finding:w1.c2.f2"), rejected=0,
+                        input_tokens=10, output_tokens=5, seconds=0.1),
+        ev.IdeasMerged(run=1, idea=idea["id"], wave=1, reason="same mechanism mech:x",
+                       merged_from=("finding:w1.c1.f1", "finding:w1.c2.f1")),
+        ev.FindingRejected(run=1, call="w1.c2", reason="review: a GOT load", title="Chase"),
+        ev.QuestionAsked(run=1, wave=1, question="is the table hot?", idea=idea["id"],
+                         finding="finding:w1.c1.f1", call="w2.c1"),
+        ev.IdeasUpdated(run=1, ideas=(idea,)),
+        ev.WaveStarted(run=1, wave=2, calls=1),
+        ev.CallQueued(run=1, call="w2.c1", wave=2, parent="w1.c1",
+                      title="question on finding:w1.c1.f1", given=("finding:w1.c1.f1",)),
+        ev.CallStarted(run=1, call="w2.c1"),
+    ]
+    return idea, batch

@@ -31,11 +31,21 @@ from pcscope.core.finite_json import dumps
 from pcscope.core.textio import open_output
 
 DESCRIPTION = """\
-Cut the hot windows into slices and run one bounded call per slice (concurrently, in
-waves): each call sees only its slice's evidence under stable IDs, may read more through
-tools, and proposes findings that are validated against what it was given. Valid findings
-merge into ranked ideas; open questions go one wave deeper (--depth). Budgets stop the run
+Rank the candidates (the mechanisms found in the profile, and hot windows that hold none)
+by own share x a modelled penalty per kind, and run one bounded call per candidate (or a
+few related ones) concurrently, in waves: each call sees only its brief's evidence under
+stable IDs, may read more through tools, and proposes findings that are validated against
+what it was given. The preset bounds the whole run whatever the profile's size (quick <= 12
+calls, standard <= 60, deep <= 200, deeper waves included); the report says which share of
+the selected cycles the calls examined and what they left out. Valid findings merge into
+ideas, one per mechanism; open questions go one wave deeper (--depth). Budgets stop the run
 cleanly and keep everything. Every call is recorded (see `pcscope calls`).
+
+Ideas rank by expected upside = own share x modelled penalty x confidence. In the JSON
+report an idea's "weight" is its own share (its PCs and its mechanisms' sites, each
+instruction counted once); "window_weight" is the share of the windows holding its PCs
+(what "weight" meant before), "pc_weight" the share of its cited PCs alone, "upside" and
+"upside_how" the expected upside and how it was computed, "mechanisms" its mech: IDs.
 
 The default model is the offline analyst: deterministic, rule-based, no network. Without
 --guide the bundled uArch and software optimization guides ground the recommendations.
@@ -53,7 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--model", metavar="NAME", default="offline",
                    help=f"{MODEL_HELP}, scripted:MODES (tests)")
     g.add_argument("--strategy", choices=("bounded", "full-prompt"), default="bounded",
-                   help="bounded calls over slices (default) or the legacy single full prompt")
+                   help="bounded calls on ranked candidates (default) or the legacy single "
+                        "full prompt")
     g.add_argument("--review", choices=("rules", "model"), default="rules",
                    help="gatekeeper review after each wave: rules (default) or one model call")
     g.add_argument("--preset", metavar="NAME",
@@ -61,7 +72,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--depth", type=positive_int, metavar="N", help="waves (default 2)")
     g.add_argument("--concurrency", type=positive_int, metavar="N",
                    help="calls at once (default 8)")
-    g.add_argument("--max-calls", type=positive_int, metavar="N", help="call budget")
+    g.add_argument("--max-calls", type=positive_int, metavar="N",
+                   help="calls in the whole run, every wave included (the plan fits it)")
     g.add_argument("--max-tokens", type=positive_int, metavar="N", help="token budget")
     g.add_argument("--max-seconds", type=positive_float, metavar="S", help="wall-clock budget")
     g.add_argument("--focus", metavar="CATS", type=_categories,
@@ -216,7 +228,13 @@ def _summary(result: RunResult, report: dict, stream) -> None:
     print(f"{analyst_label(result.model)}: {len(result.ideas)} ideas from {cost['calls']} calls "
           f"({len(result.rejected)} findings rejected), stopped: {result.stop_reason}, "
           f"{cost['seconds']:.1f} s, run {result.run}", file=stream)
+    plan = result.plan
+    if plan is not None:
+        print(f"examined {plan.examined_share:.1%} of the selected cycles in {len(plan.calls)} "
+              f"first-wave calls; left out {len(plan.left_out):,} of {plan.candidates:,} "
+              f"candidates ({sum(c.share for c in plan.left_out):.2%} of the total)",
+              file=stream)
     for rank, idea in enumerate(result.ideas[:20], 1):
         pcs = ", ".join(f"0x{pc:x}" for pc in idea.pcs[:3])
-        print(f"{rank:>3}. {idea.weight:7.2%} x {idea.confidence:.2f}  {idea.category:<18} "
+        print(f"{rank:>3}. {idea.score:7.3%} upside ({idea.weight:.2%} own)  {idea.category:<18} "
               f"{idea.basis:<12} {idea.title}  [{pcs}]", file=stream)

@@ -80,9 +80,13 @@ def load_parts(folder: Path, profile: Profile, inputs: Inputs) -> Workload:
             return {}
         return msgspec.msgpack.decode(path.read_bytes(), type=dict[int, dict])
 
+    # Read now, like the guides: a workload opened from a fresh build keeps working after
+    # a later open moves that build folder (the planner reads mechanisms of every run).
+    mechanisms = MechanismTable(msgspec.msgpack.decode(
+        (folder / "mechanisms.msgpack").read_bytes(), type=tuple[Mechanism, ...]))
+
     def load_mechanisms() -> MechanismTable:
-        data = (folder / "mechanisms.msgpack").read_bytes()
-        return MechanismTable(msgspec.msgpack.decode(data, type=tuple[Mechanism, ...]))
+        return mechanisms
 
     def open_text():
         from pcscope.index.text import TextIndex

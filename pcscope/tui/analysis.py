@@ -14,9 +14,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from textual.message import Message
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
@@ -39,11 +41,29 @@ class Scope:
     selection: HotSelection | None  # None: the preset's own hot selection
 
 
+class RunChanged(Message):
+    """What the panes show of the analysis now: posted to the screen once per batch of
+    engine events (the controller never draws into the panes itself)."""
+
+    def __init__(self, run: RunView, *, restart: str | None = None,
+                 changed: frozenset[str] = frozenset(),
+                 ideas: tuple[Mapping[str, Any], ...] | None = None,
+                 status: str | None = None, calls_badge: str | None = None) -> None:
+        super().__init__()
+        self.run = run
+        self.restart = restart  # a new run: the calls tree starts again with this title
+        self.changed = changed  # calls whose detail may need a redraw
+        self.ideas = ideas  # report-form ideas, best first (None: unchanged)
+        self.status = status
+        self.calls_badge = calls_badge
+
+
 class AnalysisController:
     def __init__(self, screen: MainScreen) -> None:
         self.screen = screen
         self.run = RunView()
         self.run_id: int | None = None
+        self._ideas = 0  # ideas the panes were last given
         self._events: deque[ev.Event] = deque()
         self._orchestrator = None
         self._worker: Worker | None = None
@@ -81,8 +101,9 @@ class AnalysisController:
         self._orchestrator = None
         self._cancel = False
         self._started = time.monotonic()
-        self.screen.calls.start(self.run, f"analysis of {scope.title} · {self.run.model}")
-        self.screen.set_run_status(f" starting analysis of {scope.title}…")
+        self._ideas = 0
+        self._post(restart=f"analysis of {scope.title} · {self.run.model}",
+                   status=f" starting analysis of {scope.title}…")
         self._worker = in_thread(self.screen, lambda: self._run(scope), name="analysis",
                                  group="analysis")
         self._timer = self.screen.set_interval(BATCH_SECONDS, self._drain)
@@ -111,7 +132,7 @@ class AnalysisController:
         self._cancel = True
         if self._orchestrator is not None:
             self._orchestrator.cancel()
-        self.screen.set_run_status(" cancelling… (finished calls are kept)")
+        self._post(status=" cancelling… (finished calls are kept)")
 
     def close(self) -> None:
         """The screen is going: stop the run and the batch timer (no more redraws)."""
@@ -138,12 +159,9 @@ class AnalysisController:
             if getattr(event, "call", None):
                 changed.add(event.call)
             if isinstance(event, ev.IdeasUpdated):
-                ideas = list(event.ideas)
+                ideas = tuple(event.ideas)
         self.run_id = self.run.run
-        self.screen.calls.sync(changed)
-        if ideas is not None:
-            self.screen.set_ideas(ideas)
-        self._status()
+        self._post(changed=frozenset(changed), ideas=ideas, **self._status(ideas))
 
     def _finish(self) -> None:
         if self._timer is not None:
@@ -153,46 +171,58 @@ class AnalysisController:
         if worker is None:
             return
         if worker.state == WorkerState.ERROR:  # the app's handler has told the user why
-            self.screen.set_run_status(f" analysis failed: {worker.error}")
+            self._post(status=f" analysis failed: {worker.error}")
             return
+        ideas = None
         if worker.state == WorkerState.SUCCESS and worker.result is not None:
             result = worker.result
             self.run_id = result.run
-            self.screen.set_ideas([idea.to_json() for idea in result.ideas])
-        self._status()
+            ideas = tuple(idea.to_json() for idea in result.ideas)
+        self._post(ideas=ideas, **self._status(ideas))
 
-    def _status(self) -> None:
+    def _post(self, **what: Any) -> None:
+        if what.get("ideas") is not None:
+            self._ideas = len(what["ideas"])
+        self.screen.post_message(RunChanged(self.run, **what))
+
+    def _status(self, ideas: tuple | None = None) -> dict[str, str]:
+        """One compact line — calls by state, findings, ideas, merges, tokens, time and
+        what the call budget has left — and the calls tab's badge."""
         run = self.run
         counts = run.counts()
         tokens_in, tokens_out = run.tokens()
         seconds = time.monotonic() - self._started
         wave = max(run.waves, default=0)
-        ideas = len(self.screen.findings.ideas.ideas)
+        accepted, rejected = run.findings()
+        count = len(ideas) if ideas is not None else self._ideas
         text = (f" analysis r{run.run or '?'} · {run_state(run, wave, counts)} · "
-                f"{calls_summary(counts, len(run.calls))} · {render.plural(ideas, 'idea')} · "
+                f"{calls_summary(counts, len(run.calls))} · findings +{accepted} −{rejected} · "
+                f"{render.plural(count, 'idea')} · {render.plural(run.merges(), 'merge')} · "
                 f"{render.count(tokens_in)}/{render.count(tokens_out)} tokens · "
                 f"{seconds:.1f} s")
+        limit = self.screen.settings.max_calls
+        if limit is not None and not run.done:
+            started = sum(n for s, n in counts.items() if s != "queued")
+            text += f" · {max(0, limit - started)} calls left"
         if run.budget:
             text += f" · {run.budget}"
         if self.running:
             text += " · x cancels"
-        self.screen.set_run_status(text)
         ran = sum(n for s, n in counts.items()
                   if s not in ("queued", "running", "cancelled", "skipped"))
-        self.screen.query_one("PaneBar").set_badge(
-            "calls", f"{ran}/{len(run.calls)}" if run.calls else "")
+        return {"status": text, "calls_badge": f"{ran}/{len(run.calls)}" if run.calls else ""}
 
     # -- a recorded run ------------------------------------------------------------------
     def show_recorded(self, info, ideas: list[dict], records: list) -> None:
         """The latest run of this profile, as the session store kept it."""
         self.run = from_records(info.id, info.model, records)
         self.run_id = info.id
-        self.screen.calls.start(self.run, f"run r{info.id} · {info.model} · {info.status}")
-        self.screen.calls.sync(set(self.run.calls))
-        self.screen.set_ideas(ideas)
-        self.screen.set_run_status(
-            f" recorded run r{info.id} ({info.model}, {info.stop_reason or info.status}): "
-            f"{len(ideas)} ideas, {len(records)} calls — a / A analyze again")
+        self._post(restart=f"run r{info.id} · {info.model} · {info.status}",
+                   changed=frozenset(self.run.calls), ideas=tuple(ideas),
+                   status=f" recorded run r{info.id} ({info.model}, "
+                          f"{info.stop_reason or info.status}): "
+                          f"{render.plural(len(ideas), 'idea')}, "
+                          f"{render.plural(len(records), 'call')} — a / A analyze again")
 
 
 def run_state(run: RunView, wave: int, counts: dict[str, int]) -> str:
@@ -202,6 +232,8 @@ def run_state(run: RunView, wave: int, counts: dict[str, int]) -> str:
     reason = run.stop_reason or ""
     if reason in ("complete", "cancelled", "recorded"):
         return reason
+    if reason == "coverage":  # every planned call ran; the call bound left candidates out
+        return "complete (coverage stop)"
     return f"stopped by {reason}"
 
 

@@ -101,6 +101,8 @@ SPECS: tuple[KeySpec, ...] = (
     KeySpec("findings.reject", "r", "verdict('rejected')", "Reject"),
     KeySpec("findings.reset", "u", "verdict('proposed')", "Undecide", show=False),
     KeySpec("findings.note", "i", "note", "Note"),
+    KeySpec("findings.detail_down", "J", "scroll_detail(3)", "Scroll detail down", show=False),
+    KeySpec("findings.detail_up", "K", "scroll_detail(-3)", "Scroll detail up", show=False),
     KeySpec("evidence.follow", "enter,l", "follow", "Jump to evidence"),
     KeySpec("evidence.back", "backspace,h", "back", "Back to ideas"),
     KeySpec("calls.down", "j", "cursor_down", "Down", show=False),

@@ -34,6 +34,19 @@ class CallView:
     raw: str | None = None  # from the session record once the call is saved
 
 
+@dataclass(frozen=True)
+class GateEntry:
+    """One thing the gatekeeper did after a wave: merged findings into an idea, rejected a
+    finding (a reviewer's withdrawal), or sent a question one wave deeper as a call."""
+
+    kind: str  # merge | reject | question
+    wave: int
+    key: str  # the idea (merge), finding title (reject) or deeper call (question)
+    text: str  # one line for the tree
+    reason: str
+    ids: tuple[str, ...] = ()  # findings merged; the finding asked about and its call
+
+
 @dataclass
 class RunView:
     run: int | None = None
@@ -41,12 +54,26 @@ class RunView:
     calls: dict[str, CallView] = field(default_factory=dict)
     waves: dict[int, list[str]] = field(default_factory=dict)
     merged: dict[str, tuple[str, ...]] = field(default_factory=dict)  # idea -> findings
+    gate: dict[int, dict[str, GateEntry]] = field(default_factory=dict)  # wave -> key -> entry
+    ideas: dict[str, dict] = field(default_factory=dict)  # the latest ranked ideas, by ID
     budget: str | None = None
     stop_reason: str | None = None
 
     @property
     def done(self) -> bool:
         return self.stop_reason is not None
+
+    def _gate(self, entry: GateEntry) -> None:
+        """Entries keyed per wave: an idea that grows is the same entry, updated in place."""
+        self.gate.setdefault(entry.wave, {})[entry.key] = entry
+
+    def merges(self) -> int:
+        return sum(e.kind == "merge" for wave in self.gate.values() for e in wave.values())
+
+    def findings(self) -> tuple[int, int]:
+        """(accepted, rejected) findings over the run's calls."""
+        return (sum(len(c.accepted) for c in self.calls.values()),
+                sum(c.rejected for c in self.calls.values()))
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -76,6 +103,21 @@ class RunView:
                     call.status = "skipped" if call.status == "queued" else "cancelled"
         elif isinstance(event, ev.IdeasMerged):
             self.merged[event.idea] = event.merged_from
+            self._gate(GateEntry("merge", event.wave, event.idea,
+                                 f"⊕ {event.idea} ← {len(event.merged_from)} findings",
+                                 event.reason, event.merged_from))
+        elif isinstance(event, ev.QuestionAsked):
+            self._gate(GateEntry("question", event.wave, event.call,
+                                 f"? {event.question[:60]} → {event.call}",
+                                 f"asked of {event.finding} (idea {event.idea})",
+                                 (event.finding, event.call)))
+        elif isinstance(event, ev.IdeasUpdated):
+            self.ideas = {idea["id"]: idea for idea in event.ideas}
+        elif isinstance(event, ev.FindingRejected) and event.reason.startswith("review:"):
+            wave = self.calls[event.call].wave if event.call in self.calls else 0
+            title = event.title or "(untitled)"
+            self._gate(GateEntry("reject", wave, f"{event.call}:{title}", f"✗ {title[:60]}",
+                                 event.reason, (event.call,)))
         call = self.calls.get(getattr(event, "call", ""))
         if call is not None:
             _apply_to_call(call, event)

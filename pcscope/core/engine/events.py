@@ -94,8 +94,24 @@ class FindingRejected(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class IdeasMerged(Event):
+    """The gatekeeper made one idea of several findings (published as it happens, after
+    each wave), and why they are one: same mechanism, same code shape, or a shared PC."""
+
     idea: str
     merged_from: tuple[str, ...]
+    wave: int = 0
+    reason: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class QuestionAsked(Event):
+    """An open question the gatekeeper sends one wave deeper, as the call that answers it."""
+
+    wave: int  # the wave that asked
+    question: str
+    finding: str
+    idea: str
+    call: str  # the deeper call
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,6 +144,7 @@ _KINDS: dict[type, str] = {
     CallFinished: "call_finished",
     FindingRejected: "finding_rejected",
     IdeasMerged: "ideas_merged",
+    QuestionAsked: "question_asked",
     IdeasUpdated: "ideas_updated",
     BudgetReached: "budget_reached",
     RunDone: "run_done",

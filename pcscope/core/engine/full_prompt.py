@@ -235,7 +235,7 @@ class FullPromptOrchestrator(Orchestrator):
                                 measure_of(self.backend), self._alp)
         return await super().run()
 
-    def _slice_plans(self, selection: HotSelection, hints) -> list:
+    def _first_wave(self, selection: HotSelection, hints) -> list:
         prompt = self.prompt
         assert prompt is not None, "run() fits the prompt first"
         notes = tuple(h.id for h in hints)

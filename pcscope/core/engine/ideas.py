@@ -7,7 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from pcscope.core.contract.findings import Finding
+from pcscope.core.engine.penalties import Penalty, penalty
 from pcscope.core.ids import hex_pc
+from pcscope.core.mechanisms import MechanismTable
 from pcscope.core.profile import Profile
 
 BASIS_STRENGTH = {"measured": 2, "predicted": 1, "profile-only": 0}
@@ -50,16 +52,27 @@ class Idea:
     recommendation: str
     pcs: tuple[int, ...]
     evidence: tuple[str, ...]
-    weight: float
-    pc_weight: float
+    weight: float  # own share: its PCs and its mechanisms' sites, each counted once
+    window_weight: float  # share of the windows holding its PCs, each window once
+    pc_weight: float  # share of its cited PCs alone
     confidence: float
     basis: str
     merged_from: tuple[str, ...]
     questions: tuple[str, ...] = ()
+    mechanisms: tuple[str, ...] = ()  # mech: IDs it is about
+
+    @property
+    def penalty(self) -> Penalty:
+        return penalty(self.category)
 
     @property
     def score(self) -> float:
-        return self.weight * self.confidence
+        """The expected upside: own share × modelled penalty × confidence."""
+        return self.weight * self.penalty.fraction * self.confidence
+
+    def upside_how(self) -> str:
+        return (f"own share {self.weight:.2%} × modelled penalty {self.penalty.fraction:.2f} "
+                f"({self.category}: {self.penalty.why}) × confidence {self.confidence:.2f}")
 
     def to_json(self) -> dict:
         """Exactly the keys of a report idea (formats.md §4)."""
@@ -73,7 +86,11 @@ class Idea:
             "pcs": [hex_pc(pc) for pc in self.pcs],
             "evidence": list(self.evidence),
             "weight": round(self.weight, 6),
+            "window_weight": round(self.window_weight, 6),
             "pc_weight": round(self.pc_weight, 6),
+            "mechanisms": list(self.mechanisms),
+            "upside": round(self.score, 6),
+            "upside_how": self.upside_how(),
             "confidence": round(self.confidence, 3),
             "basis": self.basis,
             "merged_from": list(self.merged_from),
@@ -85,12 +102,24 @@ def windows_of(profile: Profile, pcs: tuple[int, ...]) -> frozenset[int]:
     return frozenset(int(profile.window[r]) for r in rows if r is not None)
 
 
-def weights_of(profile: Profile, pcs: tuple[int, ...]) -> tuple[float, float]:
-    """(share of the windows holding ``pcs``, each once; share of the PCs themselves)."""
+@dataclass(frozen=True)
+class Shares:
+    own: float  # the PCs and the mechanisms' sites, each instruction once
+    windows: float  # the windows holding the PCs, each once
+    pcs: float  # the PCs alone
+
+
+def shares_of(profile: Profile, pcs: tuple[int, ...], mechanisms: MechanismTable,
+              mechanism_ids: tuple[str, ...]) -> Shares:
     if not profile.total:
-        return 0.0, 0.0
+        return Shares(0.0, 0.0, 0.0)
     rows = [r for r in (profile.row_of(pc) for pc in pcs) if r is not None]
-    windows = {int(profile.window[r]) for r in rows}
-    window_value = int(np.sum(profile.windows.value[sorted(windows)])) if windows else 0
+    windows = sorted({int(profile.window[r]) for r in rows})
+    window_value = int(np.sum(profile.windows.value[windows])) if windows else 0
+    own_pcs = {pc for i in mechanism_ids if (m := mechanisms.get(i)) is not None
+               for pc in m.pcs}
+    own_rows = set(rows) | {r for r in (profile.row_of(pc) for pc in own_pcs) if r is not None}
     pc_value = int(np.sum(profile.value[rows])) if rows else 0
-    return window_value / profile.total, pc_value / profile.total
+    own_value = int(np.sum(profile.value[sorted(own_rows)])) if own_rows else 0
+    total = profile.total
+    return Shares(own_value / total, window_value / total, pc_value / total)

@@ -22,9 +22,10 @@ from pcscope.core.backends.llm.conversation import Task
 from pcscope.core.backends.llm.turns import TurnContext
 from pcscope.core.contract.backend import ToolResult, Usage
 from pcscope.core.engine.gatekeeper import Question, merge
-from pcscope.core.engine.ideas import BASIS_STRENGTH, Accepted, Idea, weights_of
+from pcscope.core.engine.ideas import BASIS_STRENGTH, Accepted, Idea, shares_of
 from pcscope.core.evidence import EvidenceStore
 from pcscope.core.ids import hex_pc
+from pcscope.core.mechanisms import MechanismTable
 from pcscope.core.profile import Profile
 
 
@@ -57,6 +58,7 @@ class ReviewOutput(BaseModel):
     summary: str = Field(default="", max_length=2000)
 
 
+_EMPTY = MechanismTable()
 SUBMIT_REVIEW = request_bodies.answer_tool(
     "submit_review", "Submit the review: merges, rejections and follow-up questions.",
     ReviewOutput)
@@ -149,16 +151,17 @@ def check(review: ReviewOutput, accepted: list[Accepted],
 
 
 def apply(review: ReviewOutput, accepted: list[Accepted], profile: Profile,
-          limit: int) -> Review:
+          limit: int, mechanisms: MechanismTable = _EMPTY) -> Review:
     """Rejections out, the rule merge, then the model's merges on top; its questions."""
     rejected = {r.finding: r.reason for r in review.rejections}
     kept = [a for a in accepted if a.id not in rejected]
-    ideas = merge(kept, profile)
+    ideas = merge(kept, profile, mechanisms)
     for proposal in review.merges:
         named = set(proposal.findings)
         joined = [i for i in ideas if named & set(i.merged_from)]
         if len(joined) > 1:
-            ideas = [i for i in ideas if i not in joined] + [combine(joined, profile)]
+            ideas = [i for i in ideas if i not in joined] + [combine(joined, profile,
+                                                                     mechanisms)]
     ideas.sort(key=lambda i: (-i.score, -i.weight, i.id))
     by_id = {a.id: a for a in kept}
     idea_of = {fid: i.id for i in ideas for fid in i.merged_from}
@@ -167,17 +170,19 @@ def apply(review: ReviewOutput, accepted: list[Accepted], profile: Profile,
     return Review(ideas, asked, rejected)
 
 
-def combine(ideas: list[Idea], profile: Profile) -> Idea:
+def combine(ideas: list[Idea], profile: Profile, mechanisms: MechanismTable = _EMPTY) -> Idea:
     """One idea from several: the strongest one's text, the union of the rest."""
     best = max(ideas, key=lambda i: (BASIS_STRENGTH[i.basis], i.confidence, len(i.evidence)))
     pcs = tuple(dict.fromkeys(pc for i in [best, *ideas] for pc in i.pcs))
     evidence = tuple(dict.fromkeys(e for i in [best, *ideas] for e in i.evidence))
     merged = tuple(dict.fromkeys(f for i in ideas for f in i.merged_from))
-    weight, pc_weight = weights_of(profile, pcs)
+    tied = tuple(dict.fromkeys(m for i in ideas for m in i.mechanisms))
+    shares = shares_of(profile, pcs, mechanisms, tied)
     return Idea(id=f"idea:{best.category}:{hex_pc(min(pcs))}", title=best.title,
                 category=best.category, target=best.target, claim=best.claim,
                 recommendation=best.recommendation, pcs=pcs, evidence=evidence,
-                weight=weight, pc_weight=pc_weight,
+                weight=shares.own, window_weight=shares.windows, pc_weight=shares.pcs,
+                mechanisms=tied,
                 confidence=max(i.confidence for i in ideas),
                 basis=max((i.basis for i in ideas), key=BASIS_STRENGTH.__getitem__),
                 merged_from=merged,
@@ -189,7 +194,8 @@ async def review_wave(backend, accepted: list[Accepted], store: EvidenceStore, w
     """Ask the model, check its proposals, apply the valid ones. A failed review call
     falls back to the rule gatekeeper (its error kept)."""
     profile = store.profile
-    rule_ideas = merge(accepted, profile)
+    mechanisms = store.workload.mechanisms
+    rule_ideas = merge(accepted, profile, mechanisms)
     ctx = TurnContext(call_id or f"review.w{wave}", wave=wave, depth=wave)
 
     async def no_tools(name: str, _args: dict) -> ToolResult:
@@ -200,7 +206,7 @@ async def review_wave(backend, accepted: list[Accepted], store: EvidenceStore, w
         return Review(rule_ideas, [], error=outcome.error or "review failed",
                       raw=outcome.raw, usage=outcome.usage)
     valid, dropped = check(outcome.output, accepted, store)
-    result = apply(valid, accepted, profile, limit)
+    result = apply(valid, accepted, profile, limit, mechanisms)
     result.dropped, result.raw, result.usage = dropped, outcome.raw, outcome.usage
     return result
 

@@ -1,6 +1,6 @@
-"""The orchestrator: plans slices, runs bounded calls in waves under budgets, validates
-every output, merges findings into ideas, deepens open questions, records everything and
-publishes events.
+"""The orchestrator: plans calls on ranked candidates (mechanisms, unexplained hot windows)
+within the run's call bound, runs them in waves under budgets, validates every output,
+merges findings into ideas, deepens open questions, records everything and publishes events.
 
 Waves run one after another; inside a wave up to ``concurrency`` calls run at once (in
 plan order, i.e. by weight). A budget that runs out stops the run cleanly: calls not yet
@@ -21,7 +21,10 @@ from typing import TYPE_CHECKING, Any
 from pcscope.core.alp import AlpRecord
 from pcscope.core.contract.backend import Backend, CallRequest, CallResponse, Usage
 from pcscope.core.engine import calls as status
+from pcscope.core.engine.briefs import brief, pattern_rows
 from pcscope.core.engine.calls import CallPlan, CallRecord, ToolUse, call_id
+from pcscope.core.engine.candidates import CallGroup, Plan, extend, first_wave_calls
+from pcscope.core.engine.candidates import plan as plan_calls
 from pcscope.core.engine.events import (
     BudgetReached,
     CallFinished,
@@ -32,18 +35,18 @@ from pcscope.core.engine.events import (
     FindingRejected,
     IdeasMerged,
     IdeasUpdated,
+    QuestionAsked,
     RunDone,
     ToolUsed,
     WaveStarted,
 )
-from pcscope.core.engine.gatekeeper import Question, merge, questions
+from pcscope.core.engine.gatekeeper import Question, merge, merge_reason, questions
 from pcscope.core.engine.hints import Hint, HintText, parse_hints
 from pcscope.core.engine.ideas import Accepted, Idea
 from pcscope.core.engine.presets import Settings
 from pcscope.core.engine.report import build_report
 from pcscope.core.engine.run_budget import Budget, Limits, Reservation
 from pcscope.core.engine.session_store import SessionStore
-from pcscope.core.engine.slices import plan_slices
 from pcscope.core.engine.system_prompt import SYSTEM, tokens
 from pcscope.core.engine.tools import SharedMemory, ToolBox, search_guides, tool_specs
 from pcscope.core.engine.validation import Verdict, validate
@@ -64,6 +67,7 @@ for the next wave and the findings it rejected; the default is the rule gatekeep
 OUTPUT_ALLOWANCE = 1000  # tokens reserved for a call's answer before it runs
 REVIEW_TOKENS_PER_FINDING = 150  # a finding's entry in a review prompt, about
 COMPLETE = "complete"
+COVERAGE = "coverage"  # every planned call ran; the call bound left candidates out
 CANCELLED = "cancelled"
 SKIPPED = "skipped"  # queued but never started (a budget ran out or the run was cancelled)
 
@@ -80,6 +84,8 @@ class RunResult:
     accepted: list[Accepted]
     hints: list[Hint]
     seconds: float
+    plan: Plan | None = None  # the first wave's candidates: what was examined, left out
+    plan_seconds: float = 0.0
     resumed: bool = False
 
     @property
@@ -120,6 +126,7 @@ class Orchestrator:
         self._reviewer = reviewer
         self._selection = selection
         self._ideas: list[Idea] = []
+        self._merged: dict[str, tuple[str, ...]] = {}  # idea -> findings, as last announced
         self._reviewed = False
         self._tools = tool_specs()
         self._system = SYSTEM
@@ -133,6 +140,8 @@ class Orchestrator:
         self._announced = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self.run_id = 0
+        self.plan: Plan | None = None
+        self.plan_seconds = 0.0
         self.result: RunResult | None = None
 
     # -- control -------------------------------------------------------------------------
@@ -185,7 +194,7 @@ class Orchestrator:
                  if settings.max_seconds else None)
         self._semaphore = asyncio.Semaphore(settings.concurrency)
         try:
-            plans = self._slice_plans(selection, hints)
+            plans = self._first_wave(selection, hints)
             for wave in range(1, settings.depth + 1):
                 if not plans or self._stop:
                     break
@@ -195,11 +204,18 @@ class Orchestrator:
                 last = wave == settings.depth or self._stop
                 asked = await self._review(wave, self._accepted[before:],
                                            0 if last else settings.max_questions)
+                self._announce_merges(wave, self._ideas)
                 self.bus.publish(IdeasUpdated(run=self.run_id,
                                               ideas=tuple(i.to_json() for i in self._ideas)))
                 if last:
                     break
+                asked = asked[: self._calls_left(wave + 1)]
                 plans = [self._question_plan(q, wave + 1, n) for n, q in enumerate(asked, 1)]
+                for question, plan in zip(asked, plans, strict=True):
+                    self.bus.publish(QuestionAsked(
+                        run=self.run_id, wave=wave, question=question.text,
+                        finding=question.finding.id, idea=question.idea, call=plan.id))
+                plans += self._continuation(selection, hints, wave + 1, len(plans))
         except asyncio.CancelledError:
             self._cancelled = True
             self._finish(selection, hints, started, resumed)
@@ -244,26 +260,27 @@ class Orchestrator:
         if self._cancelled:
             reason = CANCELLED
         else:
-            reason = self.budget.exhausted or COMPLETE
+            left_out = self.plan is not None and bool(self.plan.left_out)
+            reason = self.budget.exhausted or (COVERAGE if left_out else COMPLETE)
         for record in self._records.values():
             if record.status in ("queued", "running", status.CANCELLED):
                 record.status = SKIPPED if record.status == "queued" else status.CANCELLED
                 self._save(record)
         # A reviewer's last word stands; the rule gatekeeper sees every finding accepted.
         reviewed = self._reviewer is not None and self._reviewed
-        ideas = self._ideas if reviewed else merge(self._accepted, self.workload.profile)
-        for idea in ideas:
-            if len(idea.merged_from) > 1:
-                self.bus.publish(IdeasMerged(run=self.run_id, idea=idea.id,
-                                             merged_from=idea.merged_from))
+        ideas = self._ideas if reviewed else merge(self._accepted, self.workload.profile,
+                                        self.workload.mechanisms)
+        self._announce_merges(max((r.wave for r in self._records.values()), default=0), ideas)
         self.result = RunResult(
             run=self.run_id, model=self.backend.name, settings=self.settings,
             selection=selection, stop_reason=reason, ideas=ideas,
             records=list(self._records.values()), accepted=list(self._accepted), hints=hints,
-            seconds=time.monotonic() - started, resumed=resumed,
+            seconds=time.monotonic() - started, plan=self.plan,
+            plan_seconds=self.plan_seconds, resumed=resumed,
         )
         self.session.save_ideas(self.run_id, [i.to_json() for i in ideas])
-        run_status = {COMPLETE: "done", CANCELLED: "cancelled"}.get(reason, "stopped")
+        run_status = {COMPLETE: "done", COVERAGE: "done",
+                      CANCELLED: "cancelled"}.get(reason, "stopped")
         self.session.finish_run(self.run_id, run_status, reason,
                                 build_report(self.result, self.workload))
         self.bus.publish(RunDone(run=self.run_id, stop_reason=reason, ideas=len(ideas),
@@ -276,12 +293,14 @@ class Orchestrator:
         """Merge and rank everything accepted so far; pick the questions for the next wave.
         A reviewer (e.g. a model) may also reject findings, recorded with its reason."""
         if self._reviewer is None:
-            self._ideas = merge(self._accepted, self.workload.profile)
+            self._ideas = merge(self._accepted, self.workload.profile,
+                                        self.workload.mechanisms)
             self._reviewed = True
             return questions(self._ideas, fresh, limit)
         review = await self._review_call(wave, limit)
         if review is None:  # not run (a budget) or failed before answering
-            self._ideas = merge(self._accepted, self.workload.profile)
+            self._ideas = merge(self._accepted, self.workload.profile,
+                                        self.workload.mechanisms)
             return []
         for fid, reason in review.rejected.items():
             self._withdraw(fid, f"review: {reason}")
@@ -334,6 +353,17 @@ class Orchestrator:
         self._settle(reservation, record, self._weighed(record))
         return review
 
+    def _announce_merges(self, wave: int, ideas: list[Idea]) -> None:
+        """Each merge once, as the gatekeeper makes it (an idea that grows is announced
+        again with all its findings)."""
+        for idea in ideas:
+            if len(idea.merged_from) < 2 or self._merged.get(idea.id) == idea.merged_from:
+                continue
+            self._merged[idea.id] = idea.merged_from
+            self.bus.publish(IdeasMerged(
+                run=self.run_id, idea=idea.id, merged_from=idea.merged_from, wave=wave,
+                reason=merge_reason(idea, self._accepted, self.workload.profile)))
+
     def _withdraw(self, fid: str, reason: str) -> None:
         found = next((a for a in self._accepted if a.id == fid), None)
         if found is None:
@@ -347,26 +377,85 @@ class Orchestrator:
                                          title=found.finding.title))
 
     # -- planning ------------------------------------------------------------------------
-    def _slice_plans(self, selection: HotSelection, hints: list[Hint]) -> list[CallPlan]:
+    def _first_wave(self, selection: HotSelection, hints: list[Hint]) -> list[CallPlan]:
+        """One call per group of ranked candidates, as many as the call bound leaves for
+        the first wave; the plan (and what it left out) is kept for the report."""
         s = self.settings
-        self.shared.alp.preload(selection.pcs(self.workload.profile).tolist())
-        slices = plan_slices(
-            self.workload, selection, windows_per_slice=s.windows_per_slice,
-            token_cap=s.slice_tokens, guide_k=s.guide_k, hints=hints,
-            alp_line=self._alp_line,
-            guide_search=lambda query, k: search_guides(self.shared, query, k),
-        )
-        run_wide = tuple(h.id for h in hints if h.pc is None and h.window is None)
-        plans = []
-        for sl in slices:
-            given = sl.given() + tuple(i for i in run_wide if i not in sl.given())
-            plans.append(CallPlan(id=call_id(1, sl.number), wave=1, parent=None,
-                                  title=sl.title, brief=sl.brief(), given=given,
-                                  seed=sl.seed(s.focus), weight=sl.weight))
+        clock = time.perf_counter()
+        self.plan = plan_calls(self.workload, selection,
+                               calls=first_wave_calls(s, self._reviewer is not None),
+                               windows_per_call=s.windows_per_slice, hints=hints)
+        plans = self._briefed(list(self.plan.calls), 1, 0, hints)
+        self.plan_seconds = time.perf_counter() - clock
         return plans
 
-    def _alp_line(self, pc: int) -> AlpRecord | None:
-        return self.shared.alp.record(pc)
+    def _continuation(self, selection: HotSelection, hints: list[Hint], wave: int,
+                      taken: int) -> list[CallPlan]:
+        """The calls a deeper wave's questions leave unused, on the best candidates the
+        plan left out (numbered after the questions)."""
+        spare = self._calls_spare(wave) - taken
+        if self.plan is None or not self.plan.left_out or spare <= 0:
+            return []
+        self.plan, groups = extend(self.workload, selection, self.plan, calls=spare,
+                                   windows_per_call=self.settings.windows_per_slice)
+        first = groups[0].number if groups else 0
+        return self._briefed(groups, wave, taken - first + 1, hints)
+
+    def _briefed(self, groups: list[CallGroup], wave: int, offset: int,
+                 hints: list[Hint]) -> list[CallPlan]:
+        """A call plan per group: its brief built and the IDs it is given; call numbers are
+        the groups' plus ``offset``."""
+        s = self.settings
+        self.shared.alp.preload(self._planned_pcs(groups))  # one pass for every brief
+        marked = pattern_rows(self.workload)
+        run_wide = tuple(h.id for h in hints if h.pc is None and h.window is None)
+        plans = []
+        for group in groups:
+            made = brief(self.workload, group, token_cap=s.slice_tokens, guide_k=s.guide_k,
+                         alp_records=self._alp_records, marked=marked, hints=hints,
+                         guide_search=lambda query, k: search_guides(self.shared, query, k))
+            given = made.given() + tuple(i for i in run_wide if i not in made.given())
+            plans.append(CallPlan(id=call_id(wave, group.number + offset), wave=wave,
+                                  parent=None, title=made.title, brief=made.text(),
+                                  given=given, seed=made.seed(s.focus), weight=made.share))
+        return plans
+
+    def _planned_pcs(self, groups: list[CallGroup]) -> list[int]:
+        """Every PC the groups' briefs could show."""
+        profile = self.workload.profile
+        pcs: list[int] = []
+        for group in groups:
+            for c in group.candidates:
+                if c.mechanism is not None:
+                    pcs += c.mechanism.pcs
+                else:
+                    pcs += profile.pc[profile.window_rows(c.windows[0])].tolist()
+        return pcs
+
+    def _calls_spare(self, wave: int) -> int:
+        """Calls wave ``wave`` may make while keeping the later waves' questions and the
+        reviews still to come."""
+        s = self.settings
+        if s.max_calls is None:
+            return 0
+        reviews = (s.depth - wave + 1) if self._reviewer is not None else 0
+        later = (s.depth - wave) * s.max_questions
+        return max(0, s.max_calls - self.budget.calls - reviews - later)
+
+    def _calls_left(self, wave: int) -> int:
+        """Calls a deeper wave may make: the bound less the calls made and the reviews
+        still to come."""
+        limit = self.settings.max_calls
+        if limit is None:
+            return self.settings.max_questions
+        reviews = (self.settings.depth - wave + 1) if self._reviewer is not None else 0
+        return max(0, min(self.settings.max_questions, limit - self.budget.calls - reviews))
+
+    def _alp_records(self, pcs: list[int]) -> list[AlpRecord | None]:
+        """The ALP records of ``pcs`` (built in one pass)."""
+        alp = self.shared.alp
+        alp.preload(pcs)
+        return [alp.record(pc) for pc in pcs]
 
     def _question_plan(self, question: Question, wave: int, n: int) -> CallPlan:
         accepted = question.finding

@@ -28,12 +28,12 @@ class Settings:
     depth: int = 2
     concurrency: int = 8
     windows_per_slice: int = 4
-    slice_tokens: int = 6000
-    guide_k: int = 3
-    max_calls: int | None = 400
+    slice_tokens: int = 1600
+    guide_k: int = 2
+    max_calls: int | None = 60  # the whole run: every wave and review
     max_tokens: int | None = 8_000_000
     max_seconds: float | None = 3600.0
-    max_questions: int = 16  # deeper calls per wave
+    max_questions: int = 12  # deeper calls per wave (within max_calls)
     focus: tuple[str, ...] = ()  # categories to concentrate on (empty: all)
     guides: tuple[str, ...] = ()  # guide files used when none are given on the command line
 

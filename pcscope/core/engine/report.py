@@ -1,18 +1,23 @@
 """Analysis reports: the JSON of formats.md §4 and a Markdown report an engineer can forward.
 
-The JSON holds exactly the spec's keys plus ``run`` (the resolved settings, stop reason and
-hints, so any run can be repeated). The Markdown ranks the ideas; each shows its claim and
-recommendation and an evidence table: PC, asm, share of samples, ALP figures, and the
-guide sections it cites, quoted briefly.
+The JSON holds exactly the spec's keys plus ``run`` (the resolved settings, stop reason,
+hints and coverage, so any run can be repeated and its reach judged). The Markdown opens
+with a coverage table (the top functions and mechanisms: idea, or why not), then ranks the
+ideas by expected upside; each names its analyst once and shows its claim, recommendation
+and an evidence table (PC, asm, share, ALP figures with their units; instructions without
+samples left out) and the guide sections it cites, quoted briefly. The calls are listed in
+an appendix.
 """
 
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import TYPE_CHECKING
 
 from pcscope import __version__
 from pcscope.core.alp import AlpRecord
+from pcscope.core.engine.coverage import coverage_rows
 from pcscope.core.evidence import EvidenceStore
 from pcscope.core.ids import hex_pc, kind_of
 from pcscope.core.summary import profile_summary
@@ -22,7 +27,9 @@ if TYPE_CHECKING:
     from pcscope.core.engine.orchestrator import RunResult
 
 RULE_BASED = "offline"
+RULE_LABEL = "[rule-based]"  # the offline analyst's mark on each text it writes
 QUOTE_CHARS = 220
+WRAP = 100  # characters per line of an evidence list
 
 
 def analyst_label(model: str) -> str:
@@ -61,6 +68,11 @@ def build_report(result: RunResult, workload: Workload) -> dict:
                 "guides": [str(p) for p in workload.guide_paths],
             },
             "hints": [h.to_json() for h in result.hints],
+            "plan_seconds": round(result.plan_seconds, 3),
+            "coverage": {
+                **(result.plan.to_json() if result.plan is not None else {}),
+                "table": [row.to_json() for row in coverage_rows(result, workload)],
+            },
         },
     }
 
@@ -84,10 +96,19 @@ def markdown_report(report: dict, workload: Workload) -> str:
         f"{' (estimated: what a model would read and write)' if offline else ''}, "
         f"{cost['seconds']:.1f} s",
     ]
+    coverage = run.get("coverage", {})
+    if "examined_share" in coverage:
+        out.append(f"- Coverage: the calls examined {coverage['examined_share']:.1%} of the "
+                   f"selected cycles ({coverage['candidates']:,} candidates, "
+                   f"{coverage['calls']} first-wave calls); left out "
+                   f"{coverage['left_out_count']:,} candidates holding "
+                   f"{coverage['left_out_share']:.2%} of the total")
     if run["hints"]:
         out.append("- Engineers' notes: " + "; ".join(
             f"{h['id']} ({h['scope']}): {h['text']}" for h in run["hints"]))
-    out += ["", f"## Ideas ({len(report['ideas'])}, ranked by weight × confidence)", ""]
+    out += ["", *_coverage_md(coverage.get("table", []))]
+    out += [f"## Ideas ({len(report['ideas'])}, ranked by expected upside: own share × "
+            f"modelled penalty × confidence)", ""]
     if not report["ideas"]:
         out += ["No idea passed validation.", ""]
     for rank, idea in enumerate(report["ideas"], 1):
@@ -96,8 +117,9 @@ def markdown_report(report: dict, workload: Workload) -> str:
         out += ["## Rejected outputs", "", "| call | reason |", "| --- | --- |"]
         out += [f"| {r['call']} | {_cell(r['reason'])} |" for r in report["rejected"]]
         out.append("")
-    out += ["## Calls", "", "| call | wave | parent | status | input | cache write | "
-                            "cache read | output | s |",
+    out += ["## Appendix: calls", "",
+            "| call | wave | parent | status | input (tokens) | cache write (tokens) | "
+            "cache read (tokens) | output (tokens) | time (s) |",
             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     out += [f"| {c['id']} | {c['wave']} | {c['parent'] or ''} | {c['status']} | "
             f"{c['input_tokens']:,} | {c['cache_write_tokens']:,} | {c['cached_tokens']:,} | "
@@ -105,30 +127,57 @@ def markdown_report(report: dict, workload: Workload) -> str:
     return "\n".join(out) + "\n"
 
 
+def _coverage_md(table: list[dict]) -> list[str]:
+    if not table:
+        return []
+    out = ["## Coverage", "",
+           "| what | name | share (%) | idea | why not |",
+           "| --- | --- | ---: | --- | --- |"]
+    for row in table:
+        ideas = ", ".join(f"#{n}" for n in row["ideas"])
+        found = row["status"] == "idea"
+        out.append(f"| {row['what']} `{row['id']}` | {_cell(row['name'])} | "
+                   f"{row['share']:.2%} | {ideas if found else 'no idea'} | "
+                   f"{'' if found else row['status']} |")
+    return [*out, ""]
+
+
 def _idea_md(rank: int, idea: dict, store: EvidenceStore, model: str) -> list[str]:
     label = " (rule-based)" if model == RULE_BASED else ""
+    mechanisms = idea.get("mechanisms") or []
     out = [
         f"### {rank}. {idea['title']}{label}",
         "",
         f"`{idea['category']}` · target {idea['target']} · basis {idea['basis']} · confidence "
-        f"{idea['confidence']:.2f} · windows {idea['weight']:.2%} of the total, its PCs "
-        f"{idea['pc_weight']:.2%}",
+        f"{idea['confidence']:.2f} · own share {idea['weight']:.2%} of the total (its windows "
+        f"{idea['window_weight']:.2%})"
+        + (f" · mechanism {', '.join(f'`{m}`' for m in mechanisms)}" if mechanisms else ""),
         "",
-        f"**Claim.** {idea['claim']}",
+        f"**Expected upside** ≈ {idea['upside']:.2%} of the total = {idea['upside_how']}.",
         "",
-        f"**Recommendation.** {idea['recommendation']}",
+        f"**Claim.** {_unlabelled(idea['claim'])}",
         "",
-        "| PC | asm | share | ALP |",
+        f"**Recommendation.** {_unlabelled(idea['recommendation'])}",
+        "",
+        "| PC | asm | share (%) | ALP (rates %, latencies cycles) |",
         "| --- | --- | ---: | --- |",
     ]
     profile = store.profile
+    cold = 0
     for text in idea["pcs"]:
         pc = int(text, 16)
         row = store.row(pc)
+        share = profile.share(row)
+        if round(share * 100, 3) == 0:
+            cold += 1
+            continue
         record = store.alp(pc)
         figures = alp_figures(record, idea["category"]) if record is not None else "—"
-        out.append(f"| `{hex_pc(pc)}` | `{_cell(profile.asm(row))}` | {profile.share(row):.3%} | "
+        out.append(f"| `{hex_pc(pc)}` | `{_cell(profile.asm(row))}` | {share:.3%} | "
                    f"{figures} |")
+    if cold:
+        out.append(f"\n({cold} cited instruction{'s' if cold > 1 else ''} with no samples "
+                   f"left out of the table)")
     guides = [e for e in idea["evidence"] if kind_of(e) == "guide"]
     if guides:
         out.append("")
@@ -136,11 +185,24 @@ def _idea_md(rank: int, idea: dict, store: EvidenceStore, model: str) -> list[st
             section = store.resolve(gid)
             out.append(f"> `{gid}` — *{section.title}*: {quote(section.text)}")
     others = [e for e in idea["evidence"] if kind_of(e) not in ("guide",)]
-    out += ["", f"Evidence: {', '.join(f'`{e}`' for e in others)}"]
+    out += ["", *_wrapped("Evidence:", [f"`{e}`" for e in others])]
     if len(idea["merged_from"]) > 1:
-        out.append(f"Merged from: {', '.join(idea['merged_from'])}")
+        out += _wrapped("Merged from:", idea["merged_from"])
     out.append("")
     return out
+
+
+def _wrapped(head: str, items: list[str]) -> list[str]:
+    """A list of IDs as lines of at most ``WRAP`` characters (an ID is never cut); a
+    Markdown hard break ends each line but the last."""
+    lines = textwrap.wrap(f"{head} {', '.join(items)}", WRAP, break_long_words=False,
+                          break_on_hyphens=False)
+    return [line + "  " for line in lines[:-1]] + lines[-1:]
+
+
+def _unlabelled(text: str) -> str:
+    """An idea's text without the analyst's per-paragraph mark (the heading carries it)."""
+    return text.replace(f"{RULE_LABEL} ", "").replace(RULE_LABEL, "")
 
 
 def alp_figures(record: AlpRecord, category: str = "") -> str:
@@ -149,7 +211,8 @@ def alp_figures(record: AlpRecord, category: str = "") -> str:
     parts = []
     b, m = record.branch, record.mem
     if b is not None and b.mispredict_rate is not None:
-        parts.append(f"{b.kind} mispredict {b.mispredict_rate:.1%} of {b.executed:,}")
+        parts.append(f"{b.kind} mispredict {b.mispredict_rate:.1%} of {b.executed:,} "
+                     "executions")
     if m is not None:
         for name, label in (("l1d_miss_rate", "L1D miss"), ("l2_miss_rate", "L2 miss"),
                             ("tlb_miss_rate", "TLB miss")):
@@ -159,12 +222,12 @@ def alp_figures(record: AlpRecord, category: str = "") -> str:
         if category == "store-forwarding" and m.store_forward_rate is not None:
             parts.append(f"forwarded {m.store_forward_rate:.1%}")
         if m.avg_latency is not None:
-            parts.append(f"latency {m.avg_latency:.3g}")
+            parts.append(f"latency {m.avg_latency:.3g} cycles")
     for name, label in (("issue_wait", "issue wait"), ("execute_latency", "execute"),
                         ("retire_wait", "retire wait")):
         value = getattr(record, name)
         if value is not None:
-            parts.append(f"{label} {value:.3g}")
+            parts.append(f"{label} {value:.3g} cycles")
     return _cell("; ".join(parts)) or "—"
 
 

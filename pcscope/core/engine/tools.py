@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from pcscope.core.alp_columns import AlpRecords
 from pcscope.core.contract.backend import ToolResult, ToolSpec
 from pcscope.core.contract.findings import Finding
 from pcscope.core.engine import evidence_text
@@ -184,11 +185,13 @@ class AlpRenderings:
         if self._table is None:
             return
         wanted = {int(pc) for pc in pcs if int(pc) not in self._records}
-        if len(wanted) * 8 < len(self._table.records):
-            return  # a small share: built one by one on use
-        for record in self._table.records.values():
-            if record.pc in wanted:
-                self._records[record.pc] = record
+        records = self._table.records
+        if len(wanted) * 8 < len(records) and isinstance(records, AlpRecords):
+            chosen = records.many(sorted(wanted))  # a small share: only those rows
+        else:
+            chosen = (record for record in records.values() if record.pc in wanted)
+        for record in chosen:
+            self._records[record.pc] = record
 
     def has(self, pc: int) -> bool:
         return pc in self._records or (self._table is not None and pc in self._table.records)

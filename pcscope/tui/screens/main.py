@@ -9,8 +9,9 @@ per-profile state; the panes own their drawing, the engine owns every analysis.
 from __future__ import annotations
 
 import gc
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from textual import events
 from textual.app import ComposeResult
@@ -26,10 +27,12 @@ from pcscope.core.evidence import EvidenceStore
 from pcscope.core.guide_map import sections_for
 from pcscope.core.ids import hex_pc, kind_of, pc_of
 from pcscope.core.locate import locate
-from pcscope.tui.analysis import AnalysisController, preload_engine
+from pcscope.tui import render
+from pcscope.tui.analysis import AnalysisController, RunChanged, preload_engine
 from pcscope.tui.config import TuiConfig
 from pcscope.tui.export import export_report, export_view
 from pcscope.tui.hot_model import HotModel, HotView, compute_badges
+from pcscope.tui.idea_view import ShownIdea
 from pcscope.tui.keymap import MOTIONS, PANES, KeySpec, bindings
 from pcscope.tui.launch import OpenRequest, Prepared
 from pcscope.tui.session import Restored, RunKey, ViewState, run_key
@@ -400,7 +403,8 @@ class MainScreen(Screen):
                     raise EvidenceError(f"evidence id does not resolve: {evidence_id}")
                 self.show_pc(fn.first_pc)
                 return
-            pc = pc_of(evidence_id)
+            pc = int(evidence_id.rsplit(":", 1)[1], 16) if kind == "mech" \
+                else pc_of(evidence_id)  # a mechanism opens at its anchor PC
             if pc is not None:
                 if kind == "win":
                     self.hot.show_window(int(self.workload.profile.window[
@@ -477,10 +481,12 @@ class MainScreen(Screen):
 
         self.command.ask(f"note on {event.idea}", done, value=current)
 
-    def set_ideas(self, ideas: list[dict]) -> None:
-        self.findings.ideas.set_ideas(ideas)
+    def set_ideas(self, ideas: Sequence[Mapping[str, Any]]) -> None:
+        """Report-form ideas (engine events, its result, the session store) become typed
+        here, where they enter the UI."""
+        self.findings.ideas.set_ideas([ShownIdea.from_json(idea) for idea in ideas])
         self.query_one(PaneBar).set_badge("findings", str(len(ideas)) if ideas else "")
-        self.query_one("#pane-findings", Pane).set_status(f"{len(ideas)} ideas")
+        self.query_one("#pane-findings", Pane).set_status(render.plural(len(ideas), "idea"))
 
     # -- analysis ------------------------------------------------------------------------
     def action_analyze(self, everything: bool) -> None:
@@ -535,7 +541,7 @@ class MainScreen(Screen):
             if evidence.has_focus and evidence.ids:
                 return evidence.ids[evidence.cursor]
             idea = self.findings.ideas.idea
-            return f"{idea['id']} {idea['title']}" if idea else None
+            return f"{idea.id} {idea.title}" if idea else None
         if self.active == "calls":
             return self.calls.selected
         if self.active == "search" and self.search.results.hits:
@@ -547,6 +553,18 @@ class MainScreen(Screen):
 
     def set_run_status(self, text: str) -> None:
         self.command.status.update(text)
+
+    def on_run_changed(self, message: RunChanged) -> None:
+        """The analysis controller's picture of the run, applied to the panes at once."""
+        if message.restart is not None:
+            self.calls.start(message.run, message.restart)
+        self.calls.sync(set(message.changed))
+        if message.ideas is not None:
+            self.set_ideas(message.ideas)
+        if message.status is not None:
+            self.set_run_status(message.status)
+        if message.calls_badge is not None:
+            self.query_one(PaneBar).set_badge("calls", message.calls_badge)
 
     # -- state ---------------------------------------------------------------------------
     def view_state(self) -> ViewState:

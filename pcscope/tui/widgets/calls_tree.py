@@ -43,6 +43,8 @@ class CallsTree(Tree[str]):
         self.guide_depth = 2
         self._waves: dict[int, TreeNode[str]] = {}
         self._calls: dict[str, TreeNode[str]] = {}
+        self._gates: dict[int, TreeNode[str]] = {}  # wave -> its gatekeeper node
+        self._gate_leaves: dict[tuple[int, str], TreeNode[str]] = {}
         self._run: RunView | None = None
 
     def on_mount(self) -> None:
@@ -62,6 +64,8 @@ class CallsTree(Tree[str]):
         self.root.set_label(title)
         self._waves.clear()
         self._calls.clear()
+        self._gates.clear()
+        self._gate_leaves.clear()
 
     def sync(self, run: RunView) -> None:
         """Add the calls that are new and relabel the rest (called once per event batch)."""
@@ -84,7 +88,30 @@ class CallsTree(Tree[str]):
             skipped = sum(run.calls[c].status in ("skipped", "cancelled") for c in ids)
             tail = f", {skipped} skipped" if skipped else ""
             node.set_label(f"wave {wave}  {done}/{len(ids)} calls{tail}")
+        for wave, entries in sorted(run.gate.items()):
+            self._sync_gate(wave, entries)
         self.root.expand()
+
+    def _sync_gate(self, wave: int, entries: dict) -> None:
+        """The gatekeeper's work after ``wave``: merges (updated in place as ideas grow),
+        rejections with reasons, questions sent deeper with the call that answers each."""
+        wave_node = self._waves.get(wave)
+        if wave_node is None:
+            return
+        gate = self._gates.get(wave)
+        if gate is None:
+            gate = self._gates[wave] = wave_node.add("gatekeeper", data=f"gate:{wave}",
+                                                     expand=True)
+        for key, entry in entries.items():
+            leaf = self._gate_leaves.get((wave, key))
+            if leaf is None:
+                self._gate_leaves[(wave, key)] = gate.add_leaf(entry.text,
+                                                               data=f"gate:{wave}:{key}")
+            else:
+                leaf.set_label(entry.text)
+        kinds = [e.kind for e in entries.values()]
+        gate.set_label(f"gatekeeper  {kinds.count('merge')} merged · "
+                       f"{kinds.count('reject')} rejected · {kinds.count('question')} deeper")
 
 
 def call_label(call: CallView, colours: dict[str, str]) -> Text:
@@ -130,6 +157,24 @@ def call_detail(call: CallView) -> Content:
     return Content("\n").join(parts)
 
 
+def gate_detail(entry, idea: dict | None) -> Content:
+    """A gatekeeper entry in full: what it did, why, and the evidence on both sides."""
+    parts: list[Content] = [
+        Content.assemble((f"gatekeeper after wave {entry.wave}", "bold $primary"),
+                         f"  {entry.kind}"),
+        Content.assemble(("why ", "$pcscope-muted"), entry.reason or "-"),
+    ]
+    if entry.kind == "merge":
+        parts.append(Content.assemble(("idea ", "bold"), (entry.key, "$pcscope-link"),
+                                      f"  {idea['title']}" if idea else ""))
+        parts += _ids("merged findings", entry.ids)
+        if idea:
+            parts += _ids("evidence kept (both sides)", idea.get("evidence", []))
+    else:
+        parts += _ids("links", entry.ids)
+    return Content("\n").join(parts)
+
+
 def _ids(label: str, ids) -> list[Content]:
     ids = list(ids)
     if not ids:
@@ -152,6 +197,7 @@ class CallsView(Horizontal):
                              id="call-detail")
         self.run_view: RunView | None = None
         self.selected: str | None = None
+        self.gate_key: str | None = None  # "gate:<wave>:<key>" when a gate entry is shown
 
     def compose(self) -> ComposeResult:
         yield self.calls_tree
@@ -161,6 +207,7 @@ class CallsView(Horizontal):
     def start(self, run: RunView, title: str) -> None:
         self.run_view = run
         self.selected = None
+        self.gate_key = None
         self.calls_tree.clear_run(title)
         self.detail.update(Content("Select a call to see what it was given and returned."))
 
@@ -168,13 +215,22 @@ class CallsView(Horizontal):
         if self.run_view is None:
             return
         self.calls_tree.sync(self.run_view)
-        if self.selected in changed:
+        if self.selected in changed or self.gate_key is not None:
             self._draw()
+
+    @property
+    def gate_entry(self):
+        """The gatekeeper entry highlighted in the tree, if any."""
+        if self.run_view is None or self.gate_key is None or self.gate_key.count(":") < 2:
+            return None
+        _, wave, key = self.gate_key.split(":", 2)
+        return self.run_view.gate.get(int(wave), {}).get(key)
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
         event.stop()
         data = event.node.data
         self.selected = data if self.run_view and data in self.run_view.calls else None
+        self.gate_key = data if isinstance(data, str) and data.startswith("gate:") else None
         self._draw()
         call = self.run_view.calls.get(self.selected) if self.run_view and self.selected else None
         if call is not None and call.raw is None and call.status not in ("queued", "running"):
@@ -203,3 +259,6 @@ class CallsView(Horizontal):
     def _draw(self) -> None:
         if self.run_view is not None and self.selected in self.run_view.calls:
             self.detail.update(call_detail(self.run_view.calls[self.selected]))
+        elif self.run_view is not None and self.gate_entry is not None:
+            entry = self.gate_entry
+            self.detail.update(gate_detail(entry, self.run_view.ideas.get(entry.key)))

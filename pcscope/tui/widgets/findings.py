@@ -1,8 +1,10 @@
 """The findings pane: the run's ideas (best first), one idea in full, its evidence as links.
 
-Ideas are the report's idea objects (formats.md §4). The engineer's triage — accepted,
-rejected or undecided, plus a note — lives beside them (kept in the session store by the
-screen); Enter on an evidence ID asks the screen to jump to it.
+Ideas are the report's idea objects (formats.md §4), each showing its own share (its PCs and
+its mechanisms' sites), grouped by mechanism: ideas about the same mechanism sit together, in
+the rank of the best of them. The engineer's triage — accepted, rejected or undecided, plus
+a note — lives beside them (kept in the session store by the screen); Enter on an evidence
+ID, a mechanism's included, asks the screen to jump to it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from textual.widgets import Static
 from pcscope.core.errors import EvidenceError
 from pcscope.core.triage import Verdict
 from pcscope.tui import render
+from pcscope.tui.idea_view import ShownIdea
 from pcscope.tui.keymap import bindings
 from pcscope.tui.widgets.virtual_list import Row, VirtualList
 
@@ -45,17 +48,17 @@ class IdeasList(VirtualList):
 
     def __init__(self) -> None:
         super().__init__(id="ideas-list")
-        self.ideas: list[dict] = []
+        self.ideas: list[ShownIdea] = []
         self.verdicts: dict[str, Verdict] = {}
 
     @property
-    def idea(self) -> dict | None:
+    def idea(self) -> ShownIdea | None:
         return self.ideas[self.cursor] if self.ideas else None
 
-    def set_ideas(self, ideas: list[dict]) -> None:
-        current = self.idea["id"] if self.idea else None
-        self.ideas = list(ideas)
-        ids = [i["id"] for i in self.ideas]
+    def set_ideas(self, ideas: list[ShownIdea]) -> None:
+        current = self.idea.id if self.idea else None
+        self.ideas = by_mechanism(ideas)
+        ids = [i.id for i in self.ideas]
         self.reset(len(self.ideas), ids.index(current) if current in ids else 0)
 
     def set_verdicts(self, verdicts: dict[str, Verdict]) -> None:
@@ -76,14 +79,23 @@ class IdeasList(VirtualList):
         idea = self.idea
         if idea is None:
             return
-        changed = Verdict(verdict, self.verdict_of(idea["id"]).note)
-        self.verdicts[idea["id"]] = changed
+        changed = Verdict(verdict, self.verdict_of(idea.id).note)
+        self.verdicts[idea.id] = changed
         self.invalidate()
-        self.post_message(self.VerdictChanged(idea["id"], changed))
+        self.post_message(self.VerdictChanged(idea.id, changed))
+
+    def action_scroll_detail(self, lines: int) -> None:
+        """J / K: read a long claim without leaving the list."""
+        self.post_message(self.DetailScrolled(lines))
+
+    class DetailScrolled(Message):
+        def __init__(self, lines: int) -> None:
+            super().__init__()
+            self.lines = lines
 
     def action_note(self) -> None:
         if self.idea is not None:
-            self.post_message(self.NoteRequested(self.idea["id"]))
+            self.post_message(self.NoteRequested(self.idea.id))
 
     def set_note(self, idea_id: str, note: str) -> None:
         changed = Verdict(self.verdict_of(idea_id).verdict, note)
@@ -93,16 +105,28 @@ class IdeasList(VirtualList):
 
     def row_text(self, index: int, width: int) -> Row:
         idea = self.ideas[index]
-        triage = self.verdict_of(idea["id"])
+        triage = self.verdict_of(idea.id)
         verdict = triage.verdict
         text = Row()
         text.append(f" {VERDICT_MARK.get(verdict, '?')}", self.cell_style(f"idea--{verdict}"))
         text.append(f"{NOTE_MARK if triage.note else ' '} ", self.cell_style("idea--category"))
-        text.append(f"{render.share(idea.get('weight', 0.0))} ", self.cell_style("idea--weight"))
-        text.append(f"c{idea.get('confidence', 0.0):.2f} ", self.cell_style("idea--weight"))
-        text.append(f"{idea.get('category', ''):<17} ", self.cell_style("idea--category"))
-        text.append(idea.get("title", ""))
+        text.append(f"{render.share(idea.weight)} own ", self.cell_style("idea--weight"))
+        text.append(f"c{idea.confidence:.2f} ", self.cell_style("idea--weight"))
+        text.append(f"{idea.category:<17} ", self.cell_style("idea--category"))
+        if idea.mechanisms:
+            text.append(f"{idea.mechanisms[0].removeprefix('mech:')} ",
+                        self.cell_style("idea--category"))
+        text.append(idea.title)
         return text
+
+
+def by_mechanism(ideas: list[ShownIdea]) -> list[ShownIdea]:
+    """Ideas in rank order, except that those sharing a first mechanism follow the best of
+    them."""
+    groups: dict[str, list[ShownIdea]] = {}
+    for idea in ideas:
+        groups.setdefault(idea.mechanisms[0] if idea.mechanisms else idea.id, []).append(idea)
+    return [idea for group in groups.values() for idea in group]
 
 
 class EvidenceList(VirtualList):
@@ -151,25 +175,32 @@ class EvidenceList(VirtualList):
         return text
 
 
-def idea_detail(idea: dict, verdict: Verdict) -> Content:
+def idea_detail(idea: ShownIdea, verdict: Verdict) -> Content:
     muted = "$pcscope-muted"
     parts = []
     if verdict.note:  # the engineer's own words first
         parts.append(Content.assemble((f"{NOTE_MARK} Note ", "bold $accent"), verdict.note))
     parts += [
-        Content.assemble((idea.get("title", ""), "bold $primary")),
+        Content.assemble((idea.title, "bold $primary")),
         Content.assemble(
-            (idea.get("id", ""), muted), "  ", (idea.get("category", ""), "$pcscope-badge"),
-            (" target ", muted), idea.get("target", ""), (" basis ", muted),
-            idea.get("basis", ""), (" confidence ", muted), f"{idea.get('confidence', 0):.2f}",
-            (" weight ", muted), render.share(idea.get("weight", 0.0)),
+            (idea.id, muted), "  ", (idea.category, "$pcscope-badge"),
+            (" target ", muted), idea.target, (" basis ", muted), idea.basis,
+            (" confidence ", muted), f"{idea.confidence:.2f}",
+            (" own share ", muted), render.share(idea.weight),
+            (" windows ", muted), render.share(idea.window_weight),
+            (" upside ", muted), render.share(idea.upside),
             (" verdict ", muted), verdict.verdict),
-        Content.assemble(("Claim ", "bold"), idea.get("claim", "")),
-        Content.assemble(("Recommendation ", "bold"), idea.get("recommendation", "")),
-        Content.assemble(("PCs ", "bold"), (" ".join(idea.get("pcs", [])), "$pcscope-link")),
+        Content.assemble(("Claim ", "bold"), idea.claim),
+        Content.assemble(("Recommendation ", "bold"), idea.recommendation),
+        Content.assemble(("PCs ", "bold"), (" ".join(idea.pcs), "$pcscope-link")),
     ]
-    if idea.get("merged_from"):
-        parts.append(Content.assemble(("merged from ", muted), " ".join(idea["merged_from"])))
+    if idea.mechanisms:
+        parts.append(Content.assemble(("Mechanism ", "bold"),
+                                      (" ".join(idea.mechanisms), "$pcscope-link")))
+    if idea.upside_how:
+        parts.append(Content.assemble(("Upside ", muted), idea.upside_how))
+    if idea.merged_from:
+        parts.append(Content.assemble(("merged from ", muted), " ".join(idea.merged_from)))
     return Content("\n").join(parts)
 
 
@@ -198,6 +229,11 @@ class FindingsView(Vertical):
     def on_ideas_list_verdict_changed(self, event: IdeasList.VerdictChanged) -> None:
         self._draw()  # the screen also hears it (bubbling) and stores it
 
+    def on_ideas_list_detail_scrolled(self, event: IdeasList.DetailScrolled) -> None:
+        event.stop()
+        scroll = self.query_one("#idea-detail-scroll", VerticalScroll)
+        scroll.scroll_relative(y=event.lines, animate=False)
+
     def on_ideas_list_opened(self, event: IdeasList.Opened) -> None:
         event.stop()
         self.evidence.focus()
@@ -212,6 +248,7 @@ class FindingsView(Vertical):
             self.detail.update(Content("No ideas yet — press a or A to analyze."))
             self.evidence.set_ids([])
             return
-        self.detail.update(idea_detail(idea, self.ideas.verdict_of(idea["id"])))
-        if self.evidence.ids != idea.get("evidence", []):
-            self.evidence.set_ids(idea.get("evidence", []))
+        self.detail.update(idea_detail(idea, self.ideas.verdict_of(idea.id)))
+        links = idea.evidence_links
+        if self.evidence.ids != links:
+            self.evidence.set_ids(links)
