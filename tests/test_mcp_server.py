@@ -21,6 +21,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from pcscope.core.engine.presets import load_preset
 from pcscope.core.engine.session_store import SessionStore
 from pcscope.core.engine.tools import tool_specs
 from pcscope.index.store import open_workload
@@ -103,7 +104,10 @@ async def test_lists_tools_resources_and_prompts(index) -> None:
         assert {"triage-quick", "triage-standard", "triage-deep", "explain-pc"} <= prompts
         quick = await session.get_prompt("triage-quick")
         text = quick.messages[0].content.text
-        assert "at most 16 hot windows covering 50%" in text and "submit_findings" in text
+        quick_coverage = load_preset("quick").coverage
+        assert f"preset quick: the hot windows covering {quick_coverage:.0%}" in text \
+            or f"hot windows covering {quick_coverage:.0%}" in text
+        assert "submit_findings" in text
         explain = await session.get_prompt("explain-pc", {"pc": "0X400F240CB0"})
         assert "asm_around` at 0x400f240cb0" in explain.messages[0].content.text
         with pytest.raises(MCPError, match="bad pc"):
