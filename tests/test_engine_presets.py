@@ -85,8 +85,8 @@ def test_tools_are_bounded_and_never_run_model_input(store):
     shared = SharedMemory(store)
     box = ToolBox(store, shared, "w1.c1", ("pc:0x2004",))
     names = {spec.name for spec in tool_specs()}
-    assert names == {"asm_around", "window", "search", "regex", "group", "alp", "guide",
-                     "finding", "remember"}
+    assert names == {"hot_windows", "mechanisms", "asm_around", "window", "search", "regex",
+                     "group", "alp", "guide", "finding", "remember"}
 
     async def go():
         return [await box.use("asm_around", {"pc": "0x2004", "before": 500}),
@@ -98,8 +98,8 @@ def test_tools_are_bounded_and_never_run_model_input(store):
 
     too_far, extra, unknown, too_many, ok, window = asyncio.run(go())
     assert too_far.error and "before" not in box.allowed
-    assert extra.error and unknown.error == "unknown tool 'shell' (tools: asm_around, window, " \
-        "search, regex, group, alp, guide, finding, remember)"
+    assert extra.error and unknown.error == "unknown tool 'shell' (tools: hot_windows, " \
+        "mechanisms, asm_around, window, search, regex, group, alp, guide, finding, remember)"
     assert too_many.error
     assert ok.error is None and {"pc:0x2000", "pc:0x2008", "win:0x2000"} <= set(ok.ids)
     assert {"pc:0x2000", "win:0x2000", "fn:runtime_dispatch"} <= box.allowed

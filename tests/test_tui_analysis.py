@@ -376,3 +376,27 @@ async def test_the_idea_detail_scrolls_from_the_list(indexed) -> None:
         await pilot.press("K")
         await pilot.pause()
         assert scroll.scroll_y == 0
+
+
+async def test_a_run_an_agent_submits_shows_up_in_the_open_explorer(indexed) -> None:
+    from pcscope.mcp_server.agent_run import AgentRun
+
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        assert not screen.findings.ideas.ideas
+        # What `pcscope mcp` does for an agent, here in-process on another store connection.
+        with SessionStore(indexed.session) as store:
+            agent = AgentRun(screen.workload, store, "claude-code")
+            assert not (await agent.use("asm_around", {"pc": "0x2004"})).error
+            verdict = agent.submit({"findings": [{
+                "title": "Indirect call through the dispatch table", "category":
+                "indirect-branch", "target": "software", "claim": "BLR X3 mispredicts.",
+                "recommendation": "Devirtualize the hottest target.", "pcs": ["0x2004"],
+                "evidence": ["pc:0x2004"], "confidence": 0.5, "basis": "profile-only"}]})
+            assert "1 accepted" in verdict.text
+        await until(pilot, lambda: screen.findings.ideas.ideas, "the agent's run", timeout=10)
+        (idea,) = screen.findings.ideas.ideas
+        assert idea.title == "Indirect call through the dispatch table"
+        assert screen.analysis.run_id == agent.run_id
+        assert "recorded run r1 (mcp:claude-code, complete)" in screen_text(app)

@@ -2,9 +2,10 @@
 
 What comes back on reopen: the pane, the open window and PC, the hot list's sort and
 filters, the search query, every idea verdict and note, and the latest recorded run's
-ideas and calls. The store's connection lives on one private thread: the UI thread
-hands it writes and never waits on disk (SQLite in WAL mode commits each write whole,
-so a crash keeps the last good state).
+ideas and calls; a run another process records meanwhile (``pcscope analyze``, an agent
+through ``pcscope mcp``) is found by ``newer_run``. The store's connection lives on one
+private thread: the UI thread hands it writes and never waits on disk (SQLite in WAL
+mode commits each write whole, so a crash keeps the last good state).
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ from pcscope.core.triage import Verdict
 
 VIEW_KEY = "tui.view"
 CLOSE_WAIT = 2.0  # seconds the exit waits for pending writes
+RunKey = tuple[int, float | None]  # (run, finish time): a run finished again is new again
+
+
+def run_key(info: Any) -> RunKey:
+    return info.id, info.finished
 
 
 @dataclass(frozen=True)
@@ -79,12 +85,23 @@ class UiSession:
         db = self._db()
         restored = Restored(view=ViewState.from_json(db.get_state(VIEW_KEY)))
         restored.verdicts = {idea: Verdict(v, note) for idea, (v, note) in db.verdicts().items()}
+        return self._latest(restored, None) or restored
+
+    def newer_run(self, seen: RunKey | None) -> Restored | None:
+        """The latest recorded run when it is not ``seen`` (another process, e.g. an agent
+        through `pcscope mcp`, may have recorded it since), else None. From a worker thread:
+        it waits."""
+        return self._submit(self._latest, Restored(), seen).result()
+
+    def _latest(self, into: Restored, seen: RunKey | None) -> Restored | None:
+        db = self._db()
         runs = [r for r in db.runs() if r.status != "running"]
-        if runs:
-            restored.run = runs[-1]
-            restored.ideas = db.ideas(restored.run.id)
-            restored.calls = db.calls(restored.run.id)
-        return restored
+        if not runs or run_key(runs[-1]) == seen:
+            return None
+        into.run = runs[-1]
+        into.ideas = db.ideas(into.run.id)
+        into.calls = db.calls(into.run.id)
+        return into
 
     def call_of(self, call_id: str) -> Future:
         """One recorded call (its raw output included), without blocking."""

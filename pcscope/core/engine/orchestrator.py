@@ -42,7 +42,7 @@ from pcscope.core.engine.events import (
 )
 from pcscope.core.engine.gatekeeper import Question, merge, merge_reason, questions
 from pcscope.core.engine.hints import Hint, HintText, parse_hints
-from pcscope.core.engine.ideas import Accepted, Idea, finding_id, windows_of
+from pcscope.core.engine.ideas import Accepted, Idea
 from pcscope.core.engine.presets import Settings
 from pcscope.core.engine.report import build_report
 from pcscope.core.engine.run_budget import Budget, Limits, Reservation
@@ -50,7 +50,7 @@ from pcscope.core.engine.session_store import SessionStore
 from pcscope.core.engine.system_prompt import SYSTEM, tokens
 from pcscope.core.engine.tools import SharedMemory, ToolBox, search_guides, tool_specs
 from pcscope.core.engine.validation import Verdict, validate
-from pcscope.core.evidence import Evidence, EvidenceStore
+from pcscope.core.evidence import EvidenceStore
 from pcscope.core.ids import hex_pc, pc_id
 from pcscope.core.profile import HotSelection
 from pcscope.core.workload import Workload
@@ -608,18 +608,10 @@ class Orchestrator:
         record.status = status.REJECTED if verdict.malformed else status.OK
         record.rejections = [{"reason": r.reason, "title": r.title} for r in verdict.rejections]
         stored: dict[str, dict] = {}
-        for n, finding, pcs in verdict.accepted:
-            fid = finding_id(plan.id, n)
-            accepted = Accepted(fid, plan.id, plan.wave, self.backend.name, finding, pcs,
-                                windows_of(self.workload.profile, pcs))
-            self.shared.add_finding(
-                Evidence(fid, "finding", finding.title,
-                         f"[{finding.category}] {finding.claim} Recommendation: "
-                         f"{finding.recommendation}", pcs),
-                finding)
+        for accepted in self.shared.accept(verdict, plan.id, plan.wave, self.backend.name):
             self._accepted.append(accepted)
-            record.accepted.append(fid)
-            stored[fid] = accepted.to_json()
+            record.accepted.append(accepted.id)
+            stored[accepted.id] = accepted.to_json()
         if stored:
             self.session.save_findings(self.run_id, plan.id, stored)
         for rejection in verdict.rejections:

@@ -21,24 +21,44 @@ from pcscope.core.contract.backend import ToolResult, ToolSpec
 from pcscope.core.contract.findings import Finding
 from pcscope.core.engine import evidence_text
 from pcscope.core.engine.calls import ToolUse
+from pcscope.core.engine.ideas import Accepted, finding_id, windows_of
 from pcscope.core.engine.system_prompt import compact
 from pcscope.core.errors import EvidenceError, PcscopeError
 from pcscope.core.evidence import Evidence, EvidenceStore
 from pcscope.core.ids import alp_id, kind_of, parse_pc, pat_id, pc_id, pc_of
-from pcscope.core.mechanisms import number
+from pcscope.core.mechanisms import Mechanism, describe, number
 
 if TYPE_CHECKING:
     from pcscope.core.alp import AlpRecord
+    from pcscope.core.engine.validation import Verdict
     from pcscope.core.queries import Queries, SearchResult
 
 MAX_TEXT = 12000  # characters of one tool answer
 MAX_WINDOW_ROWS = 96
 MAX_GUIDE_TEXT = 2500
+MAX_SITES_SHOWN = 8  # citable sites per mechanism (the ones `describe` lists)
 QUERY_SECONDS = 5.0
 
 
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class HotWindowsArgs(_Args):
+    """The hottest instruction windows by weight, until ``coverage`` of the total or ``top``
+    windows, whichever comes first, with their function and module."""
+
+    coverage: float = Field(0.90, gt=0.0, le=1.0)
+    top: int = Field(20, ge=1, le=50)
+
+
+class MechanismsArgs(_Args):
+    """Mechanisms (pattern sites grouped into the one thing to fix: dispatch loops, PLT
+    stubs, atomic helpers, spin loops …), heaviest first by their own share; optionally
+    only those with a site at ``pc``."""
+
+    pc: str | None = Field(None, max_length=24, description="0x-hex PC")
+    limit: int = Field(10, ge=1, le=30)
 
 
 class AsmAroundArgs(_Args):
@@ -126,6 +146,8 @@ class RememberArgs(_Args):
 
 
 ARGS: dict[str, type[_Args]] = {
+    "hot_windows": HotWindowsArgs,
+    "mechanisms": MechanismsArgs,
     "asm_around": AsmAroundArgs,
     "window": WindowArgs,
     "search": SearchArgs,
@@ -212,9 +234,20 @@ class SharedMemory:
         """Search, regex, grouping and guide retrieval over the workload's index."""
         return self.store.workload.queries
 
-    def add_finding(self, evidence: Evidence, finding: Finding) -> None:
-        self.store.register(evidence)
-        self.findings[evidence.id] = finding
+    def accept(self, verdict: Verdict, call: str, wave: int, model: str) -> list[Accepted]:
+        """The findings validation accepted, named ``finding:<call>.f<n>`` and registered
+        as evidence that later calls may fetch and cite."""
+        out = []
+        for n, finding, pcs in verdict.accepted:
+            fid = finding_id(call, n)
+            self.store.register(Evidence(
+                fid, "finding", finding.title,
+                f"[{finding.category}] {finding.claim} Recommendation: "
+                f"{finding.recommendation}", pcs))
+            self.findings[fid] = finding
+            out.append(Accepted(fid, call, wave, model, finding, pcs,
+                                windows_of(self.store.profile, pcs)))
+        return out
 
     def add_set(self, name: str, call: str, ids: list[str]) -> str:
         set_id = f"set:{name}"
@@ -280,6 +313,41 @@ class ToolBox:
         return result
 
     # -- the tools -----------------------------------------------------------------------
+    def _hot_windows(self, req: HotWindowsArgs) -> ToolResult:
+        profile = self.store.profile
+        selection = profile.hot_windows(top=req.top, coverage=req.coverage)
+        lines = [f"{len(selection.windows)} hot windows covering {selection.coverage:.3%} of "
+                 f"the {profile.basis}"]
+        ids: list[str] = []
+        data = []
+        for index in selection.windows:
+            win = profile.windows[index]
+            fn = self.store.function_of(win.first_pc)
+            module = profile.modules[win.module] if win.module >= 0 else None
+            ids += [win.id, *([fn.id] if fn else [])]
+            lines.append(f"{win.id}  weight {win.weight:.3%}  {win.n} instructions  "
+                         f"{fn.id if fn else '(no function)'}  {module or ''}".rstrip())
+            data.append({"window": win.id, "function": fn.id if fn else None,
+                         "module": module, "weight": win.weight, "n": win.n})
+        return ToolResult("\n".join(lines),
+                          {"coverage": selection.coverage, "windows": data},
+                          tuple(dict.fromkeys(ids)))
+
+    def _mechanisms(self, req: MechanismsArgs) -> ToolResult:
+        table = self.store.workload.mechanisms
+        found = table.at(parse_pc(req.pc)) if req.pc is not None else list(table)
+        shown = found[: req.limit]
+        where = f" with a site at {req.pc}" if req.pc is not None else ""
+        lines = [f"{len(found)} mechanisms{where}, showing {len(shown)} by own share"]
+        ids: list[str] = []
+        for mech in shown:
+            sites = [pc_id(site.pc) for site in mech.sites[:MAX_SITES_SHOWN]]
+            ids += [mech.id, *sites]
+            lines += [describe(mech), f"citable sites: {' '.join(sites)}"]
+        return ToolResult("\n".join(lines),
+                          {"mechanisms": [_mechanism_data(m) for m in shown]},
+                          tuple(dict.fromkeys(ids)))
+
     def _asm_around(self, req: AsmAroundArgs) -> ToolResult:
         pc = parse_pc(req.pc)
         try:
@@ -316,7 +384,7 @@ class ToolBox:
                  *evidence_text.instruction_lines(items, profile.basis, fn.id if fn else None)]
         ids = [win.id, *([fn.id] if fn else []), *_item_ids(items)]
         module = profile.modules[win.module] if win.module >= 0 else None
-        mechanisms = self._mechanisms([int(profile.pc[r]) for r in rows])
+        mechanisms = self._mechanisms_at([int(profile.pc[r]) for r in rows])
         for m in mechanisms:
             ids.append(m["id"])
             lines.append(f"mechanism {m['id']}: own share {m['share']:.3%} over "
@@ -330,19 +398,12 @@ class ToolBox:
                            "mechanisms": mechanisms},
                           tuple(dict.fromkeys(ids)))
 
-    def _mechanisms(self, pcs: list[int]) -> list[dict[str, Any]]:
-        """The mechanisms with a site in ``pcs``, as data: kind, own share, sites (the
-        hottest first, key PCs), functions, metrics and the checks that passed."""
+    def _mechanisms_at(self, pcs: list[int]) -> list[dict[str, Any]]:
+        """The mechanisms with a site in ``pcs``, heaviest first, as data."""
         table = self.store.workload.mechanisms
         found = {m.id: m for pc in pcs for m in table.at(pc)}
-        return [{
-            "id": m.id, "kind": m.kind, "category": m.category, "share": m.share,
-            "sites": len(m.sites), "functions": list(m.functions[:8]),
-            "site_pcs": [[s.pc, *[p for p in s.pcs if p != s.pc]] for s in m.sites[:12]],
-            "metrics": [{"name": x.name, "value": x.value, "unit": x.unit, "how": x.how}
-                        for x in m.metrics],
-            "checks": list(m.checks),
-        } for m in sorted(found.values(), key=lambda m: (-m.share, m.id))]
+        return [_mechanism_data(m)
+                for m in sorted(found.values(), key=lambda m: (-m.share, m.id))]
 
     def _row_data(self, row: int) -> dict[str, Any]:
         profile = self.store.profile
@@ -450,6 +511,19 @@ class ToolBox:
         if self.shared.on_set is not None:
             self.shared.on_set(req.name, self.call, list(req.ids))
         return ToolResult(f"stored {len(req.ids)} IDs as {set_id}", {"id": set_id}, (set_id,))
+
+
+def _mechanism_data(m: Mechanism) -> dict[str, Any]:
+    """A mechanism as data: kind, own share, sites (the hottest first, key PCs),
+    functions, metrics and the checks that passed."""
+    return {
+        "id": m.id, "kind": m.kind, "category": m.category, "share": m.share,
+        "sites": len(m.sites), "functions": list(m.functions[:8]),
+        "site_pcs": [[s.pc, *[p for p in s.pcs if p != s.pc]] for s in m.sites[:12]],
+        "metrics": [{"name": x.name, "value": x.value, "unit": x.unit, "how": x.how}
+                    for x in m.metrics],
+        "checks": list(m.checks),
+    }
 
 
 def search_guides(shared: SharedMemory, query: str, k: int) -> list[tuple[str, str, str]]:

@@ -35,7 +35,7 @@ from pcscope.tui.hot_model import HotModel, HotView, compute_badges
 from pcscope.tui.idea_view import ShownIdea
 from pcscope.tui.keymap import MOTIONS, PANES, KeySpec, bindings
 from pcscope.tui.launch import OpenRequest, Prepared
-from pcscope.tui.session import Restored, ViewState
+from pcscope.tui.session import Restored, RunKey, ViewState, run_key
 from pcscope.tui.widgets.alp_view import AlpView
 from pcscope.tui.widgets.assembly import AssemblyView
 from pcscope.tui.widgets.calls_tree import CallsView
@@ -61,6 +61,7 @@ FOCUS = {"hot": "#hot-list", "asm": "#asm-view", "alp": "#alp-view", "findings":
 WIDE_MIN = (110, 30)
 IDLE_STATUS = " no analysis yet · a analyzes the selection · A all hot windows · F1 help"
 SAVE_EVERY = 1.0  # seconds between view-state saves (only when it changed)
+RUN_CHECK_EVERY = 2.0  # seconds between looks for a run recorded by another process
 
 
 class MainScreen(Screen):
@@ -102,6 +103,9 @@ class MainScreen(Screen):
         self.guide = GuideView(workload.guides)
         self.analysis = AnalysisController(self)
         self.command = CommandLine(IDLE_STATUS)
+        self._run_seen: RunKey | None = run_key(self.restored.run) if self.restored.run else None
+        self._own_runs: set[int] = set()  # runs this explorer made (shown live already)
+        self._run_check: Worker | None = None
 
     # -- building ------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -135,6 +139,7 @@ class MainScreen(Screen):
         # After the first frame: decoding the ALP holds the GIL while it runs.
         self.call_after_refresh(self.load_evidence)
         self.set_interval(SAVE_EVERY, self._save_view)
+        self.set_interval(RUN_CHECK_EVERY, self._check_runs)
 
     def load_evidence(self) -> None:
         """The ALP table and the per-window badges load off the UI thread."""
@@ -164,6 +169,32 @@ class MainScreen(Screen):
                 view = self.hot.model.view
                 self.hot.apply(replace(view, category=category))
             self._retitle()
+        elif worker.group == "analysis" and worker.is_finished:
+            own = worker.result.run if worker.result is not None else self.analysis.run.run
+            if own is not None:
+                self._own_runs.add(own)
+        elif worker.group == "runs" and event.state == WorkerState.SUCCESS and worker.result:
+            self._show_new_run(worker.result)
+
+    # -- runs recorded elsewhere ---------------------------------------------------------
+    def _check_runs(self) -> None:
+        """A cheap look (one query, off the UI thread) for a run another process recorded:
+        an agent through `pcscope mcp`, or `pcscope analyze`, on the same profile."""
+        checking = self._run_check is not None and not self._run_check.is_finished
+        if self.analysis.running or checking:
+            return
+        seen = self._run_seen
+        self._run_check = in_thread(self, lambda: self.session.newer_run(seen),
+                                    name="check runs", group="runs")
+
+    def _show_new_run(self, found: Restored) -> None:
+        info = found.run
+        self._run_seen = run_key(info)
+        if info.id in self._own_runs or self.analysis.running:
+            return
+        self.analysis.show_recorded(info, found.ideas, found.calls)
+        self.notify(f"run r{info.id} recorded by {info.model}: {len(found.ideas)} ideas",
+                    title="new run", timeout=6)
 
     # -- layout --------------------------------------------------------------------------
     def on_resize(self, event: events.Resize) -> None:

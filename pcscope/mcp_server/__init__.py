@@ -1,0 +1,1 @@
+"""`pcscope mcp` and `pcscope skill`: pcscope opened to any agent (Claude Code, Codex …)."""
