@@ -179,3 +179,22 @@ def test_mechanisms_resolve_as_evidence(analysed):
         evidence = store.resolve(mech)
         assert evidence.kind == "mech" and evidence.pcs
         assert np.isin(np.array(evidence.pcs, dtype=np.uint64), workload.profile.pc).all()
+
+
+def test_chase_advice_follows_the_walk_length_and_the_guides() -> None:
+    """A long walk is capped first, a short one is about each step's miss; next-node
+    prefetching is never offered as the fix (the guides correct that)."""
+    from pcscope.core.backends.advice import _chase_levers, advise
+
+    assert "cap it first" in _chase_levers(23.0)
+    assert "capping it saves little" in _chase_levers(4.1)
+    for per_call in (23.0, 4.1, None):
+        m = {"kind": "pointer-chase", "share": 0.5, "functions": ["f"], "checks": [],
+             "metrics": [{"name": "chain steps", "value": 1e6},
+                         {"name": "steps per call", "value": per_call}] if per_call else
+             [{"name": "chain steps", "value": 1e6}],
+             "site_pcs": [(0x10,)], "sites": 1}
+        advice = advise(m, "executions", None)
+        assert advice is not None
+        assert "as soon as its address is known" not in advice.recommendation
+        assert "several hops ahead" in advice.recommendation

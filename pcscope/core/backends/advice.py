@@ -185,16 +185,34 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
              f"previous iteration, so each step waits for the previous load to complete; "
              f"the chain stepped {count(steps, noun)}"
              + (f", {number(per_call)} per call of the function." if per_call else "."))
-    rec = ("Break or shorten the serial chain: walk several independent chains per iteration "
-           "so their latencies overlap; if this is a search (hash chain, tree), cap the walk "
-           "(chain length, good-enough match) or use a flatter structure (B-tree nodes, open "
-           "addressing, nodes allocated in walk order)")
-    rec += ("; the loop already issues `prfm`, so check the prefetch distance rather than "
-            "adding one." if prefetched else
-            "; issue `prfm pldl1keep` for the next node as soon as its address is known.")
+    rec = _chase_levers(per_call)
+    rec += (" The loop already issues `prfm`: check that it runs several hops ahead of the "
+            "walk, not one." if prefetched else
+            " Prefetching only the next node rarely helps (its address arrives with the load "
+            "it would hide); where the structure allows, prefetch several hops ahead (jump "
+            "pointers).")
     rec += (" Measure the load's L1D/L2 miss rate and latency (SPE, or the simulator) first: "
             "if it hits L1, the chain costs ~4 cycles per step and only a shorter walk helps.")
     return f"Loop-carried load chain in {fn}", claim, rec
+
+
+LONG_WALK = 16  # steps per call from which capping the walk is the first lever
+SHORT_WALK = 6  # steps per call below which a cap saves little: the misses per step matter
+
+
+def _chase_levers(per_call: float | None) -> str:
+    """What shortens or overlaps the chain, by how long the walk is per call."""
+    overlap = ("walk several independent chains per iteration (or batch lookups) so their "
+               "misses overlap, or lay the nodes out in walk order")
+    if per_call is not None and per_call >= LONG_WALK:
+        return (f"The walk is long ({number(per_call)} steps per call): cap it first (chain "
+                f"length, a good-enough match — the search's own depth or chain limits), "
+                f"then {overlap}.")
+    if per_call is not None and per_call < SHORT_WALK:
+        return (f"The walk is short ({number(per_call)} steps per call), so capping it saves "
+                f"little; the cost is each step's miss: {overlap}, or shrink the structure "
+                f"so its hot part stays in cache.")
+    return f"Shorten the walk (its length limits) or {overlap}."
 
 
 def _byte_loop(m: dict, noun: str) -> tuple[str, str, str]:
