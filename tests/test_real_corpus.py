@@ -135,6 +135,8 @@ def test_openssl_plt_and_strcmp_not_atomics(analysed):
     assert 0.09 < strcmp.share < 0.11
     idea = next(i for i in report["ideas"] if strcmp.id in i["evidence"])
     assert "OSSL_PARAM_locate" in idea["recommendation"] and "once" in idea["recommendation"]
+    row = next(r for r in report["run"]["coverage"]["table"] if r["name"] == "OSSL_PARAM_locate")
+    assert row["status"] == "idea"
     # the hot helper family takes the LSE path (a copy called twice at start-up, before
     # the capability flag is set, took the LL/SC path: that is what the counts say)
     helpers = max(mechanisms(workload, "outline-atomic"), key=lambda m: m.share)
@@ -178,6 +180,9 @@ def test_xz_match_finder(analysed):
     assert len(walk) == 1 and {"<unknown_02>", "<unknown_04>"} <= set(walk[0].functions)
     assert walk[0].share == pytest.approx(sum(s.share for s in walk[0].sites))
     assert len([i for i in report["ideas"] if i["category"] == "dependent-load"]) == 1
+    # ...and the coverage table credits the idea to both functions holding a copy
+    table = {r["name"]: r for r in report["run"]["coverage"]["table"]}
+    assert table["<unknown_04>"]["status"] == "idea" == table["<unknown_02>"]["status"]
     assert not [i for i in report["ideas"] if i["category"] == "call-overhead"]
 
 

@@ -11,7 +11,6 @@ mnemonics and operands only, never from a symbol name.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -33,7 +32,7 @@ class Mix:
     """Executions of each kind of instruction (weights are the profile's counts)."""
 
     total: float
-    crypto: Counter[str]
+    crypto: dict[str, float]  # executions per crypto-extension mnemonic
     vector: float
     scalar_fp: float
     conditional: float
@@ -42,13 +41,13 @@ class Mix:
     @classmethod
     def of(cls, code: Iterable[tuple[str, float]]) -> Mix:
         total = vector = scalar_fp = conditional = memory = 0.0
-        crypto: Counter[str] = Counter()
+        crypto: dict[str, float] = {}
         for asm, weight in code:
             mnemonic, operands = isa.split_asm(asm)
             mnemonic = isa.normalize_mnemonic(mnemonic, operands)
             total += weight
             if _CRYPTO.match(mnemonic):
-                crypto[mnemonic] += weight
+                crypto[mnemonic] = crypto.get(mnemonic, 0.0) + weight
             if _VECTOR.search(operands):
                 vector += weight
             elif mnemonic.startswith("f") and _SCALAR_FP.search(operands):
@@ -66,7 +65,7 @@ def describe(code: Iterable[tuple[str, float]]) -> str:
         return ""
     crypto = sum(mix.crypto.values()) / mix.total
     if crypto >= CRYPTO_SHARE:
-        names = "/".join(name for name, _ in mix.crypto.most_common(4))
+        names = "/".join(sorted(mix.crypto, key=lambda n: -mix.crypto[n])[:4])
         return (f"already uses the Arm crypto extensions ({names}: {crypto:.0%} of its "
                 f"executions): the hardware does the rounds, so only fewer calls or more "
                 f"data per call help")

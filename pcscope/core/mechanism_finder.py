@@ -178,7 +178,8 @@ class _Finder:
             threaded = len(sites) >= shapes.DISPATCH_SITES
             sequences = [self._dispatch_sequence(r) for r, _ in sites]
 
-            def per_dispatch(test, sequences=sequences) -> float:
+            def per_dispatch(test, sequences=sequences, dispatches=dispatches) -> float:
+                """Instructions of the sequences passing ``test``, per dispatch."""
                 return round(sum(self.count(q[0]) * sum(1 for r in q if test(self.op(r)))
                                  for q in sequences) / dispatches, 1)
             out.append(self.mechanism("dispatch", [

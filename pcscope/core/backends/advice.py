@@ -397,14 +397,14 @@ def _libc(m: dict, noun: str) -> tuple[str, str, str]:
                    + ("Have its callers look the key up once and keep the result (a pointer "
                       "or index) instead of searching by name on every use, or give the "
                       "table a hash or a fixed layout so lookups become direct." if compares
-                      else f"Have its callers call it less (batch the work, reuse results)."))
+                      else "Have its callers call it less (batch the work, reuse results)."))
         else:
             rec = (f"`{caller}` calls `{name}` {number(per_entry)} times per call"
                    + (": a linear search by name. Index the table (hash, sorted array with "
                       "binary search, or precomputed positions), compare lengths or hashes "
                       f"before `{name}`, or cache the last hit." if compares else
-                      f" from a loop: merge the calls (one call over the whole range) or "
-                      f"inline a fixed-size case."))
+                      " from a loop: merge the calls (one call over the whole range) or "
+                      "inline a fixed-size case."))
         what = "Lookups by name" if compares else "Calls"
         return f"{what}: {name} called from {caller}", claim, rec
     rec = (f"Call `{name}` less rather than rewrite it: in {where}, cache the result of "

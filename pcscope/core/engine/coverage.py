@@ -107,6 +107,10 @@ def _measured(alp, pcs) -> bool:
 
 
 def _functions(workload: Workload, idea: Idea) -> set[int]:
+    """The functions an idea is about: those of its PCs and of its mechanisms' sites (one
+    idea may cover a loop compiled into several functions)."""
     profile = workload.profile
-    rows = [r for r in (profile.row_of(pc) for pc in idea.pcs) if r is not None]
+    sites = [pc for mid in idea.mechanisms if (m := workload.mechanisms.get(mid)) is not None
+             for pc in m.pcs]
+    rows = [r for r in (profile.row_of(pc) for pc in (*idea.pcs, *sites)) if r is not None]
     return {int(profile.function[r]) for r in rows}
