@@ -5,7 +5,10 @@ Layout: ``<root>/<key>/current`` is a symlink to the last complete build
 ``os.replace`` — atomic, so a crash mid-build leaves the last good index in place.
 The build is reused while every input has the same size, mtime and content hash and the
 format version and reader options are unchanged, and while its files match the manifest
-recorded with it (see manifest.py); a damaged build is rebuilt.
+recorded with it (see manifest.py); a damaged build is rebuilt. An input whose size and
+mtime are as recorded keeps its recorded hash without being read again (a reopen then costs
+a stat per file), unless its last change came too close before the recording for the mtime
+to tell a later change apart; ``verify`` reads and hashes every input again.
 
 Builders of one index take its writer lock (lock.py) around build and swap, so two
 processes never build at once: the second waits, then reuses the first one's result.
@@ -20,6 +23,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,25 +53,59 @@ def index_key(inputs: Inputs) -> str:
     return hashlib.blake2b("\0".join(names).encode(), digest_size=8).hexdigest()
 
 
-def fingerprint(path: Path) -> dict:
+# A file changed this soon before its fingerprint was taken may change again without its
+# mtime moving (timestamps are coarse: a clock tick, 2 s on FAT): its hash is read again.
+RACY_NS = 2_000_000_000
+# What tells one set of inputs from another in a meta.json (the rest is bookkeeping).
+_IDENTITY = ("format", "files", "options")
+
+
+def fingerprint(path: Path, known: dict | None = None, taken_ns: int = 0) -> dict:
+    """Path, size, mtime and content hash of an input. ``known``: its fingerprint recorded
+    at ``taken_ns``; when size and mtime still match and the file last changed well before
+    that, the recorded hash stands (a stat instead of reading the whole file)."""
     try:
         st = path.stat()
     except FileNotFoundError:
         raise InputError(str(path), None, "no such file") from None
+    resolved = str(path.resolve())
+    if (known is not None and known.get("path") == resolved
+            and known.get("size") == st.st_size and known.get("mtime_ns") == st.st_mtime_ns
+            and st.st_mtime_ns < taken_ns - RACY_NS):
+        return dict(known)
     digest = hashlib.blake2b(digest_size=16)
     with open(path, "rb") as f:
         while chunk := f.read(1 << 20):
             digest.update(chunk)
-    return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+    return {"path": resolved, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
             "hash": digest.hexdigest()}
 
 
-def _meta(inputs: Inputs) -> dict:
+def _meta(inputs: Inputs, stored: dict | None = None) -> dict:
+    """The inputs' identity (format, fingerprints, options) and when it was taken;
+    ``stored``: a meta.json whose hashes may stand for files unchanged since (None: read
+    every file)."""
+    taken_ns = time.time_ns()
+    known, known_ns = _fingerprints(stored)
     return {
         "format": FORMAT_VERSION,
-        "files": [[kind, fingerprint(p)] for kind, p in inputs.files()],
+        "files": [[kind, fingerprint(p, known.get((kind, str(p.resolve()))), known_ns)]
+                  for kind, p in inputs.files()],
         "options": inputs.options(),
+        "taken_ns": taken_ns,
     }
+
+
+def _fingerprints(stored: dict | None) -> tuple[dict[tuple[str, str], dict], int]:
+    """The fingerprints a meta.json recorded, by (kind, path), and when they were taken
+    (0 for a meta.json that does not say: none of its hashes stands)."""
+    if stored is None or not isinstance(stored.get("taken_ns"), int):
+        return {}, 0
+    try:
+        return {(kind, fp["path"]): fp for kind, fp in stored.get("files", [])}, \
+            stored["taken_ns"]
+    except (KeyError, TypeError, ValueError):  # not a meta.json this version wrote
+        return {}, 0
 
 
 @dataclass(frozen=True)
@@ -88,14 +126,13 @@ class IndexStore:
         damage is found when it is opened)."""
         inputs.check()
         stored = _stored_meta(self.home(inputs) / "current")
-        return stored is not None and _same(stored, _meta(inputs))
+        return stored is not None and _same(stored, _meta(inputs, stored))
 
     def try_open(self, inputs: Inputs, *, verify: bool = False) -> Workload | None:
         """The current, intact index of these inputs as memory maps, or None when it must
         be built (or rebuilt)."""
         inputs.check()
-        return _reopen(self.home(inputs) / "current", _meta(inputs), inputs, verify,
-                       lambda _m: None)
+        return _reopen(self.home(inputs) / "current", inputs, verify, lambda _m: None)
 
     def open(self, inputs: Inputs, *, rebuild: bool = False, verify: bool = False,
              progress: Progress | None = None) -> Workload:
@@ -103,14 +140,15 @@ class IndexStore:
         damaged. ``verify``: compare every file's checksum, not only sizes and changed
         files."""
         inputs.check()
-        home, meta = self.home(inputs), _meta(inputs)  # fingerprints: each file hashed once
+        home = self.home(inputs)
         current = home / "current"
         say = progress or (lambda _m: None)
-        if not rebuild and (workload := _reopen(current, meta, inputs, verify, say)) is not None:
+        if not rebuild and (workload := _reopen(current, inputs, verify, say)) is not None:
             return workload
+        meta = _meta(inputs)  # every input read: this build's record of them
         with writer_lock(home):
             # Another process may have built it while this one waited for the lock.
-            if not rebuild and (workload := _reopen(current, meta, inputs, verify, say)):
+            if not rebuild and (workload := _reopen(current, inputs, verify, say)):
                 return workload
             _remove_leftovers(home)
             _swap(home, _build(home, inputs, meta, say))
@@ -185,18 +223,18 @@ def _inputs_of(meta: dict) -> Inputs | None:
 
 def _same(stored: dict, meta: dict) -> bool:
     """Whether a stored meta.json is of these inputs (format, fingerprints, options)."""
-    return {k: stored.get(k) for k in meta} == meta
+    return all(stored.get(k) == meta[k] for k in _IDENTITY)
 
 
 # What loading a damaged build raises (np.load: ValueError; msgspec: DecodeError).
 _DAMAGE = (OSError, ValueError, KeyError, TypeError, EOFError)
 
 
-def _reopen(current: Path, meta: dict, inputs: Inputs, verify: bool,
-            say: Progress) -> Workload | None:
-    """The current build when it is of these inputs and intact; None otherwise."""
+def _reopen(current: Path, inputs: Inputs, verify: bool, say: Progress) -> Workload | None:
+    """The current build when it is of these inputs and intact (``verify``: every input
+    and index file read and compared by content); None otherwise."""
     stored = _stored_meta(current)
-    if stored is None or not _same(stored, meta):
+    if stored is None or not _same(stored, _meta(inputs, None if verify else stored)):
         return None
     folder = current.resolve()
     damage = manifest.problem(folder, stored.get("manifest"), deep=verify)
