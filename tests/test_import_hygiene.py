@@ -69,3 +69,23 @@ def test_show_error_path_loads_no_engine_or_ui_library(tmp_path):
         f"assert main(['show', {str(tmp_path / 'none.csv')!r}, '0x1004']) == 2", tmp_path)
     assert loaded == []
 
+
+def test_explorer_first_frame_loads_only_textual(indexed, tmp_path):
+    """What `pcscope open` runs before its first frame: parse, reopen the current index,
+    build the main screen. Textual and rich are expected; nothing else watched."""
+    profile, index_dir = indexed
+    _, loaded = loaded_after(
+        "from pcscope.cli.main import build_parser\n"
+        "from pcscope.cli.cmd_open import request_of\n"
+        "from pcscope.tui.app import PcscopeApp\n"
+        "from pcscope.tui.config import TuiConfig\n"
+        "from pcscope.tui.launch import reopen\n"
+        "from pcscope.tui.screens.main import MainScreen\n"
+        f"args = build_parser('cmd_open').parse_args(['open', {str(profile)!r}, "
+        f"'--index-dir', {str(index_dir)!r}])\n"
+        "request = request_of(args)\n"
+        "prepared = reopen(request)\n"
+        "assert prepared is not None, 'the index was not current'\n"
+        "MainScreen(prepared, request, TuiConfig(path=None))\n", tmp_path)
+    assert [m for m in loaded if m not in ("textual", "rich")] == []
+    assert "textual" in loaded  # the check sees what was imported
