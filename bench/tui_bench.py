@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.measure import Run
+from bench.measure import Run, compile_bytecode
 
 TARGETS = {"first_frame_s": 0.8, "latency_ms": 50.0, "search_ms": 200.0,
            "analysis_lag_ms": 100.0, "planning_lag_ms": 100.0, "peak_rss_mb": 500.0}
@@ -367,6 +367,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.work:
         args.work.mkdir(parents=True, exist_ok=True)
+    compile_bytecode()
     print(json.dumps(bench_tui(args.folder, args.work), indent=2))
     return 0
 
