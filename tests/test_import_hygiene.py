@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_store import PROFILE
 
 import pcscope
 from pcscope.index.store import open_workload
@@ -22,13 +23,6 @@ from pcscope.index.store import open_workload
 REPO = Path(pcscope.__path__[0]).parent
 ENGINE = ("polars", "pydantic", "anthropic", "tantivy", "httpx", "mcp")
 UI = ("textual", "rich", "markdown_it", "pygments")
-
-PROFILE = """function,pc,samples,asm
-f,0x1000,10,"ldr x1, [x0]"
-f,0x1004,20,"ldr x2, [x1, #8]"
-f,0x1008,5,"cbnz x2, 0x1000"
-g,0x2000,1,ret
-"""
 
 
 @pytest.fixture()

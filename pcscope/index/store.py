@@ -54,58 +54,65 @@ def index_key(inputs: Inputs) -> str:
 
 
 # A file changed this soon before its fingerprint was taken may change again without its
-# mtime moving (timestamps are coarse: a clock tick, 2 s on FAT): its hash is read again.
+# mtime moving (timestamps are coarse: a clock tick, 2 s on FAT): its content is compared.
 RACY_NS = 2_000_000_000
-# What tells one set of inputs from another in a meta.json (the rest is bookkeeping).
-_IDENTITY = ("format", "files", "options")
 
 
-def fingerprint(path: Path, known: dict | None = None, taken_ns: int = 0) -> dict:
-    """Path, size, mtime and content hash of an input. ``known``: its fingerprint recorded
-    at ``taken_ns``; when size and mtime still match and the file last changed well before
-    that, the recorded hash stands (a stat instead of reading the whole file)."""
+def fingerprint(path: Path) -> dict:
+    st = _stat(path)
+    return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+            "hash": _hash(path)}
+
+
+def _stat(path: Path) -> os.stat_result:
     try:
-        st = path.stat()
+        return path.stat()
     except FileNotFoundError:
         raise InputError(str(path), None, "no such file") from None
-    resolved = str(path.resolve())
-    if (known is not None and known.get("path") == resolved
-            and known.get("size") == st.st_size and known.get("mtime_ns") == st.st_mtime_ns
-            and st.st_mtime_ns < taken_ns - RACY_NS):
-        return dict(known)
+
+
+def _hash(path: Path) -> str:
     digest = hashlib.blake2b(digest_size=16)
     with open(path, "rb") as f:
         while chunk := f.read(1 << 20):
             digest.update(chunk)
-    return {"path": resolved, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-            "hash": digest.hexdigest()}
+    return digest.hexdigest()
 
 
-def _meta(inputs: Inputs, stored: dict | None = None) -> dict:
-    """The inputs' identity (format, fingerprints, options) and when it was taken;
-    ``stored``: a meta.json whose hashes may stand for files unchanged since (None: read
-    every file)."""
+def _meta(inputs: Inputs) -> dict:
+    """What a build records of its inputs, and when the fingerprints were taken."""
     taken_ns = time.time_ns()
-    known, known_ns = _fingerprints(stored)
     return {
         "format": FORMAT_VERSION,
-        "files": [[kind, fingerprint(p, known.get((kind, str(p.resolve()))), known_ns)]
-                  for kind, p in inputs.files()],
+        "files": [[kind, fingerprint(p)] for kind, p in inputs.files()],
         "options": inputs.options(),
         "taken_ns": taken_ns,
     }
 
 
-def _fingerprints(stored: dict | None) -> tuple[dict[tuple[str, str], dict], int]:
-    """The fingerprints a meta.json recorded, by (kind, path), and when they were taken
-    (0 for a meta.json that does not say: none of its hashes stands)."""
-    if stored is None or not isinstance(stored.get("taken_ns"), int):
-        return {}, 0
-    try:
-        return {(kind, fp["path"]): fp for kind, fp in stored.get("files", [])}, \
-            stored["taken_ns"]
-    except (KeyError, TypeError, ValueError):  # not a meta.json this version wrote
-        return {}, 0
+def _same(stored: dict, inputs: Inputs, verify: bool = False) -> bool:
+    """Whether a stored meta.json is of these inputs: format, options, and every file of
+    the same path, size and mtime, and of the same content when ``verify`` or when the
+    mtime cannot vouch for it (changed too soon before the recording, or not recorded
+    when: a meta.json of an earlier version)."""
+    files = stored.get("files")
+    if (stored.get("format") != FORMAT_VERSION or stored.get("options") != inputs.options()
+            or not isinstance(files, list) or len(files) != len(inputs.files())):
+        return False
+    taken_ns = stored.get("taken_ns")
+    trusted_before = taken_ns - RACY_NS if isinstance(taken_ns, int) else -1
+    for (kind, path), recorded in zip(inputs.files(), files, strict=True):
+        st = _stat(path)
+        try:
+            recorded_kind, fp = recorded
+            if (recorded_kind != kind or fp["path"] != str(path.resolve())
+                    or fp["size"] != st.st_size or fp["mtime_ns"] != st.st_mtime_ns):
+                return False
+            if (verify or st.st_mtime_ns >= trusted_before) and fp["hash"] != _hash(path):
+                return False
+        except (ValueError, KeyError, TypeError):  # not a meta.json this version wrote
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -126,7 +133,7 @@ class IndexStore:
         damage is found when it is opened)."""
         inputs.check()
         stored = _stored_meta(self.home(inputs) / "current")
-        return stored is not None and _same(stored, _meta(inputs, stored))
+        return stored is not None and _same(stored, inputs)
 
     def try_open(self, inputs: Inputs, *, verify: bool = False) -> Workload | None:
         """The current, intact index of these inputs as memory maps, or None when it must
@@ -221,11 +228,6 @@ def _inputs_of(meta: dict) -> Inputs | None:
                   str(options.get("counts", "samples")))
 
 
-def _same(stored: dict, meta: dict) -> bool:
-    """Whether a stored meta.json is of these inputs (format, fingerprints, options)."""
-    return all(stored.get(k) == meta[k] for k in _IDENTITY)
-
-
 # What loading a damaged build raises (np.load: ValueError; msgspec: DecodeError).
 _DAMAGE = (OSError, ValueError, KeyError, TypeError, EOFError)
 
@@ -234,7 +236,7 @@ def _reopen(current: Path, inputs: Inputs, verify: bool, say: Progress) -> Workl
     """The current build when it is of these inputs and intact (``verify``: every input
     and index file read and compared by content); None otherwise."""
     stored = _stored_meta(current)
-    if stored is None or not _same(stored, _meta(inputs, None if verify else stored)):
+    if stored is None or not _same(stored, inputs, verify):
         return None
     folder = current.resolve()
     damage = manifest.problem(folder, stored.get("manifest"), deep=verify)
