@@ -37,9 +37,11 @@ from pcscope.index.lock import writer_lock
 from pcscope.index.parts import load_parts, save_parts
 
 # 2: a manifest of checked files, extra columns in numbered files; 3: mechanisms
-# (mechanisms.msgpack) and code-shape-qualified patterns; 4: copies of one loop, dispatch
-# sequences and a C-library routine with its caller's loop are one mechanism each
-FORMAT_VERSION = 4
+# (mechanisms.msgpack) and code-shape-qualified patterns; 4: text index format 2 (samples,
+# windows and modules answered from files beside it, not Tantivy fields); 5: copies of one
+# loop, dispatch sequences and a C-library routine with its caller's loop are one
+# mechanism each
+FORMAT_VERSION = 5
 Progress = Callable[[str], None]
 
 
