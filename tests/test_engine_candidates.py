@@ -162,19 +162,20 @@ def test_measured_alp_costs_give_unexplained_windows_a_category(tmp_path, kind, 
     from engine_helpers import generated
 
     from pcscope.core.alp_columns import AlpRecords
-    from pcscope.core.engine.measured import _from_columns, _from_records, measured_categories
+    from pcscope.core.engine.measured import _from_columns, _from_records, measured
 
     workload, truth = generated(tmp_path, kind, 102, variant)
     records = workload.alp.records
     assert isinstance(records, AlpRecords)
-    # the column pass and the record pass agree, PC by PC
-    pcs, flags = _from_columns(records)
-    pcs_r, flags_r = _from_records(records.values())
+    # the column pass and the record pass agree, PC by PC: how far past each threshold
+    pcs, past = _from_columns(records)
+    pcs_r, past_r = _from_records(records.values())
     assert (pcs == pcs_r).all()
-    for name, flag in flags.items():
-        assert (flag == flags_r[name]).all(), name
+    for name, ratio in past.items():
+        assert ratio == pytest.approx(past_r[name]), name
     selection = workload.hot(coverage=0.9)
-    found = measured_categories(workload, selection.windows)
+    shown = measured(workload, selection.windows)
+    found = shown.categories
     profile = workload.profile
     measured = {"branch-mispredict", "cache-miss", "store-forwarding", "tlb-miss",
                 "atomic-contention"}
@@ -182,6 +183,7 @@ def test_measured_alp_costs_give_unexplained_windows_a_category(tmp_path, kind, 
         if planted["category"] in measured:
             w = int(profile.window[profile.row_of(int(planted["pc"], 16))])
             assert planted["category"] in found.get(w, ()), planted
+            assert shown.window_cost[w] > 0, planted  # each is past its threshold
 
 
 def test_calls_no_question_needs_go_to_what_the_first_wave_left_out(big, tmp_path):
