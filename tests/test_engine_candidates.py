@@ -1,6 +1,7 @@
-"""The planner: candidates (mechanisms, unexplained hot windows) ranked by own share ×
-modelled penalty; the preset's call bound holds for the whole run whatever the profile's
-size; the hottest candidate of every category gets a call; shares add up."""
+"""The planner: candidates (mechanisms, unexplained hot windows) ranked by own share (plus
+what measured ALP figures add) × modelled penalty; the preset's call bound holds for the
+whole run whatever the profile's size; the hottest candidate of every category gets a
+call; shares add up."""
 
 from __future__ import annotations
 
