@@ -37,8 +37,9 @@ from pcscope.index.lock import writer_lock
 from pcscope.index.parts import load_parts, save_parts
 
 # 2: a manifest of checked files, extra columns in numbered files; 3: mechanisms
-# (mechanisms.msgpack) and code-shape-qualified patterns
-FORMAT_VERSION = 3
+# (mechanisms.msgpack) and code-shape-qualified patterns; 4: text index format 2 (samples,
+# windows and modules answered from files beside it, not Tantivy fields)
+FORMAT_VERSION = 4
 Progress = Callable[[str], None]
 
 
