@@ -38,8 +38,10 @@ from pcscope.index.parts import load_parts, save_parts
 
 # 2: a manifest of checked files, extra columns in numbered files; 3: mechanisms
 # (mechanisms.msgpack) and code-shape-qualified patterns; 4: text index format 2 (samples,
-# windows and modules answered from files beside it, not Tantivy fields)
-FORMAT_VERSION = 4
+# windows and modules answered from files beside it, not Tantivy fields); 5: copies of one
+# loop, dispatch sequences and a C-library routine with its caller's loop are one
+# mechanism each
+FORMAT_VERSION = 5
 Progress = Callable[[str], None]
 
 
