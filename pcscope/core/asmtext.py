@@ -56,10 +56,11 @@ class AsmScan:
     comment (``//``, ``;``) cut off. Positions are blob indices; -1 = none."""
 
     def __init__(self, column: StringColumn) -> None:
-        blob = column.blob
-        upper = (blob >= ord("A")) & (blob <= ord("Z"))
-        self.text = np.where(upper, blob + 32, blob).astype(np.uint8) if upper.any() else blob
-        self.padded = np.append(self.text, np.uint8(0))  # index -1 reads the 0 at the end
+        # One lower-cased copy of the blob, with a 0 after it: index -1 reads that 0.
+        self.padded = np.zeros(len(column.blob) + 1, dtype=np.uint8)
+        self.text = self.padded[:-1]
+        self.text[:] = column.blob
+        self.text[(self.text >= ord("A")) & (self.text <= ord("Z"))] += 32
         self._marks: dict[str, np.ndarray] = {}
         offsets = column.offsets.astype(np.int64)
         rows = _Span(self, offsets[:-1], offsets[1:])
