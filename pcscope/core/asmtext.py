@@ -224,7 +224,7 @@ def _register_lut() -> np.ndarray:
 
 
 _BASE = 37  # 0 = not a word byte, a-z = 1..26, 0-9 = 27..36
-_WORD = np.zeros(256, dtype=np.int64)
+_WORD = np.zeros(256, dtype=np.int32)  # word keys stay below 37**3
 _WORD[ord("a") : ord("z") + 1] = np.arange(1, 27)
 _WORD[ord("0") : ord("9") + 1] = np.arange(27, 37)
 _REGISTERS = _register_lut()

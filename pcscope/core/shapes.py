@@ -55,9 +55,7 @@ class Op:
 
     @classmethod
     def of(cls, pc: int, asm: str) -> Op:
-        m, ops, dest, loaded, src, addr, writeback = _read(asm)
-        target = isa.branch_target(asm, pc) if isa.is_branch(m) else None
-        return cls(pc, m, ops, dest, loaded, src, addr, writeback, target)
+        return _op(pc, asm)
 
     @property
     def load(self) -> bool:
@@ -70,6 +68,13 @@ class Op:
         ops = self.operands
         return (self.mnemonic in _STEP and len(ops) == 3 and self.dest == (reg,)
                 and isa.parse_register(ops[1]) == reg and bool(_RE_IMM.match(ops[2])))
+
+
+@lru_cache(maxsize=65536)  # the pattern pass and the mechanism finder read the same rows
+def _op(pc: int, asm: str) -> Op:
+    m, ops, dest, loaded, src, addr, writeback = _read(asm)
+    target = isa.branch_target(asm, pc) if isa.is_branch(m) else None
+    return Op(pc, m, ops, dest, loaded, src, addr, writeback, target)
 
 
 @lru_cache(maxsize=65536)
