@@ -62,7 +62,7 @@ class AsmScan:
         self.text[:] = column.blob
         self.text[(self.text >= ord("A")) & (self.text <= ord("Z"))] += 32
         self._marks: dict[str, np.ndarray] = {}
-        offsets = column.offsets.astype(np.int64)
+        offsets = np.asarray(column.offsets, dtype=np.uint64).view(np.int64)  # no copy
         rows = _Span(self, offsets[:-1], offsets[1:])
         slashes = np.flatnonzero((self.text[:-1] == ord("/")) & (self.text[1:] == ord("/")))
         for comment in (rows.first_of(slashes), rows.first(";")):
@@ -160,8 +160,9 @@ class _Span:
         if not len(marks):
             return np.full(len(after), -1, dtype=np.int64)
         i = np.searchsorted(marks, after)
-        pos = marks[np.minimum(i, len(marks) - 1)]
-        return np.where((i < len(marks)) & (pos < self.end) & (after >= 0), pos, -1)
+        inside = (i < len(marks)) & (after >= 0)
+        pos = marks[np.minimum(i, len(marks) - 1, out=i)]
+        return np.where(inside & (pos < self.end), pos, -1)
 
     def last(self, char: str) -> np.ndarray:
         """The last occurrence of ``char`` inside each span."""

@@ -30,6 +30,7 @@ from pcscope.core.inputs import Inputs, PathLike
 from pcscope.core.workload import Workload
 from pcscope.index import arrays, manifest
 from pcscope.index.lock import writer_lock
+from pcscope.index.memory import unmap_large_blocks
 from pcscope.index.parts import load_parts, save_parts
 
 # 2: a manifest of checked files, extra columns in numbered files; 3: mechanisms
@@ -219,6 +220,7 @@ def _stored_meta(current: Path) -> dict | None:
 
 def _build(home: Path, inputs: Inputs, meta: dict, say: Progress) -> Path:
     home.mkdir(parents=True, exist_ok=True)
+    unmap_large_blocks()
     # Parsing needs polars; reopening does not, so its import waits until a build.
     from pcscope.core.readers.profile_csv import read_profile
 
