@@ -121,6 +121,8 @@ def canonical(text: str) -> tuple[str, list[str]]:
 def split_operands(operands: str) -> list[str]:
     """Top-level comma split: ``"x0, [x1, #8]!"`` -> ``["x0", "[x1, #8]!"]``."""
     text = _RE_SYMBOL.sub("", operands)
+    if "[" not in text and "{" not in text:  # no nesting: every comma splits
+        return [p for p in (part.strip() for part in text.split(",")) if p]
     parts: list[str] = []
     depth = 0
     start = 0
