@@ -133,11 +133,17 @@ def _cleaned(col: str) -> pl.Expr:
 
 
 def _encode(labels: pl.Series) -> tuple[np.ndarray, list[str]]:
-    """Dictionary encoding: int32 codes in sorted label order (-1 for null) and the labels."""
-    distinct = labels.drop_nulls().unique().sort()
-    # An Enum over the sorted labels makes its physical codes the sorted order (fast path).
-    physical = labels.cast(pl.Enum(distinct.to_list())).to_physical().cast(pl.Int32)
-    return physical.fill_null(-1).to_numpy(), distinct.to_list()
+    """Dictionary encoding of a Categorical column: int32 codes in sorted label order (-1 for
+    null) and the labels. The parse made the column Categorical (4 bytes a row rather than
+    a 16-byte string view); its codes are renumbered here in label order."""
+    present = labels.unique().drop_nulls()
+    names = present.cast(pl.String).to_list()
+    order = sorted(range(len(names)), key=names.__getitem__)  # code-point order = polars'
+    physical = present.to_physical().to_numpy().astype(np.int64)
+    renumber = np.full(int(physical.max(initial=-1)) + 2, -1, dtype=np.int32)  # last: null
+    renumber[physical[order]] = np.arange(len(order), dtype=np.int32)
+    codes = labels.to_physical().fill_null(len(renumber) - 1).to_numpy()
+    return renumber[codes], [names[i] for i in order]
 
 
 def _pc_expr(fast: bool) -> pl.Expr:
@@ -177,14 +183,15 @@ def _columns(names: list[str]) -> list[pl.Expr]:
         _pc_expr(fast=True).alias("pc_value"),
         _count_expr("samples", fast=True).alias("samples_value"),
         asm.alias("asm_text"),
-        asm.str.slice(0, asm.str.find(r"\s")).str.to_lowercase().alias("mnemonic_text"),
+        asm.str.slice(0, asm.str.find(r"\s")).str.to_lowercase().cast(pl.Categorical)
+        .alias("mnemonic_text"),
     ]
     if "cycles" in names:
         exprs += [_count_expr("cycles", fast=True).alias("cycles_value"),
                   (pl.col("cycles").str.strip_chars().fill_null("") != "").alias("cycles_given")]
     for col in ("function", "module", "window"):
         text = _cleaned(col) if col in names else pl.lit(None, dtype=pl.String)
-        exprs.append(text.alias(f"{col}_text"))
+        exprs.append(text.cast(pl.Categorical).alias(f"{col}_text"))
     exprs += [pl.col(c).fill_null("").alias(f"extra.{c}") for c in names if c not in KNOWN]
     exprs.append(pl.any_horizontal([pl.col(c).str.contains("\n", literal=True)
                                     for c in names]).alias("_multiline"))
