@@ -99,21 +99,29 @@ class AsmScan:
         """Per row: memory base register code and whether the operand writes it back
         (``[x1, #8]!`` or ``[x1], #8``)."""
         base, close = self._memory()
-        rows = self.rows
-        after = np.where(close >= 0, close + 1, -1)
-        writeback = (rows.byte(after) == ord("!")) | (rows.byte(rows.skip(after)) == ord(","))
-        return base, writeback & (close >= 0) & (base >= 0)
+        closed = np.flatnonzero(close >= 0)
+        span, after = self.rows.take(closed), close[closed] + 1
+        writeback = np.zeros(len(base), dtype=bool)
+        writeback[closed] = ((span.byte(after) == ord("!"))
+                             | (span.byte(span.skip(after)) == ord(","))) & (base[closed] >= 0)
+        return base, writeback
 
     def _memory(self) -> tuple[np.ndarray, np.ndarray]:
-        rows = self.rows
-        bracket = rows.first("[")
-        base = rows.register_at(rows.skip(np.where(bracket >= 0, bracket + 1, -1)))
-        return base, rows.first("]", bracket)
+        """Base register code and closing-bracket position per row (-1: none); only the rows
+        with a bracket (a third or so) are read."""
+        bracket = self.rows.first("[")
+        opened = np.flatnonzero(bracket >= 0)
+        span = self.rows.take(opened)
+        base = np.full(len(bracket), -1, dtype=np.int8)
+        close = np.full(len(bracket), -1, dtype=np.int64)
+        base[opened] = span.register_at(span.skip(bracket[opened] + 1))
+        close[opened] = span.first("]", bracket[opened])
+        return base, close
 
     def branch_targets(self, rows: np.ndarray, pcs: np.ndarray) -> np.ndarray:
         """Target of the direct branch in each of ``rows``: its last operand as hex (``#``,
         ``0x`` optional; ``<symbol>`` ignored); negative = relative to ``pcs``; -1 none."""
-        span = _Span(self, self.rows.start[rows], self.rows.end[rows])
+        span = self.rows.take(rows)
         symbol = span.first("<")
         span.end = np.where(symbol >= 0, symbol, span.end)
         comma = span.last(",")
@@ -133,6 +141,10 @@ class _Span:
         self.scan = scan
         self.start = start
         self.end = end
+
+    def take(self, rows: np.ndarray) -> _Span:
+        """The spans of some rows (positions into this set)."""
+        return _Span(self.scan, self.start[rows], self.end[rows])
 
     def byte(self, pos: np.ndarray) -> np.ndarray:
         """Byte at each position (0 outside the span or where pos is -1)."""
