@@ -361,6 +361,12 @@ def branch_target(text: str, pc: int | None = None) -> int | None:
     Accepts ``b.eq 0x1020``, ``bl #0x55000021b4``, ``cbz x0, 0x1f0``, ``tbz w1, #3, 0x200``
     and objdump's ``b 4005d0 <main+0x10>`` (bare hex). A negative immediate (``b #-0x10``,
     older llvm-objdump) is relative and needs ``pc``. None for anything else."""
+    return resolve_target(branch_operand(text), pc)
+
+
+def branch_operand(text: str) -> tuple[int, bool] | None:
+    """The PC-independent half of ``branch_target``: the target operand's value and whether
+    it is relative (to be subtracted from the PC); None when the text is no direct branch."""
     mnemonic, operands = split_asm(text)
     m = normalize_mnemonic(mnemonic, operands)
     if m not in DIRECT and not (m.startswith("b.") or m.startswith("bc.")):
@@ -368,8 +374,15 @@ def branch_target(text: str, pc: int | None = None) -> int | None:
     match = _RE_TARGET.search(_RE_SYMBOL.sub("", operands))
     if not match:
         return None
-    value = int(match.group(2), 16)
-    if match.group(1):
+    return int(match.group(2), 16), bool(match.group(1))
+
+
+def resolve_target(operand: tuple[int, bool] | None, pc: int | None) -> int | None:
+    """A ``branch_operand`` at ``pc``: its address (None if relative and no PC is known)."""
+    if operand is None:
+        return None
+    value, relative = operand
+    if relative:
         return pc - value if pc is not None else None
     return value
 
