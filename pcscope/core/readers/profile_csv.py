@@ -337,8 +337,8 @@ def _check_sum(path: str, what: str, counts: np.ndarray, lines: np.ndarray) -> N
 
 def _strings(series: pl.Series) -> StringColumn:
     lengths = series.str.len_bytes().to_numpy().astype(np.uint64)
-    joined = series.str.join("").item() or ""
-    return StringColumn.from_utf8(joined.encode("utf-8"), lengths)
+    joined = series.str.join("").cast(pl.Binary).item() or b""  # UTF-8 as is: no str copy
+    return StringColumn.from_utf8(joined, lengths)
 
 
 def _merge(pcs, samples, cycles):
