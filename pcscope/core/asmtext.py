@@ -51,20 +51,35 @@ def asm_series(column: StringColumn, name: str = "asm") -> pl.Series:
     return series
 
 
+class _Text:
+    """The lower-cased blob with a 0 after it (index -1 reads that 0), and where each byte
+    occurs. Spans refer to it, not to their AsmScan: no reference cycle, so a scan's arrays
+    go as soon as the scan does (not at the next garbage collection)."""
+
+    def __init__(self, blob: np.ndarray) -> None:
+        self.padded = np.zeros(len(blob) + 1, dtype=np.uint8)
+        self.text = self.padded[:-1]
+        self.text[:] = blob
+        self.text[(self.text >= ord("A")) & (self.text <= ord("Z"))] += 32
+        self._marks: dict[str, np.ndarray] = {}
+
+    def marks(self, char: str) -> np.ndarray:
+        """Every position of one byte in the blob (ascending)."""
+        if char not in self._marks:
+            self._marks[char] = np.flatnonzero(self.text == ord(char))
+        return self._marks[char]
+
+
 class AsmScan:
     """Byte scans over rows at once: the lower-cased blob, and each row's text span with any
     comment (``//``, ``;``) cut off. Positions are blob indices; -1 = none."""
 
     def __init__(self, column: StringColumn) -> None:
-        # One lower-cased copy of the blob, with a 0 after it: index -1 reads that 0.
-        self.padded = np.zeros(len(column.blob) + 1, dtype=np.uint8)
-        self.text = self.padded[:-1]
-        self.text[:] = column.blob
-        self.text[(self.text >= ord("A")) & (self.text <= ord("Z"))] += 32
-        self._marks: dict[str, np.ndarray] = {}
+        self.text = _Text(column.blob)
+        text = self.text.text
         offsets = np.asarray(column.offsets, dtype=np.uint64).view(np.int64)  # no copy
-        rows = _Span(self, offsets[:-1], offsets[1:])
-        slashes = np.flatnonzero((self.text[:-1] == ord("/")) & (self.text[1:] == ord("/")))
+        rows = _Span(self.text, offsets[:-1], offsets[1:])
+        slashes = np.flatnonzero((text[:-1] == ord("/")) & (text[1:] == ord("/")))
         for comment in (rows.first_of(slashes), rows.first(";")):
             rows.end = np.where(comment >= 0, comment, rows.end)
         self.rows = rows
@@ -72,15 +87,9 @@ class AsmScan:
     @cached_property
     def operands(self) -> np.ndarray:
         """Per row, where the operands start (after the mnemonic and its spaces)."""
-        rows = self.rows
-        gap = rows.first_of(np.flatnonzero((self.text == ord(" ")) | (self.text == ord("\t"))))
+        rows, text = self.rows, self.text.text
+        gap = rows.first_of(np.flatnonzero((text == ord(" ")) | (text == ord("\t"))))
         return rows.skip(np.where(gap >= 0, gap, rows.end))
-
-    def marks(self, char: str) -> np.ndarray:
-        """Every position of one byte in the blob (ascending)."""
-        if char not in self._marks:
-            self._marks[char] = np.flatnonzero(self.text == ord(char))
-        return self._marks[char]
 
     def operand_registers(self) -> tuple[np.ndarray, np.ndarray]:
         """Per row: register codes of operands 0 and 1 when they are plain general
@@ -137,18 +146,18 @@ class AsmScan:
 class _Span:
     """Text spans [start, end) of a set of rows, scanned together."""
 
-    def __init__(self, scan: AsmScan, start: np.ndarray, end: np.ndarray) -> None:
-        self.scan = scan
+    def __init__(self, text: _Text, start: np.ndarray, end: np.ndarray) -> None:
+        self.text = text
         self.start = start
         self.end = end
 
     def take(self, rows: np.ndarray) -> _Span:
         """The spans of some rows (positions into this set)."""
-        return _Span(self.scan, self.start[rows], self.end[rows])
+        return _Span(self.text, self.start[rows], self.end[rows])
 
     def byte(self, pos: np.ndarray) -> np.ndarray:
         """Byte at each position (0 outside the span or where pos is -1)."""
-        padded = self.scan.padded
+        padded = self.text.padded
         ok = (pos >= self.start) & (pos < self.end)
         return padded[np.where(ok, pos, len(padded) - 1)]
 
@@ -164,7 +173,7 @@ class _Span:
         return pos
 
     def first(self, char: str, after: np.ndarray | None = None) -> np.ndarray:
-        return self.first_of(self.scan.marks(char), after)
+        return self.first_of(self.text.marks(char), after)
 
     def first_of(self, marks: np.ndarray, after: np.ndarray | None = None) -> np.ndarray:
         """The first mark at or after ``after`` (default: span start) inside each span."""
@@ -178,7 +187,7 @@ class _Span:
 
     def last(self, char: str) -> np.ndarray:
         """The last occurrence of ``char`` inside each span."""
-        marks = self.scan.marks(char)
+        marks = self.text.marks(char)
         if not len(marks):
             return np.full(len(self.end), -1, dtype=np.int64)
         i = np.searchsorted(marks, self.end) - 1

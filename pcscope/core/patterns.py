@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pcscope.core import isa, shapes
+from pcscope.core.columns import StringColumn
 from pcscope.core.ids import hex_pc, pat_id
 from pcscope.core.profile import Profile
 
@@ -56,6 +57,9 @@ LOOP_BUDGET = 1000
 BRANCH_BUDGET = 4000
 BYTE_LOOP_MAX = 32
 MIN_TRIPS = 8  # iterations per entry that make a byte loop worth vectorizing
+# Rows byte-scanned at once (code_facts): the scans' temporaries, ~100 bytes a row, stay
+# ~25 MB at any profile size.
+FACTS_CHUNK = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -381,18 +385,16 @@ def _indirect_branches(profile: Profile, f: CodeFacts, code: _Code, stubs: _Hits
 
 def code_facts(profile: Profile) -> CodeFacts:
     names, canon = _canonical_mnemonics(profile)
-    # asmtext needs polars; reopening an index only needs the stored table, not this.
-    from pcscope.core.asmtext import AsmScan
-
-    scan = AsmScan(profile.asm_column)
-    op0, op1 = scan.operand_registers()
-    base, writeback = scan.memory_operands()
-    direct = np.flatnonzero(_flags(names, canon, lambda n: n in isa.DIRECT or n.startswith(
-        ("b.", "bc."))))  # fmt: skip
-    target = np.full(len(profile), -1, dtype=np.int64)
-    target[direct] = scan.branch_targets(direct, profile.pc[direct])
-    del scan  # its row spans and byte marks: ~60 MB at 1M rows
-    operand = np.stack([op0, op1], axis=1)
+    direct = _flags(names, canon, lambda n: n in isa.DIRECT or n.startswith(("b.", "bc.")))
+    n = len(profile)
+    operand = np.full((n, 2), -1, dtype=np.int8)
+    base = np.full(n, -1, dtype=np.int8)
+    writeback = np.zeros(n, dtype=bool)
+    target = np.full(n, -1, dtype=np.int64)
+    for start in range(0, n, FACTS_CHUNK):
+        rows = slice(start, min(start + FACTS_CHUNK, n))
+        operand[rows], base[rows], writeback[rows], target[rows] = _scanned_facts(
+            profile.asm_column.slice(rows.start, rows.stop), profile.pc[rows], direct[rows])
     # Which of the first two operands each mnemonic writes (slot -1: none).
     slots = np.full((max(len(names), 1), 2), -1, dtype=np.int8)
     for i, name in enumerate(names):
@@ -404,8 +406,23 @@ def code_facts(profile: Profile) -> CodeFacts:
     return CodeFacts(
         names, canon, dest.astype(np.int8), base, writeback,
         load=_flags(names, canon, isa.is_load), store=_flags(names, canon, isa.is_store),
-        call=_flags(names, canon, isa.is_call), target=target, first=op0.astype(np.int8),
+        call=_flags(names, canon, isa.is_call), target=target, first=operand[:, 0].copy(),
     )  # fmt: skip
+
+
+def _scanned_facts(column: StringColumn, pcs: np.ndarray, direct: np.ndarray):
+    """Byte-scan facts of some rows: operand registers 0 and 1, memory base, writeback, and
+    the targets of the ``direct`` branches."""
+    # asmtext needs polars; reopening an index only needs the stored table, not this.
+    from pcscope.core.asmtext import AsmScan
+
+    scan = AsmScan(column)
+    op0, op1 = scan.operand_registers()
+    base, writeback = scan.memory_operands()
+    target = np.full(len(column), -1, dtype=np.int64)
+    branches = np.flatnonzero(direct)
+    target[branches] = scan.branch_targets(branches, pcs[branches])
+    return np.stack([op0, op1], axis=1), base, writeback, target
 
 
 def _canonical_mnemonics(profile: Profile) -> tuple[list[str], np.ndarray]:
