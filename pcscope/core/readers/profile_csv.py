@@ -279,11 +279,17 @@ def _build(
     del cols
     if len(pcs) > 1 and not bool(np.all(pcs[1:] > pcs[:-1])):
         order = np.argsort(pcs, kind="stable")
-        pcs, rows, samples = pcs[order], rows[order], samples[order]
+        # One column at a time: each original goes before the next copy is made.
+        pcs = pcs[order]
+        rows = rows[order]
+        samples = samples[order]
         cycles = cycles[order] if cycles is not None else None
-        mnemonic, function = mnemonic[order], function[order]
-        module, window_label = module[order], window_label[order]
+        mnemonic = mnemonic[order]
+        function = function[order]
+        module = module[order]
+        window_label = window_label[order]
         text = text[order]
+        del order
     dup = np.flatnonzero(pcs[1:] == pcs[:-1])
     if len(dup) and not merge:
         a, b = sorted((int(rows[dup[0]]), int(rows[dup[0] + 1])))
@@ -370,16 +376,19 @@ def _windows(
     if len(free):
         # Rows are in ascending PC already, so a stable sort by module orders by (module, pc).
         order = free[np.argsort(module[free], kind="stable")]
-        pc_o, fn_o, mod_o = pcs[order], function[order], module[order]
-        brk = np.ones(len(order), dtype=bool)
-        brk[1:] = (
-            (mod_o[1:] != mod_o[:-1])
-            | (fn_o[1:] != fn_o[:-1])
-            | ((pc_o[1:] - pc_o[:-1]) > WINDOW_GAP)
-        )
-        run_start = order[np.flatnonzero(brk)]
-        run_id = np.cumsum(brk) - 1
-        key[order] = run_start[run_id]
+        del free
+        # A break where the module or function changes or the PC gap exceeds the limit;
+        # one column at a time, so at most one gathered copy is alive (the peak of a build).
+        brk = np.zeros(len(order), dtype=bool)
+        brk[0] = True
+        for column in (module, function):
+            ordered = column[order]
+            brk[1:] |= ordered[1:] != ordered[:-1]
+        ordered = pcs[order]
+        brk[1:] |= (ordered[1:] - ordered[:-1]) > WINDOW_GAP
+        del ordered
+        key[order] = order[np.flatnonzero(brk)][np.cumsum(brk) - 1]
+        del order, brk
     # Windows are numbered by their first PC (their first row, rows being in PC order), so
     # numbering is independent of row order.
     is_first = np.zeros(n, dtype=bool)
