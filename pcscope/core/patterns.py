@@ -452,7 +452,7 @@ def _dependent_loads(profile: Profile, f: CodeFacts, code: _Code) -> _Hits:
     canary loads, a table load feeding a branch), writeback streams and stack loads are
     not chases. Vectorised: the candidates (loads in a short loop); Python: the cycle.
     ``aux_pc`` is the loop head."""
-    win = profile.window.astype(np.int64)
+    win = profile.window  # window codes, only compared
     cand = np.flatnonzero(f.load & (f.base >= 0) & (f.base < 29) & ~f.writeback)
     if not len(cand):
         return _Hits("dependent-load", cand)
@@ -471,7 +471,7 @@ def backward_branches(profile: Profile, f: CodeFacts, win: np.ndarray):
     """Rows of branches (conditional or ``b``) jumping back inside their own window, and
     the row of each one's target (the loop head)."""
     jumps = f.flags(lambda m: m == "b" or isa.is_conditional_branch(m))
-    pcs = profile.pc.astype(np.int64)
+    pcs = profile.pc.view(np.int64)  # the same values as a cast, without a copy
     rows = np.flatnonzero(jumps & (f.target >= 0) & (f.target <= pcs))
     heads = np.searchsorted(pcs, f.target[rows], "left")
     inside = win[np.minimum(heads, len(pcs) - 1)] == win[rows]
@@ -500,9 +500,9 @@ def _spin_waits(profile: Profile, f: CodeFacts, code: _Code) -> _Hits:
     """Tight backward loops that poll memory (shapes.polls): loads from loop-invariant
     addresses, an exit that tests a loaded value, a conditional branch back (or ``b`` back
     with a conditional exit), optional wait hints; no stores, no stepping register."""
-    win = profile.window.astype(np.int64)
+    win = profile.window  # window codes, only compared
     branches, heads = backward_branches(profile, f, win)
-    pcs = profile.pc.astype(np.int64)
+    pcs = profile.pc.view(np.int64)  # the same values as a cast, without a copy
     # Necessary conditions first, vectorised with prefix sums over each loop body.
     stray = ~(f.load | f.flags(isa.is_branch) | f.flags(SPIN_OK.__contains__))
 
@@ -544,7 +544,7 @@ def _byte_loops(profile: Profile, f: CodeFacts, code: _Code) -> _Hits:
     """Loops that load and test one byte or halfword per step with a stepping pointer or
     index (shapes.byte_step) and run at least MIN_TRIPS iterations per entry by the
     profile's counts. Hit: the narrow load; ``aux_pc`` the loop head, ``aux`` the trips."""
-    win = profile.window.astype(np.int64)
+    win = profile.window  # window codes, only compared
     branches, heads = backward_branches(profile, f, win)
     narrow = f.flags(shapes.NARROW_LOADS.__contains__)
     prefix = np.concatenate(([0], np.cumsum(narrow)))
