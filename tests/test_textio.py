@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import threading
 
 import pytest
 from hypothesis import given, settings
@@ -51,11 +50,3 @@ def test_a_truncated_gzip_names_its_line(tmp_path, monkeypatch):
         batched(cut, 100)
     assert "truncated or corrupt gzip" in str(err.value) and err.value.line > 1
 
-
-def test_stopping_early_stops_the_reading_thread(tmp_path):
-    path = tmp_path / "many.txt"
-    path.write_bytes(b"x\n" * 10_000)
-    blocks = open_line_blocks(path, 1)
-    assert next(blocks).first == 1
-    blocks.close()   # the thread is joined: no block is read after this
-    assert not [t for t in threading.enumerate() if t.name == "read-ahead"]

@@ -5,22 +5,24 @@ from __future__ import annotations
 import gzip
 import io
 import os
-import queue
 import sys
 import tempfile
-import threading
 import zlib
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO, cast
 
 import numpy as np
+from isal import igzip
+from isal.igzip_lib import IsalError
 
 from pcscope.core.errors import InputError
 
 _GZIP_MAGIC = b"\x1f\x8b"
+# A cut or corrupt file. (isal's stub types IsalError as an instance: it is the class.)
+_GZIP_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile, cast(type[Exception], IsalError))
 
 
 def is_gzip(path: str | os.PathLike) -> bool:
@@ -31,7 +33,7 @@ def is_gzip(path: str | os.PathLike) -> bool:
 def _open_binary(path: str | os.PathLike):
     try:
         if is_gzip(path):
-            return gzip.open(path, "rb")
+            return igzip.open(path, "rb")     # ISA-L: gunzip ~3.5x zlib's speed
         return open(path, "rb")
     except FileNotFoundError:
         raise InputError(str(path), None, "no such file") from None
@@ -46,7 +48,7 @@ def read_bytes(path: str | os.PathLike) -> bytes:
     with _open_binary(path) as f:
         try:
             return f.read()
-        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        except _GZIP_ERRORS as exc:
             raise InputError(str(path), None, f"truncated or corrupt gzip ({exc})") from None
 
 
@@ -79,7 +81,7 @@ def open_text_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
                         str(path), lineno, f"invalid UTF-8 (byte 0x{raw[exc.start]:02x})"
                     ) from None
                 yield lineno, text.rstrip("\r\n")
-        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        except _GZIP_ERRORS as exc:
             raise InputError(
                 str(path), lineno + 1, f"truncated or corrupt gzip ({exc})"
             ) from None
@@ -101,59 +103,7 @@ class LineBlock:
 def open_line_blocks(path: str | os.PathLike, size: int) -> Iterator[LineBlock]:
     """The file ``size`` lines at a time (the last block may be shorter), streaming, plain
     or gzip. Bytes, not text: a reader that decodes bytes itself pays for no str objects
-    and no Python step per line (UTF-8 is the reader's to check). The blocks are read in
-    a thread of their own, a few ahead: gunzip and the newline search run outside the GIL,
-    so on a second core they cost the caller next to nothing."""
-    return _read_ahead(_line_blocks(path, size), _AHEAD)
-
-
-_AHEAD = 4          # blocks read ahead
-_DONE = object()    # the end of the items, in the queue
-
-
-def _read_ahead(items: Generator[LineBlock, None, None], ahead: int) -> Iterator[LineBlock]:
-    """``items`` made in a thread, up to ``ahead`` before they are taken; an error raised
-    making one is raised in its place. Stopping early (an error in the caller) stops the
-    thread and closes ``items``."""
-    made: queue.Queue = queue.Queue(ahead)
-    stop = threading.Event()
-
-    def put(entry: tuple[object, BaseException | None]) -> bool:
-        while not stop.is_set():
-            try:
-                made.put(entry, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def make() -> None:
-        try:
-            for item in items:
-                if not put((item, None)):
-                    return
-            put((_DONE, None))
-        except BaseException as exc:   # noqa: BLE001 -- handed over to be raised in turn
-            put((None, exc))
-        finally:
-            items.close()
-
-    thread = threading.Thread(target=make, name="read-ahead", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item, error = made.get()
-            if error is not None:
-                raise error
-            if item is _DONE:
-                return
-            yield cast(LineBlock, item)
-    finally:
-        stop.set()
-        thread.join()
-
-
-def _line_blocks(path: str | os.PathLike, size: int) -> Generator[LineBlock, None, None]:
+    and no Python step per line (UTF-8 is the reader's to check)."""
     data = b""                     # whole lines not yielded yet
     ends = np.zeros(0, np.int64)   # their newlines
     first = 1                      # the number of the line data starts with
@@ -175,7 +125,7 @@ def _line_blocks(path: str | os.PathLike, size: int) -> Generator[LineBlock, Non
                     yield LineBlock(first, data[start:stop], ends[done:done + size] - start)
                     start, done, first = stop, done + size, first + size
                 data, ends = data[start:], ends[done:] - start
-        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        except _GZIP_ERRORS as exc:
             raise InputError(str(path), first + len(ends),
                              f"truncated or corrupt gzip ({exc})") from None
     if tail:
