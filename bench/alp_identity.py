@@ -37,7 +37,7 @@ def _table_state(table) -> dict:
     state = {f"col.{f.name}": getattr(columns, f.name) for f in dataclasses.fields(columns)}
     loops = table.per_loop.state()
     state.update({f"loop.{k}": v for k, v in loops.items() if k != "texts"})
-    state["loop.texts"] = [loops["texts"][i] for i in range(len(loops["texts"]))]
+    state["loop.texts"] = list(loops["texts"])
     state["file_stats"] = dataclasses.asdict(table.file_stats)
     state["stats"] = dataclasses.asdict(table.stats)
     return state
