@@ -11,7 +11,7 @@ import random
 import shutil
 from pathlib import Path
 
-from bench.measure import percentile, python, run_process, timed
+from bench.measure import compile_bytecode, percentile, python, run_process, timed
 
 
 def floors(profile: Path) -> dict:
@@ -73,6 +73,7 @@ def main(argv: list[str]) -> int:
 
     from pcscope.index.store import open_workload
 
+    compile_bytecode()
     profile = Path(argv[0])
     index_dir = Path(argv[1]) if len(argv) > 1 else Path("bench/out/index")
     out = {"profile": str(profile), "floors": floors(profile), "index": ingest(profile, index_dir)}

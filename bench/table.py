@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.measure import Run, python, run_process
+from bench.measure import Run, compile_bytecode, python, run_process
 
 OUT = Path("bench/out")
 BIG = OUT / "big"
@@ -289,6 +289,7 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     profile, alp_path = BIG / "profile.csv.gz", BIG / "alp.jsonl.gz"
     index_dir = OUT / "table-index"
+    compile_bytecode()
     print(f"load average at start {os.getloadavg()}, {os.cpu_count()} cores", flush=True)
     rows = interleaved([zcat(profile, "1M")], args.runs)
     csv = read_csv(profile, "1M")

@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.measure import Run
+from bench.measure import Run, compile_bytecode
 
 TARGETS = {"first_frame_s": 0.8, "latency_ms": 50.0, "search_ms": 200.0,
            "analysis_lag_ms": 100.0, "planning_lag_ms": 100.0, "peak_rss_mb": 500.0}
@@ -68,15 +68,21 @@ def generate_big(folder: Path) -> None:
     generate(Options(kind="A", seed=1, out=folder, scale=1_000_000))
 
 
-def prepare_index(profile: Path, alp: Path | None, index_dir: Path) -> str:
-    """Index (and the text index) before any clock starts; returns the hottest function."""
+def bench_inputs(profile: Path, alp: Path | None):
+    """What `pcscope open PROFILE [--alp ALP]` opens: with the standard preset's guides.
+    Every measured process opens these, so none of them builds an index of its own."""
     from pcscope.cli.common import default_guides
     from pcscope.core.engine.presets import load_preset
-    from pcscope.index.store import open_workload
+    from pcscope.core.inputs import Inputs
 
-    settings = load_preset("standard")
-    workload = open_workload(profile, alp=alp, guides=default_guides(settings),
-                             index_dir=index_dir)
+    return Inputs.of(profile, alp=alp, guides=default_guides(load_preset("standard")))
+
+
+def prepare_index(profile: Path, alp: Path | None, index_dir: Path) -> str:
+    """Index (and the text index) before any clock starts; returns the hottest function."""
+    from pcscope.index.store import IndexStore
+
+    workload = IndexStore.at(index_dir).open(bench_inputs(profile, alp))
     workload.text  # noqa: B018 - builds the Tantivy index once
     p = workload.profile
     window = p.windows[int(p.windows_by_weight()[0])]
@@ -198,18 +204,21 @@ def summary(values: list, prefix: str) -> dict:
 
 
 async def interact(profile: Path, alp: Path | None, index_dir: Path, work: Path) -> dict:
-    from pcscope.core.inputs import Inputs
     from pcscope.tui.app import PcscopeApp
     from pcscope.tui.config import TuiConfig
-    from pcscope.tui.launch import OpenRequest
+    from pcscope.tui.launch import OpenRequest, reopen
     from pcscope.tui.screens.main import MainScreen
 
     session = work / "interact.sqlite"
     for stale in work.glob("interact.sqlite*"):  # every run starts from the same state
         stale.unlink()
-    request = OpenRequest(Inputs(profile, alp), index_dir=index_dir, model="scripted:ok@0.05",
-                          preset="tui-bench", session=session)
-    app = PcscopeApp(request, TuiConfig(path=None))
+    request = OpenRequest(bench_inputs(profile, alp), index_dir=index_dir,
+                          model="scripted:ok@0.05", preset="tui-bench", session=session)
+    # As `pcscope open` does; an index built here would put ingest's peak in this RSS.
+    prepared = reopen(request)
+    if prepared is None:
+        raise RuntimeError(f"{index_dir}: the index prepared for the bench is not current")
+    app = PcscopeApp(request, TuiConfig(path=None), prepared)
     out: dict = {}
     async with app.run_test(size=SIZE) as pilot:
         frames = Frames(app)
@@ -358,6 +367,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.work:
         args.work.mkdir(parents=True, exist_ok=True)
+    compile_bytecode()
     print(json.dumps(bench_tui(args.folder, args.work), indent=2))
     return 0
 

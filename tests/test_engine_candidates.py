@@ -153,13 +153,18 @@ def test_a_brief_is_anchored_on_its_mechanism(tmp_path):
     assert "win:0x3000" not in {c.id for g in made.calls for c in g.candidates}
 
 
-def test_measured_alp_costs_give_unexplained_windows_a_category(tmp_path):
+@pytest.mark.parametrize(("kind", "variant"), [("B", "default"), ("B", "alt"), ("A", "alt")])
+def test_measured_alp_costs_give_unexplained_windows_a_category(tmp_path, kind, variant):
+    """Read from every field that carries the cost: the alt variant shows mispredicts per
+    iteration, misses at L2/LLC, execute latency instead of the average, no forwarding
+    count, far atomics without L1D misses (and the default variant's look-alikes stay
+    healthy, checked by the planted benchmarks' precision)."""
     from engine_helpers import generated
 
     from pcscope.core.alp_columns import AlpRecords
     from pcscope.core.engine.measured import _from_columns, _from_records, measured_categories
 
-    workload, truth = generated(tmp_path, "B", 102)
+    workload, truth = generated(tmp_path, kind, 102, variant)
     records = workload.alp.records
     assert isinstance(records, AlpRecords)
     # the column pass and the record pass agree, PC by PC
@@ -171,7 +176,8 @@ def test_measured_alp_costs_give_unexplained_windows_a_category(tmp_path):
     selection = workload.hot(coverage=0.9)
     found = measured_categories(workload, selection.windows)
     profile = workload.profile
-    measured = {"branch-mispredict", "cache-miss", "store-forwarding", "tlb-miss"}
+    measured = {"branch-mispredict", "cache-miss", "store-forwarding", "tlb-miss",
+                "atomic-contention"}
     for planted in truth["planted"]:
         if planted["category"] in measured:
             w = int(profile.window[profile.row_of(int(planted["pc"], 16))])

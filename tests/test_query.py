@@ -7,7 +7,7 @@ import pytest
 from pcscope.core.errors import UsageError
 from pcscope.core.patterns import find_patterns
 from pcscope.core.readers.profile_csv import read_profile
-from pcscope.index.query import MAX_LIMIT, QueryEngine
+from pcscope.index.query import MAX_LIMIT, QueryEngine, distinct_texts
 from pcscope.index.text import TextIndex
 
 # Total samples: 1000.
@@ -100,6 +100,19 @@ def test_regex(engine, pattern, field, expected, total):
     assert pcs(result) == expected
     assert (result.total, result.truncated) == (total, total > len(expected))
     assert (result.kind, result.field, result.query) == ("regex", field, pattern)
+
+
+def test_distinct_texts_index_every_row_even_on_a_hash_collision():
+    import numpy as np
+    import polars as pl
+
+    rows = pl.Series(["ldr x0", "add", "ldr x0", "nop", "add"])
+    texts, codes = distinct_texts(rows, rows.hash().to_numpy())
+    assert len(texts) == 3 and texts.gather(codes).to_list() == rows.to_list()
+    collided, codes = distinct_texts(rows, np.zeros(len(rows), dtype=np.uint64))
+    assert collided.gather(codes).to_list() == rows.to_list()  # each row its own text
+    empty, codes = distinct_texts(rows.clear(), np.zeros(0, dtype=np.uint64))
+    assert len(empty) == len(codes) == 0
 
 
 def test_regex_mnemonic_matches_canonical_spelling(tmp_path):

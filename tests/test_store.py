@@ -54,6 +54,41 @@ def test_changed_content_rebuilds(tmp_path, profile):
     assert len(list((idx / os.listdir(idx)[0]).glob("build-*"))) == 1  # the old one is gone
 
 
+def built_an_hour_later(profile, idx) -> tuple[str, int]:
+    """Index a profile last changed an hour before: (the build's name, that mtime)."""
+    hour_ago = profile.stat().st_mtime_ns - 3600 * 10**9
+    os.utime(profile, ns=(hour_ago, hour_ago))
+    open_workload(profile, index_dir=idx)
+    return build_of(idx), hour_ago
+
+
+def samples_at_0x2000(workload) -> int:
+    return int(workload.profile.samples[workload.profile.row_of(0x2000)])
+
+
+def test_unchanged_size_and_old_mtime_reuse_the_recorded_hash(tmp_path, profile):
+    """A reopen reads no input whose size and mtime are as recorded (when it last changed
+    well before the build): only --verify sees a same-size edit that kept the mtime."""
+    idx = tmp_path / "idx"
+    name, mtime = built_an_hour_later(profile, idx)
+    profile.write_text(PROFILE.replace("0x2000,1,", "0x2000,2,"))
+    os.utime(profile, ns=(mtime, mtime))  # same size, mtime put back
+    w = open_workload(profile, index_dir=idx)
+    assert build_of(idx) == name and samples_at_0x2000(w) == 1
+    w = open_workload(profile, index_dir=idx, verify=True)
+    assert build_of(idx) != name and samples_at_0x2000(w) == 2
+
+
+def test_touched_input_is_read_again(tmp_path, profile):
+    """A new mtime (same size) is a change until the content says otherwise: rebuilt."""
+    idx = tmp_path / "idx"
+    name, mtime = built_an_hour_later(profile, idx)
+    profile.write_text(PROFILE.replace("0x2000,1,", "0x2000,3,"))
+    os.utime(profile, ns=(mtime + 10**9, mtime + 10**9))
+    w = open_workload(profile, index_dir=idx)
+    assert build_of(idx) != name and samples_at_0x2000(w) == 3
+
+
 def test_format_version_change_rebuilds(tmp_path, profile, monkeypatch):
     idx = tmp_path / "idx"
     open_workload(profile, index_dir=idx)

@@ -86,6 +86,65 @@ def test_queries(index, query, expected):
     assert total == len(expected)
 
 
+@pytest.mark.parametrize(
+    ("condition", "keep"),
+    [
+        (">50", lambda s: s > 50), (">=50", lambda s: s >= 50), ("<7", lambda s: s < 7),
+        ("<=7", lambda s: s <= 7), ("50", lambda s: s == 50), ("6", lambda s: s == 6),
+        ("[7 TO 50]", lambda s: 7 <= s <= 50), ("{7 TO 50]", lambda s: 7 < s <= 50),
+        ("[7 TO 50}", lambda s: 7 <= s < 50), ("{7 TO 50}", lambda s: 7 < s < 50),
+        ("[* TO 7]", lambda s: s <= 7), ("{100 TO *]", lambda s: s > 100),
+        ("*", lambda s: True), ("[50 TO 7]", lambda s: False), (">300", lambda s: False),
+        (str(1 << 63), lambda s: False),
+    ],
+)
+def test_samples_conditions_are_rank_ranges(index, condition, keep):
+    """Samples are no field: each condition is the range of ranks holding those samples."""
+    profile, text = index
+    order = sorted(range(len(profile)), key=lambda r: (-int(profile.samples[r]), int(profile.pc[r])))
+    expected = [r for r in order if keep(int(profile.samples[r]))]
+    rows, total = text.search(f"samples:{condition}", 10)
+    assert rows.tolist() == expected and total == len(expected)
+    ldr = [r for r in order if not keep(int(profile.samples[r])) and "ldr" in profile.asm(r).lower()]
+    assert text.search(f"-samples:{condition} ldr", 10)[0].tolist() == ldr
+
+
+@pytest.mark.parametrize("condition", [">abc", "[10 TO", ">1.5", str(1 << 64), '"5"'])
+def test_bad_samples_conditions(index, condition):
+    with pytest.raises(UsageError, match="samples takes"):
+        index[1].search(f"samples:{condition}", 5)
+
+
+def test_modules_and_windows_in_several_runs_of_rows(tmp_path):
+    """Window and module terms are unions of row ranges: a module met again later in the
+    rows, a window cut by another, and rows without a module all answer exactly."""
+    (tmp_path / "p.csv").write_text(
+        "function,window,pc,samples,asm,module\n"
+        "f,w1,0x10,5,nop,Lib.so\n" "f,w1,0x14,6,ldr x0,Lib.so\n" "g,w2,0x18,7,ldr x1,app\n"
+        "h,w3,0x1c,8,ldr x2,\n" "f,w1,0x20,9,ldr x3,lib.so\n" "f,w1,0x24,4,add x3,LIB.SO\n"
+    )  # fmt: skip
+    profile = read_profile(tmp_path / "p.csv")
+    text = TextIndex.build(tmp_path / "idx", profile)
+    module = [r for r in range(len(profile)) if profile.module[r] >= 0
+              and profile.modules[profile.module[r]].lower() == "lib.so"]  # fmt: skip
+    assert len(module) == 4
+
+    def rows(query):
+        found, total = text.search(query, 10)
+        assert total == len(found)
+        return sorted(found.tolist())
+
+    assert rows("module:lib.so") == rows('module:"LIB.so"') == module
+    assert rows("-module:lib.so ldr") == sorted(
+        r for r in range(len(profile)) if r not in module and "ldr" in profile.asm(r))
+    assert rows("module:nosuch") == [] and rows("module:app") == rows("fn:g")
+    for w, first in enumerate(profile.windows.first_pcs()):
+        expected = np.flatnonzero(profile.window == w).tolist()
+        assert rows(f"win:{int(first):#x}") == rows(f"window:WIN:{int(first):#X}") == expected
+    with pytest.raises(UsageError, match="unterminated"):
+        text.search('module:"lib', 5)
+
+
 def test_limit_keeps_the_heaviest_and_counts_all(index):
     profile, text = index
     rows, total = text.search("ldr", 2)
@@ -135,11 +194,9 @@ def test_documents_are_json_of_each_row(index):
 
     profile, _ = index
     docs = [json.loads(d) for d in instruction_documents(profile).to_list()]
-    assert docs[0] == {"asm": "LDR X4, [X0]", "row": 0, "rank": 2, "samples": 100,
-                       "mnemonic": "ldr", "base": "x0", "function": "main",
-                       "window": "win:0x1000", "module": "app"}  # fmt: skip
-    assert docs[9] == {"asm": "dmb ish", "row": 9, "rank": 9, "samples": 0,
-                       "mnemonic": "dmb", "window": "win:0x4000"}  # fmt: skip
+    assert docs[0] == {"asm": "LDR X4, [X0]", "row": 0, "rank": 2,
+                       "mnemonic": "ldr", "base": "x0", "function": "main"}
+    assert docs[9] == {"asm": "dmb ish", "row": 9, "rank": 9, "mnemonic": "dmb"}
     ranks = [d["rank"] for d in docs]
     assert sorted(ranks) == list(range(10))
     # rank order = samples desc, then pc asc

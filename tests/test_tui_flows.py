@@ -343,6 +343,29 @@ async def test_search_the_guides_from_the_guide_pane(indexed) -> None:
         assert listing.shown[listing.cursor] == 3
 
 
+async def test_guide_sections_render_as_markdown(indexed) -> None:
+    """The pane starts with a plain summary; the first section read brings the Markdown
+    view (loaded then, not with the explorer), later ones replace its text."""
+    from textual.widgets import Markdown, Static
+
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("7")
+        guide = screen.guide
+        assert guide.section_text is None
+        assert "4 sections" in str(guide.query_one("#guide-empty", Static).render())
+        await pilot.press("enter")
+        await pilot.pause()
+        first = guide.section_text
+        assert isinstance(first, Markdown) and guide.shown in first.source
+        assert not screen.query("#guide-empty")  # the summary made way for the section
+        await pilot.press("j", "enter")
+        await pilot.pause()
+        assert guide.section_text is first and guide.shown in first.source
+        assert first.query("MarkdownParagraph")  # rendered into blocks, not kept as text
+
+
 async def test_the_guide_opens_at_the_current_pcs_pattern(indexed) -> None:
     from pcscope.samples import guides
 

@@ -40,8 +40,8 @@ def add_input_args(parser: argparse.ArgumentParser, profile: bool = True) -> Non
     parser.add_argument("--rebuild", action="store_true",
                         help="rebuild the index even when the inputs are unchanged")
     parser.add_argument("--verify", action="store_true",
-                        help="check every index file's checksum before use (rebuilds a "
-                        "damaged index)")
+                        help="compare the content of every input and index file before "
+                        "use, not only sizes and mtimes (rebuilds a changed or damaged index)")
 
 
 def add_selection_args(parser: argparse.ArgumentParser) -> None:

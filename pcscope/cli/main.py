@@ -6,10 +6,8 @@ import argparse
 import importlib
 import os
 import pkgutil
-import sqlite3
 import sys
 import time
-import traceback
 from pathlib import Path
 
 from pcscope import __version__
@@ -93,7 +91,10 @@ def one_line(exc: Exception) -> str:
     """What the user reads about an error that ended a command."""
     if isinstance(exc, PcscopeError):
         return exc.one_line()
-    if isinstance(exc, sqlite3.Error):
+    # sqlite3 is loaded by the commands that keep sessions; the others need not import it
+    # (start-up time) to know that the error is not one of its.
+    sqlite3 = sys.modules.get("sqlite3")
+    if sqlite3 is not None and isinstance(exc, sqlite3.Error):
         return f"session store: {exc}"
     if isinstance(exc, OSError):
         where = exc.filename if exc.filename is not None else "-"
@@ -109,6 +110,8 @@ def state_dir() -> Path:
 
 def write_trace(exc: Exception) -> str:
     """The full traceback of an internal error, in a file of its own under the state dir."""
+    import traceback
+
     text = "".join(traceback.format_exception(exc))
     try:
         folder = state_dir() / "traces"

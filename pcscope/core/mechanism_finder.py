@@ -23,10 +23,12 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
-from pcscope.core import isa, shapes
+from pcscope.core import isa, same_code, shapes
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
 from pcscope.core.patterns import (
@@ -56,10 +58,38 @@ CHAIN_STEPS = 4  # unrolled byte-compare steps that make a compare chain
 LARGE_FUNCTION = 256  # executed instructions of a function whose one table jump may dispatch
 SHARED_DISPATCH = 100  # at most this many instructions per execution of that jump
 DISPATCHES_PER_ENTRY = 8  # ...and at least this many executions per entry of the function
+DOMINANT_CALLER = 0.8  # share of a routine's calls one caller makes to join its mechanism
+WRAPPER = 64  # executed instructions of a caller small enough to count whole with the routine
+DISPATCH_SEQUENCE = 32  # instructions looked back from a dispatch br for its target's inputs
 _LOCKS = re.compile(r"^_*(pthread_(mutex|rwlock|spin|cond)_\w+|lll_lock_wait\w*|"
                     r"lll_unlock_wake\w*|futex_\w+)$")
 _JIT = re.compile(r"^(\[jit\]|jit[-_].*|\[anon.*\]|//anon|perf-\d+\.map|.*\.jit)$", re.I)
 _COPIES = frozenset(("memcpy", "memmove", "memset", "wmemset"))
+_FLAGS = "nzcv"  # the condition flags, as a register a dispatch sequence may depend on
+_FLAG_READERS = frozenset(("csel", "csinc", "csinv", "csneg", "cset", "csetm", "cinc", "cinv",
+                           "cneg", "ccmp", "ccmn", "adc", "adcs", "sbc", "sbcs", "fcsel"))
+
+@dataclass(frozen=True)
+class _Loop:
+    """A loop of the profile: rows ``lo``..``hi`` (head to back edge), its key rows."""
+
+    lo: int
+    hi: int
+    keys: tuple[int, ...]
+
+    @property
+    def rows(self) -> range:
+        return range(self.lo, self.hi + 1)
+
+
+@dataclass(frozen=True)
+class _CallerLoop:
+    """The dominant caller's code that runs per call of a C-library routine."""
+
+    site: Site
+    metrics: list[Metric]
+    check: str
+
 
 def find_mechanisms(profile: Profile, patterns: PatternTable, facts: CodeFacts) -> MechanismTable:
     """Every mechanism of the profile, heaviest first (ties by ID)."""
@@ -146,21 +176,62 @@ class _Finder:
                 continue
             fn_total = int(self.counts[rows].sum())
             threaded = len(sites) >= shapes.DISPATCH_SITES
+            sequences = [self._dispatch_sequence(r) for r, _ in sites]
+
+            def per_dispatch(test, sequences=sequences, dispatches=dispatches) -> float:
+                """Instructions of the sequences passing ``test``, per dispatch."""
+                return round(sum(self.count(q[0]) * sum(1 for r in q if test(self.op(r)))
+                                 for q in sequences) / dispatches, 1)
             out.append(self.mechanism("dispatch", [
-                self.site([r] + ([at] if (at := self.p.row_of(pc)) is not None else []), r)
-                for r, pc in sites], [
+                self.site(q, r) for q, (r, _pc) in zip(sequences, sites, strict=True)], [
                 Metric("dispatch sites", len(sites), "sites", "executed table-fed br in the function"),
                 Metric("dispatches", dispatches, "executions", "sum of the dispatch br counts"),
                 Metric("instructions per dispatch", round(fn_total / dispatches, 1), "instructions",
                        "the function's instruction count / dispatches"),
+                Metric("dispatch sequence", per_dispatch(lambda op: True), "instructions",
+                       "instructions computing each br's target in its block, per dispatch"),
+                Metric("loads in the sequence", per_dispatch(lambda op: op.load), "loads",
+                       "loads among them (opcode fetch and table load included), per dispatch"),
+                Metric("stack reloads in the sequence",
+                       per_dispatch(lambda op: op.load and op.addr[:1] in (("sp",), ("x29",))),
+                       "loads", "loads off sp/x29 among them (spilled state), per dispatch"),
             ], [
                 "target loaded from a table indexed by a register (ldr xT, [table, idx, lsl #3]) "
                 "then br",
                 f"{len(sites)} such br in one function of {len(rows):,} executed instructions"
                 + (" (threaded: each handler ends in its own copy)" if threaded
                    else " (one shared dispatch jump)"),
+                "each site counts its dispatch sequence: the instructions of the br's block "
+                "its target depends on (the opcode fetch, anything merged into the opcode, "
+                "the table load)",
             ]))
         return out
+
+    def _dispatch_sequence(self, br: int) -> list[int]:
+        """The rows of ``br``'s basic block that its target register depends on, ``br``
+        first: walking back until a branch, a branch target (a join) or a gap in the
+        addresses, keeping each instruction that writes a register still needed."""
+        need = set(self.op(br).src)
+        out = [br]
+        row = br
+        while need and row > 0 and br - row < DISPATCH_SEQUENCE and \
+                int(self.p.pc[row - 1]) + 4 == int(self.p.pc[row]) and \
+                int(self.p.pc[row]) not in self.joins:
+            row -= 1
+            op = self.op(row)
+            if isa.is_branch(op.mnemonic):
+                break
+            written = need.intersection(_writes(op))
+            if written:
+                out.append(row)
+                need = (need - written) | set(op.src) | \
+                    ({_FLAGS} if op.mnemonic in _FLAG_READERS else set())
+        return out
+
+    @cached_property
+    def joins(self) -> frozenset[int]:
+        """PCs some executed direct branch jumps to (where a basic block starts)."""
+        return frozenset(self.facts.target[self.facts.target >= 0].tolist())
 
     def _shared_dispatch(self, row: int, fn: int) -> bool:
         """One table jump dispatches a switch interpreter when its function is large, runs
@@ -319,29 +390,81 @@ class _Finder:
         win = self.p.window.astype(np.int64)
         _branch, head, _ = enclosing_loops(self.p, self.facts, rows, win)
         back = self.back_edges()
-        loops: dict[int, list[int]] = defaultdict(list)  # one loop per head
+        loads: dict[int, list[int]] = defaultdict(list)  # one loop per head
         for r, h in zip(rows.tolist(), head.tolist(), strict=True):
-            loops[h].append(r)
+            loads[h].append(r)
+        loops = [_Loop(h, max(back.get(h, [max(keys)])), tuple(keys))
+                 for h, keys in loads.items()]
         out = []
-        for h, loads in loops.items():
-            b = max(back.get(h, [max(loads)]))
+        for group in self.same_loops(loops):
             # Loops with `continue` edges have several back edges whose taken counts the
             # profile cannot separate from joins, so the figures are steps of the chain
-            # (the hottest chained load's count) and steps per call of the function.
-            steps = max(self.count(r) for r in loads)
-            fn = int(self.p.function[h])
-            calls = self.count(int(self.p.function_rows(fn)[0])) if fn >= 0 else 0
-            prefetch = any(isa.is_prefetch(self.op(r).mnemonic) for r in range(h, b + 1))
-            out.append(self.mechanism("pointer-chase", [self.site(range(h, b + 1), loads[0])], [
-                Metric("chain steps", steps, "executions", "count of the hottest chained load"),
+            # (the hottest chained load's count per loop) and steps per call of the
+            # functions holding them.
+            steps = sum(max(self.count(r) for r in loop.keys) for loop in group)
+            calls = sum(self.count(int(self.p.function_rows(fn)[0]))
+                        for fn in {int(self.p.function[loop.lo]) for loop in group} if fn >= 0)
+            prefetch = any(isa.is_prefetch(self.op(r).mnemonic)
+                           for loop in group for r in loop.rows)
+            budget = self._step_budget(group[0])
+            out.append(self.mechanism("pointer-chase", [
+                self.site(loop.rows, loop.keys[0]) for loop in group], [
+                Metric("chain steps", steps, "executions",
+                       "count of the hottest chained load, summed over the copies"),
                 Metric("steps per call", round(steps / calls, 2) if calls else 0.0, "x",
-                       "chain steps / count of the function's first instruction"),
-                Metric("chained loads", len(loads), "loads", "loads on the loop-carried chain"),
+                       "chain steps / count of the functions' first instructions"),
+                Metric("chained loads", sum(len(loop.keys) for loop in group), "loads",
+                       "loads on the loop-carried chain"),
             ], ["in a loop (backward branch)", "the load's address comes, through registers, "
                 "from its own loaded value of the previous iteration (loop-carried)",
-                "not a GOT/global, canary, stack, writeback-stream or jump-table load"]
+                "not a GOT/global, canary, stack, writeback-stream or jump-table load",
+                *self.copies_check(group)]
+                + ([f"the walk already has a step budget: {budget} counts down by one per "
+                    f"step and ends the walk at zero"] if budget else [])
                 + (["prefetch already issued in the loop (prfm)"] if prefetch else [])))
         return out
+
+    def _step_budget(self, loop: _Loop) -> str | None:
+        """The register that counts the loop's steps down (``sub(s) wN, wN, #1``) and is
+        tested against zero (``cmp wN, #0``, ``cbz``/``cbnz wN``, or the ``subs`` itself
+        feeding a conditional branch): a limit on the walk that already exists."""
+        ops = [self.op(r) for r in loop.rows]
+        for i, op in enumerate(ops):
+            if op.mnemonic not in ("sub", "subs") or len(op.operands) != 3 or \
+                    op.operands[2] not in ("#1", "#0x1") or len(op.dest) != 1 or \
+                    isa.parse_register(op.operands[1]) != op.dest[0]:
+                continue
+            reg = op.dest[0]
+            flags_tested = op.mnemonic == "subs" and i + 1 < len(ops) and \
+                isa.is_conditional_branch(ops[i + 1].mnemonic)
+            if flags_tested or any(_tests_zero(other, reg) for other in ops):
+                return op.operands[0]
+        return None
+
+    def same_loops(self, loops: list[_Loop]) -> list[list[_Loop]]:
+        """Loops grouped into mechanisms: overlapping loops of one function are one loop
+        (a walk with a back edge per branch of the tree), and loops whose bodies are the
+        same code modulo register allocation (pcscope.core.same_code) are one mechanism."""
+        merged: list[_Loop] = []
+        for loop in sorted(loops, key=lambda lp: (int(self.p.function[lp.lo]), lp.lo)):
+            last = merged[-1] if merged else None
+            if last is not None and loop.lo <= last.hi and \
+                    int(self.p.function[loop.lo]) == int(self.p.function[last.lo]):
+                merged[-1] = _Loop(last.lo, max(last.hi, loop.hi), last.keys + loop.keys)
+            else:
+                merged.append(loop)
+        groups: dict[object, list[_Loop]] = defaultdict(list)
+        for loop in merged:
+            key = same_code.signature(self.p.asm(r) for r in loop.rows)
+            groups[key if key is not None else loop.lo].append(loop)
+        return list(groups.values())
+
+    def copies_check(self, group: list[_Loop]) -> list[str]:
+        if len(group) < 2:
+            return []
+        names = ", ".join(dict.fromkeys(self.fn_name(loop.lo) for loop in group))
+        return [f"the same loop code (modulo register allocation and scheduling) runs in "
+                f"{len(group)} places ({names}): one mechanism, sized by the sum"]
 
     def back_edges(self) -> dict[int, list[int]]:
         """Loop head row -> the rows of the backward branches (in its window) to it."""
@@ -359,18 +482,24 @@ class _Finder:
             return []
         win = self.p.window.astype(np.int64)
         branches, heads = backward_branches(self.p, self.facts, win)
-        out = []
-        for row, (head_pc, trips) in hits.items():
-            head = self.p.row_of(head_pc)
+        loops = []
+        for row in hits:
+            head = self.p.row_of(hits[row][0])
             mine = branches[(heads == head) & (branches >= row)]
-            if head is None or not len(mine):
-                continue
-            end = int(mine.min())
-            out.append(self.mechanism("byte-loop", [self.site(range(head, end + 1), row)], [
+            if head is not None and len(mine):
+                loops.append(_Loop(head, int(mine.min()), (row,)))
+        out = []
+        for group in self.same_loops(loops):
+            iterations = sum(self.count(loop.lo) for loop in group)
+            entries = sum(self.count(loop.lo) / max(hits[k][1], 1) for loop in group
+                          for k in loop.keys[:1])
+            trips = round(iterations / entries) if entries else 0
+            out.append(self.mechanism("byte-loop", [
+                self.site(loop.rows, loop.keys[0]) for loop in group], [
                 Metric("iterations per entry", trips, "x", "loop head count / loop entries"),
             ], ["backward branch with a narrow (byte/halfword) load per iteration",
                 "the load's pointer or index steps by a constant", "the loaded value is compared",
-                f"{trips} iterations per entry (at least 8)"]))
+                f"{trips} iterations per entry (at least 8)", *self.copies_check(group)]))
         return out
 
     def _compare_chains(self) -> list[Mechanism]:
@@ -459,31 +588,89 @@ class _Finder:
             return None
         checks = [f"C-library function{'s' if len(sites) > 1 else ''} named {what}"
                   if kind == "libc-lock" else f"C-library {what} routine (by symbol name)"]
-        callers = self._callers_through_stub(calls) if kind == "libc-routine" else []
-        if callers:
-            checks.append("reached through a PLT stub with the same call count; its callers: "
-                          + ", ".join(f"{name} ({n:,})" for name, n in callers))
-        return self.mechanism(kind, sites, [
-            Metric("calls", calls, "executions", "entry counts (first instruction's count)"),
-        ], checks, functions=[name for name, _ in callers], category=category)
+        metrics = [Metric("calls", calls, "executions", "entry counts (first instruction's count)")]
+        callers: list[tuple[str, int]] = []
+        if kind == "libc-routine":
+            way_in = self._stub_to(calls)
+            if way_in is not None:
+                stub, call_rows = way_in
+                callers = self._callers(call_rows)
+                checks.append("reached through a PLT stub with the same call count; its "
+                              "callers: " + ", ".join(f"{name} ({n:,})" for name, n in callers))
+                caller = self._caller_loop(call_rows, calls, stub)
+                if caller is not None:
+                    sites.append(caller.site)
+                    metrics += caller.metrics
+                    checks.append(caller.check)
+        return self.mechanism(kind, sites, metrics, checks,
+                              functions=[name for name, _ in callers], category=category)
 
-    def _callers_through_stub(self, calls: int) -> list[tuple[str, int]]:
-        """The direct callers (hottest first, at most 3) of the PLT stub whose count matches
-        the routine's call count. The profile has no call graph, but with exact counts the
+    def _stub_to(self, calls: int) -> tuple[list[int], list[int]] | None:
+        """The rows of the PLT stub whose count matches the routine's call count, and the
+        rows of the calls to it. The profile has no call graph, but with exact counts the
         stub run (within STUB_MATCH) as often as the routine is entered, and clearly closer
         than any other stub, is the way in; otherwise nothing is claimed."""
         if not calls:
-            return []
-        gaps = sorted((abs(self.count(row) - calls), start)
+            return None
+        gaps = sorted((abs(self.count(row) - calls), start, row)
                       for row, (start, _k) in self.aux_of("call-overhead").items())
         if not gaps or gaps[0][0] > STUB_MATCH * calls or \
                 (len(gaps) > 1 and gaps[1][0] < 5 * gaps[0][0]):
-            return []
-        rows = np.flatnonzero(self.facts.call & (self.facts.target == gaps[0][1]))
+            return None
+        _gap, start, br = gaps[0]
+        first = self.p.row_of(start)
+        stub = list(range(first, br + 1)) if first is not None else [br]
+        calls_in = np.flatnonzero(self.facts.call & (self.facts.target == start))
+        return stub, calls_in.tolist()
+
+    def _callers(self, call_rows: list[int]) -> list[tuple[str, int]]:
+        """The direct callers, hottest first (at most 3), with their call counts."""
         by_fn: dict[str, int] = defaultdict(int)
-        for r in rows.tolist():
+        for r in call_rows:
             by_fn[self.fn_name(r)] += self.count(r)
         return sorted(by_fn.items(), key=lambda kv: -kv[1])[:3]
+
+    def _caller_loop(self, call_rows: list[int], calls: int,
+                     stub: list[int]) -> _CallerLoop | None:
+        """The code of the one caller that makes nearly every call (DOMINANT_CALLER), which
+        runs per call and so belongs to the same mechanism (one site with the ``stub`` it
+        calls through): the whole caller when it is a small wrapper calling the routine at
+        least once per entry (a lookup), else the loop around its hottest call; None when
+        no caller dominates or the call is not in a loop."""
+        by_fn: dict[int, list[int]] = defaultdict(list)
+        for r in call_rows:
+            by_fn[int(self.p.function[r])].append(r)
+        fn, rows = max(by_fn.items(), key=lambda kv: sum(self.count(r) for r in kv[1]),
+                       default=(-1, []))
+        made = sum(self.count(r) for r in rows)
+        if fn < 0 or made < DOMINANT_CALLER * calls:
+            return None
+        name = self.fn_name(rows[0])
+        body = self.p.function_rows(fn).tolist()
+        entries = self.count(body[0])
+        per_entry = made / entries if entries else 0.0
+        metrics = [Metric("calls from the top caller", round(100.0 * made / calls, 1), "%",
+                          f"calls from {name} / all calls"),
+                   Metric("calls per caller entry", round(per_entry, 2), "x",
+                          f"calls from {name} / its first instruction's count"),
+                   Metric("caller entries", entries, "executions",
+                          f"count of {name}'s first instruction")]
+        if len(body) <= WRAPPER and per_entry >= 1.0:
+            return _CallerLoop(self.site(body + stub, max(rows, key=self.count)), metrics,
+                               f"{name} makes {made / calls:.0%} of the calls and is a small "
+                               f"function ({len(body)} executed instructions) calling it "
+                               f"{per_entry:.2f} times per entry: its code and the stub are "
+                               f"counted with it")
+        hottest = max(rows, key=self.count)
+        win = self.p.window.astype(np.int64)
+        branch, head, inside = enclosing_loops(self.p, self.facts, np.array([hottest]), win)
+        if not inside[0]:
+            return None
+        loop = range(int(head[0]), int(branch[0]) + 1)
+        return _CallerLoop(self.site([*loop, *stub], hottest), metrics,
+                           f"{name} makes {made / calls:.0%} of the calls from a loop "
+                           f"({len(loop)} instructions): the loop and the stub are counted "
+                           f"with it")
 
     def jit(self) -> list[Mechanism]:
         out = []
@@ -501,6 +688,20 @@ class _Finder:
                        "the whole region's share of the total"),
             ], ["code in a JIT region (module name)"]))
         return out
+
+
+def _tests_zero(op: shapes.Op, reg: str) -> bool:
+    """``cmp reg, #0`` or ``cbz``/``cbnz reg``."""
+    first = isa.parse_register(op.operands[0]) if op.operands else None
+    if first != reg:
+        return False
+    return op.mnemonic in ("cbz", "cbnz") or \
+        (op.mnemonic == "cmp" and op.operands[1:] in (["#0"], ["#0x0"], ("#0",), ("#0x0",)))
+
+
+def _writes(op: shapes.Op) -> tuple[str, ...]:
+    """The registers ``op`` writes, the condition flags (``_FLAGS``) included."""
+    return (*op.dest, _FLAGS) if op.mnemonic in shapes.FLAG_SETTERS else op.dest
 
 
 def is_jit_module(name: str) -> bool:

@@ -13,11 +13,9 @@ import msgspec
 import numpy as np
 
 from pcscope.core.errors import InputError
-from pcscope.core.mechanism_finder import find_mechanisms
 from pcscope.core.mechanisms import Mechanism, MechanismTable
-from pcscope.core.patterns import PatternTable, code_facts, find_patterns
+from pcscope.core.patterns import PatternTable
 from pcscope.core.profile import Profile
-from pcscope.core.queries import Queries
 from pcscope.core.readers.guides import GuideSection
 from pcscope.core.workload import Workload
 from pcscope.index.lock import writer_lock
@@ -25,13 +23,17 @@ from pcscope.index.lock import writer_lock
 if TYPE_CHECKING:
     from pcscope.core.alp import AlpTable
     from pcscope.core.inputs import Inputs
+    from pcscope.core.queries import Queries
 
 Progress = Callable[[str], None]
 
 
 def save_parts(build: Path, profile: Profile, inputs: Inputs, say: Progress) -> None:
-    # Readers are imported here: a reopen needs none of them, and they cost start-up time.
+    # Readers and finders are imported here: a reopen needs none of them, and they cost
+    # start-up time.
     from pcscope.core.importers.mca import read_mca
+    from pcscope.core.mechanism_finder import find_mechanisms
+    from pcscope.core.patterns import code_facts, find_patterns
     from pcscope.core.readers.alp import read_alp
     from pcscope.core.readers.guides import read_guide
     from pcscope.index.alp_store import save_alp

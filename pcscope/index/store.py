@@ -5,7 +5,10 @@ Layout: ``<root>/<key>/current`` is a symlink to the last complete build
 ``os.replace`` — atomic, so a crash mid-build leaves the last good index in place.
 The build is reused while every input has the same size, mtime and content hash and the
 format version and reader options are unchanged, and while its files match the manifest
-recorded with it (see manifest.py); a damaged build is rebuilt.
+recorded with it (see manifest.py); a damaged build is rebuilt. An input whose size and
+mtime are as recorded keeps its recorded hash without being read again (a reopen then costs
+a stat per file), unless its last change came too close before the recording for the mtime
+to tell a later change apart; ``verify`` reads and hashes every input again.
 
 Builders of one index take its writer lock (lock.py) around build and swap, so two
 processes never build at once: the second waits, then reuses the first one's result.
@@ -20,6 +23,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,8 +37,11 @@ from pcscope.index.lock import writer_lock
 from pcscope.index.parts import load_parts, save_parts
 
 # 2: a manifest of checked files, extra columns in numbered files; 3: mechanisms
-# (mechanisms.msgpack) and code-shape-qualified patterns
-FORMAT_VERSION = 3
+# (mechanisms.msgpack) and code-shape-qualified patterns; 4: text index format 2 (samples,
+# windows and modules answered from files beside it, not Tantivy fields); 5: copies of one
+# loop, dispatch sequences and a C-library routine with its caller's loop are one
+# mechanism each
+FORMAT_VERSION = 5
 Progress = Callable[[str], None]
 
 
@@ -49,25 +56,66 @@ def index_key(inputs: Inputs) -> str:
     return hashlib.blake2b("\0".join(names).encode(), digest_size=8).hexdigest()
 
 
+# A file changed this soon before its fingerprint was taken may change again without its
+# mtime moving (timestamps are coarse: a clock tick, 2 s on FAT): its content is compared.
+RACY_NS = 2_000_000_000
+
+
 def fingerprint(path: Path) -> dict:
+    st = _stat(path)
+    return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+            "hash": _hash(path)}
+
+
+def _stat(path: Path) -> os.stat_result:
     try:
-        st = path.stat()
+        return path.stat()
     except FileNotFoundError:
         raise InputError(str(path), None, "no such file") from None
+
+
+def _hash(path: Path) -> str:
     digest = hashlib.blake2b(digest_size=16)
     with open(path, "rb") as f:
         while chunk := f.read(1 << 20):
             digest.update(chunk)
-    return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-            "hash": digest.hexdigest()}
+    return digest.hexdigest()
 
 
 def _meta(inputs: Inputs) -> dict:
+    """What a build records of its inputs, and when the fingerprints were taken."""
+    taken_ns = time.time_ns()
     return {
         "format": FORMAT_VERSION,
         "files": [[kind, fingerprint(p)] for kind, p in inputs.files()],
         "options": inputs.options(),
+        "taken_ns": taken_ns,
     }
+
+
+def _same(stored: dict, inputs: Inputs, verify: bool = False) -> bool:
+    """Whether a stored meta.json is of these inputs: format, options, and every file of
+    the same path, size and mtime, and of the same content when ``verify`` or when the
+    mtime cannot vouch for it (changed too soon before the recording, or not recorded
+    when: a meta.json of an earlier version)."""
+    files = stored.get("files")
+    if (stored.get("format") != FORMAT_VERSION or stored.get("options") != inputs.options()
+            or not isinstance(files, list) or len(files) != len(inputs.files())):
+        return False
+    taken_ns = stored.get("taken_ns")
+    trusted_before = taken_ns - RACY_NS if isinstance(taken_ns, int) else -1
+    for (kind, path), recorded in zip(inputs.files(), files, strict=True):
+        st = _stat(path)
+        try:
+            recorded_kind, fp = recorded
+            if (recorded_kind != kind or fp["path"] != str(path.resolve())
+                    or fp["size"] != st.st_size or fp["mtime_ns"] != st.st_mtime_ns):
+                return False
+            if (verify or st.st_mtime_ns >= trusted_before) and fp["hash"] != _hash(path):
+                return False
+        except (ValueError, KeyError, TypeError):  # not a meta.json this version wrote
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -88,14 +136,13 @@ class IndexStore:
         damage is found when it is opened)."""
         inputs.check()
         stored = _stored_meta(self.home(inputs) / "current")
-        return stored is not None and _same(stored, _meta(inputs))
+        return stored is not None and _same(stored, inputs)
 
     def try_open(self, inputs: Inputs, *, verify: bool = False) -> Workload | None:
         """The current, intact index of these inputs as memory maps, or None when it must
         be built (or rebuilt)."""
         inputs.check()
-        return _reopen(self.home(inputs) / "current", _meta(inputs), inputs, verify,
-                       lambda _m: None)
+        return _reopen(self.home(inputs) / "current", inputs, verify, lambda _m: None)
 
     def open(self, inputs: Inputs, *, rebuild: bool = False, verify: bool = False,
              progress: Progress | None = None) -> Workload:
@@ -103,14 +150,15 @@ class IndexStore:
         damaged. ``verify``: compare every file's checksum, not only sizes and changed
         files."""
         inputs.check()
-        home, meta = self.home(inputs), _meta(inputs)  # fingerprints: each file hashed once
+        home = self.home(inputs)
         current = home / "current"
         say = progress or (lambda _m: None)
-        if not rebuild and (workload := _reopen(current, meta, inputs, verify, say)) is not None:
+        if not rebuild and (workload := _reopen(current, inputs, verify, say)) is not None:
             return workload
+        meta = _meta(inputs)  # every input read: this build's record of them
         with writer_lock(home):
             # Another process may have built it while this one waited for the lock.
-            if not rebuild and (workload := _reopen(current, meta, inputs, verify, say)):
+            if not rebuild and (workload := _reopen(current, inputs, verify, say)):
                 return workload
             _remove_leftovers(home)
             _swap(home, _build(home, inputs, meta, say))
@@ -183,20 +231,15 @@ def _inputs_of(meta: dict) -> Inputs | None:
                   str(options.get("counts", "samples")))
 
 
-def _same(stored: dict, meta: dict) -> bool:
-    """Whether a stored meta.json is of these inputs (format, fingerprints, options)."""
-    return {k: stored.get(k) for k in meta} == meta
-
-
 # What loading a damaged build raises (np.load: ValueError; msgspec: DecodeError).
 _DAMAGE = (OSError, ValueError, KeyError, TypeError, EOFError)
 
 
-def _reopen(current: Path, meta: dict, inputs: Inputs, verify: bool,
-            say: Progress) -> Workload | None:
-    """The current build when it is of these inputs and intact; None otherwise."""
+def _reopen(current: Path, inputs: Inputs, verify: bool, say: Progress) -> Workload | None:
+    """The current build when it is of these inputs and intact (``verify``: every input
+    and index file read and compared by content); None otherwise."""
     stored = _stored_meta(current)
-    if stored is None or not _same(stored, meta):
+    if stored is None or not _same(stored, inputs, verify):
         return None
     folder = current.resolve()
     damage = manifest.problem(folder, stored.get("manifest"), deep=verify)

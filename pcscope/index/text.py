@@ -10,11 +10,17 @@ One document per profile row (the instruction), fields:
   is ``mov``; queries are canonicalised the same way), exact;
 - ``base``: the memory operand's base register (``x16`` also for ``w16``); a query term
   ``[x16`` means ``base:x16``;
-- ``function`` (name), ``window`` (``win:`` ID), ``module``: exact, case-insensitive
-  (pcscope.index.query resolves ``fn:`` IDs and window labels to these first);
-- ``samples`` (u64, indexed and fast: ``samples:>1000``), ``row`` and ``rank`` (u64 fast:
-  the row in the profile, and its place in samples-descending, PC-ascending order, so a
-  top-N search is exact and deterministic).
+- ``function`` (name): exact, case-insensitive (pcscope.index.query resolves ``fn:`` IDs
+  to names first);
+- ``row`` and ``rank`` (u64 fast: the row in the profile, and its place in
+  samples-descending, PC-ascending order, so a top-N search is exact and deterministic).
+
+``samples``, ``window`` and ``module`` are no fields, they are rewritten before parsing:
+samples fall as rank rises, so ``samples:>1000`` is the range of ranks below the count of
+rows with more than 1000 samples (``SampleRanks``, from the samples of the rows kept
+beside the index); a window (``win:`` ID, exact) and a module (name, case-insensitive) are
+runs of consecutive rows, so ``module:libc.so.6`` is a union of ``row`` ranges
+(``ValueRows``, kept beside the index). As fields they cost ~50% of the build.
 
 Every field value is single (a second spelling or ID per field cost ~15% of the build)
 and PCs are not indexed (a unique numeric term per row cost ~20%): PC lookup is exact
@@ -51,10 +57,13 @@ from pcscope.core.ids import win_id
 from pcscope.core.profile import Profile
 from pcscope.core.readers.guides import GuideSection
 
-FORMAT = 1
+FORMAT = 2  # 2: no samples field (samples ranges are rank ranges)
 META = "text.json"
+SAMPLES = "samples_by_rank.npy"  # every row's samples, ascending (= rank order reversed)
+ROWS = "{}_rows.json"  # per window / module: its value's row runs
 DEFAULT_FIELDS = ("asm", "function")
-EXACT_FIELDS = ("mnemonic", "base", "function", "window", "module")
+EXACT_FIELDS = ("mnemonic", "base", "function")
+ROW_FIELDS = ("window", "module")  # answered as row ranges
 NUMERIC_FIELDS = ("samples", "row", "rank")
 FIELD_ALIASES = {"operands": "asm"}
 GUIDE_FIELDS = ("heading", "text")
@@ -83,7 +92,6 @@ def _instruction_schema() -> tantivy.Schema:
     b.add_text_field("asm", tokenizer_name="default", index_option="position")
     for name in EXACT_FIELDS:
         b.add_text_field(name, tokenizer_name="exact_lower", index_option="basic")
-    b.add_unsigned_field("samples", indexed=True, fast=True)
     b.add_unsigned_field("row", fast=True)
     b.add_unsigned_field("rank", fast=True)
     return b.build()
@@ -138,6 +146,8 @@ class TextIndex:
         self.rows = int(meta["instructions"])
         self._instructions = instructions
         self._searcher = instructions.searcher()
+        self._samples = SampleRanks(np.load(directory / SAMPLES, mmap_mode="r"))
+        self._rows: dict[str, ValueRows] = {}  # read on first use (windows: ~2 MB at 1M rows)
         self.guides = GuideIndex(guides, int(meta["guides"]))
 
     # --- building ---------------------------------------------------------------------
@@ -168,6 +178,9 @@ class TextIndex:
         writer = index.writer(heap_size=heap_mb * 1_000_000, num_threads=threads)
         t0 = time.perf_counter()
         documents = instruction_documents(profile)
+        np.save(directory / SAMPLES, np.sort(profile.samples), allow_pickle=False)
+        for field, rows in ValueRows.of(profile).items():
+            rows.save(directory / ROWS.format(field))
         t1 = time.perf_counter()
         for start in range(0, documents.len(), _CHUNK):
             for doc in documents.slice(start, _CHUNK).to_list():
@@ -221,12 +234,31 @@ class TextIndex:
         text = normalize_query(query)
         if not text.strip():
             raise UsageError("empty query")
+        text = " ".join(self._rewrite(token, query) for token in QUERY_TOKEN.findall(text))
         try:
             return self._instructions.parse_query(
                 text, list(DEFAULT_FIELDS), conjunction_by_default=True
             )
         except ValueError as exc:
             raise UsageError(f"bad query {query!r}: {exc}") from None
+
+    def _rewrite(self, token: str, query: str) -> str:
+        """A normalized ``samples:``, ``window:`` or ``module:`` term as the fields that
+        answer it (see the module doc); any other token as it is."""
+        match = _FIELD_VALUE.match(token)
+        if not match:
+            return token
+        sign, field, value = match.groups()
+        if field == "samples":
+            return sign + self._samples.as_ranks(value, query)
+        if field in ROW_FIELDS:
+            return sign + self._value_rows(field).as_ranges(_unquote(value, query))
+        return token
+
+    def _value_rows(self, field: str) -> ValueRows:
+        if field not in self._rows:
+            self._rows[field] = ValueRows.read(self.directory / ROWS.format(field))
+        return self._rows[field]
 
     def search(self, query: str, limit: int) -> tuple[np.ndarray, int]:
         """Rows of the ``limit`` best hits (samples descending, then PC) and the total."""
@@ -329,11 +361,9 @@ def instruction_documents(profile: Profile) -> pl.Series:
         "mnemonic": (profile.mnemonic, [isa.normalize_mnemonic(m) for m in profile.mnemonics]),
         "base": (base, _REGISTER_NAMES),
         "function": (profile.function, profile.function_names),
-        "window": (profile.window, [win_id(int(pc)) for pc in profile.windows.first_pcs()]),
-        "module": (profile.module, profile.modules),
     }
     parts = [pl.lit('{"asm":'), pl.lit(_json_strings(profile))]
-    for name, values in (("row", np.arange(n)), ("rank", rank), ("samples", profile.samples)):
+    for name, values in (("row", np.arange(n)), ("rank", rank)):
         parts += [pl.lit(f',"{name}":'), pl.lit(pl.Series(values)).cast(pl.String)]
     for name, (codes, spelt) in names.items():
         members = [f",{json.dumps(name)}:{json.dumps(v)}" for v in spelt]
@@ -362,12 +392,124 @@ def _by_code(codes: np.ndarray, fragments: list[str]) -> pl.Series:
 
 # --- query text ------------------------------------------------------------------------
 
-_FIELDS = {"asm"} | set(EXACT_FIELDS) | set(NUMERIC_FIELDS) | set(FIELD_ALIASES)
+
+_FIELDS = {"asm"} | set(EXACT_FIELDS) | set(ROW_FIELDS) | set(NUMERIC_FIELDS) | set(FIELD_ALIASES)
 MAX_QUERY = 1000  # characters in a query
 QUERY_TOKEN = re.compile(r'[+-]?[a-z_]+:[\[{][^\]}]*[\]}]|"[^"]*"|\S+')  # a range is one token
 _FIELD_VALUE = re.compile(r"^([+-]?)([a-z_]+):(.+)$", re.S)
 _CONDITIONAL = re.compile(r"^bc?\.[a-z]+$", re.IGNORECASE)
 _SPECIAL = re.compile(r'([\[\]{}()!^~:"\\*?<>=+/])')
+
+
+_QUOTED = re.compile(r'^"((?:[^"\\]|\\.)*)"$', re.S)
+_SAMPLES_COMPARE = re.compile(r"^(>=|<=|>|<)?(\d+)$")
+_SAMPLES_RANGE = re.compile(r"^([\[{])\s*(\*|\d+)\s+TO\s+(\*|\d+)\s*([\]}])$")
+_MAX_U64 = (1 << 64) - 1
+
+
+@dataclass(frozen=True)
+class SampleRanks:
+    """Samples conditions as rank ranges: rank order is samples descending, so the rows
+    with more than N samples are exactly the ranks below their count."""
+
+    ascending: np.ndarray  # every row's samples, sorted
+
+    def as_ranks(self, value: str, query: str) -> str:
+        """The ``rank:`` range of the rows a ``samples:`` value selects."""
+        bounds = self._bounds(value)
+        if bounds is None:
+            raise UsageError(f"bad query {query!r}: samples takes a whole number, "
+                             f"a comparison (>N, <=N) or a range [N TO M]")
+        low, high = bounds
+        return f"rank:[{low} TO {high}}}"
+
+    def _bounds(self, value: str) -> tuple[int, int] | None:
+        """The ranks [low, high) whose samples meet ``value``, or None if malformed."""
+        n = len(self.ascending)
+        if value == "*":
+            return 0, n
+        compare = _SAMPLES_COMPARE.match(value)
+        if compare:
+            op, number = compare.group(1) or "=", int(compare.group(2))
+            if number > _MAX_U64:  # what Tantivy's u64 field refused
+                return None
+            return {">": (0, self._above(number)), ">=": (0, self._at_least(number)),
+                    "<": (self._at_least(number), n), "<=": (self._above(number), n),
+                    "=": (self._above(number), self._at_least(number))}[op]  # fmt: skip
+        span = _SAMPLES_RANGE.match(value)
+        if not span:
+            return None
+        opening, low, high, closing = span.groups()
+        if any(v != "*" and int(v) > _MAX_U64 for v in (low, high)):
+            return None
+        # the most samples bound the first rank; the fewest, the end
+        first = 0 if high == "*" else (
+            self._above(int(high)) if closing == "]" else self._at_least(int(high)))
+        end = n if low == "*" else (
+            self._at_least(int(low)) if opening == "[" else self._above(int(low)))
+        return first, end
+
+    def _above(self, number: int) -> int:
+        """Rows with more than ``number`` samples."""
+        return self._count(number, "right")
+
+    def _at_least(self, number: int) -> int:
+        return self._count(number, "left")
+
+    def _count(self, number: int, side: str) -> int:
+        n = len(self.ascending)
+        if n == 0 or number > int(self.ascending[-1]):
+            return 0  # also keeps a number past the array's integer type out of numpy
+        return n - int(np.searchsorted(self.ascending, number, side))  # type: ignore[call-overload]
+
+
+@dataclass(frozen=True)
+class ValueRows:
+    """The rows of each value of a per-row field, as runs of consecutive rows: windows
+    and modules are a run or a few each, so a term is a short union of ``row`` ranges."""
+
+    runs: dict[str, list[tuple[int, int]]]  # lower-case value -> [(first row, end row)]
+
+    @classmethod
+    def of(cls, profile: Profile) -> dict[str, ValueRows]:
+        window_ids = [win_id(int(pc)) for pc in profile.windows.first_pcs()]
+        return {"window": cls.from_codes(profile.window, window_ids),
+                "module": cls.from_codes(profile.module, profile.modules)}  # fmt: skip
+
+    @classmethod
+    def from_codes(cls, codes: np.ndarray, names: Sequence[str]) -> ValueRows:
+        starts = np.flatnonzero(np.diff(codes, prepend=np.int64(-2)))
+        ends = np.append(starts[1:], len(codes))
+        runs: dict[str, list[tuple[int, int]]] = {}
+        for code, start, end in zip(codes[starts].tolist(), starts.tolist(), ends.tolist()):
+            if code >= 0:  # rows without a value have no term
+                runs.setdefault(names[code].lower(), []).append((start, end))
+        return cls({value: sorted(spans) for value, spans in runs.items()})
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(self.runs), encoding="utf-8")
+
+    @classmethod
+    def read(cls, path: Path) -> ValueRows:
+        runs = json.loads(path.read_text(encoding="utf-8"))
+        return cls({value: [(start, end) for start, end in spans] for value, spans in runs.items()})
+
+    def as_ranges(self, value: str) -> str:
+        """The rows holding ``value`` (case-insensitive) as ``row`` ranges."""
+        ranges = [f"row:[{start} TO {end}}}" for start, end in self.runs.get(value.lower(), ())]
+        if not ranges:
+            return "row:[0 TO 0}"  # matches nothing
+        return ranges[0] if len(ranges) == 1 else f"({' OR '.join(ranges)})"
+
+
+def _unquote(value: str, query: str) -> str:
+    """A term's value as Tantivy reads it: bare, or in quotes with ``\\`` escapes."""
+    if not value.startswith('"'):
+        return value
+    quoted = _QUOTED.match(value)
+    if not quoted:
+        raise UsageError(f"bad query {query!r}: unterminated quotes")
+    return re.sub(r"\\(.)", r"\1", quoted.group(1))
 
 
 def _linked_copy(directory: Path) -> Path:

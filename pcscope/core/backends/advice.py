@@ -130,6 +130,13 @@ def _dispatch(m: dict, noun: str) -> tuple[str, str, str]:
              f"{count(runs, noun)}, one per {number(per or 0)} instructions of the function, so "
              f"every bytecode pays a table load and an indirect branch whose target the "
              f"predictor must guess from history.")
+    sequence = metric(m, "dispatch sequence")
+    reloads = metric(m, "stack reloads in the sequence") or 0
+    if sequence:
+        claim += (f" Each dispatch runs {number(sequence)} instructions to compute its target "
+                  f"(opcode fetch, table load and what is merged into the index"
+                  + (f", including {number(reloads)} reload(s) of spilled state from the "
+                     f"stack" if reloads else "") + "); the own share counts them.")
     if threaded:
         rec = ("The dispatch is already threaded (each handler ends in its own `ldr`+`br`), so "
                "do not replace it with a switch or devirtualise. What is left: fewer "
@@ -139,6 +146,11 @@ def _dispatch(m: dict, noun: str) -> tuple[str, str, str]:
                "tails into one shared `br`), and move hot loops to a JIT/trace tier. Measure "
                "the mispredict rate of the hottest `br` sites (BR_MIS_PRED_RETIRED via "
                "`perf record -e`, or SPE) before changing the opcode set.")
+        if reloads:
+            rec += (" The dispatch sequence reloads state from the stack and merges it into "
+                    "the opcode before every `br` (the sites' `ldr …, [sp, …]`): test such "
+                    "flags only where they can change (backward jumps, calls) or keep them "
+                    "in a register, which shortens every dispatch.")
     else:
         rec = ("Use threaded dispatch (computed goto: a label table and `goto *table[op]` at the "
                "end of every handler) so each handler has its own `br` and its own history; "
@@ -181,11 +193,13 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
     per_call = metric(m, "steps per call")
     fn = m["functions"][0]
     prefetched = any("prfm" in c for c in m["checks"])
-    claim = (f"A loop in `{fn}` loads its next address from the value it loaded in the "
+    where, of = _loop_where(m)
+    claim = (f"{where} loads its next address from the value it loaded in the "
              f"previous iteration, so each step waits for the previous load to complete; "
              f"the chain stepped {count(steps, noun)}"
-             + (f", {number(per_call)} per call of the function." if per_call else "."))
-    rec = _chase_levers(per_call)
+             + (f", {number(per_call)} per call of {of}." if per_call else "."))
+    budget = next((c.split(": ", 1)[1] for c in m["checks"] if "step budget" in c), None)
+    rec = _chase_levers(per_call, budget)
     rec += (" The loop already issues `prfm`: check that it runs several hops ahead of the "
             "walk, not one." if prefetched else
             " Prefetching only the next node rarely helps (its address arrives with the load "
@@ -196,29 +210,49 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
     return f"Loop-carried load chain in {fn}", claim, rec
 
 
+def _loop_where(m: dict) -> tuple[str, str]:
+    """``A loop in `f``` — or, for one loop compiled into several functions, all of them —
+    and how to name the functions whose calls the per-call figures count."""
+    names = m["functions"][:4]
+    if m["sites"] > 1 and len(names) > 1:
+        listed = ", ".join(f"`{f}`" for f in names)
+        return (f"One loop, compiled as {m['sites']} copies of the same code in {listed},",
+                "those functions")
+    return f"A loop in `{names[0]}`", "the function"
+
+
 LONG_WALK = 16  # steps per call from which capping the walk is the first lever
 SHORT_WALK = 6  # steps per call below which a cap saves little: the misses per step matter
+SHORT_RUN = 16  # byte-loop iterations per entry below which one wide step covers most entries
+WORD = 8  # bytes per entry below which a word-at-a-time compare saves little
+FEW_POLLS = 1.5  # polls per exit below which a polling loop rarely waits
+RETRIES = 1.05  # LL/SC attempts per entry above which the loop really retries
+FEW_PER_CALL = 2  # routine calls per caller call below which the caller's callers are the lever
 
 
-def _chase_levers(per_call: float | None) -> str:
-    """What shortens or overlaps the chain, by how long the walk is per call."""
+def _chase_levers(per_call: float | None, budget: str | None) -> str:
+    """What shortens or overlaps the chain, by how long the walk is per call and whether
+    the loop already stops on a step budget (the counter the checks name)."""
     overlap = ("walk several independent chains per iteration (or batch lookups) so their "
                "misses overlap, or lay the nodes out in walk order")
+    cap = (f"lower the step budget the loop already has ({budget}; its start value is "
+           f"usually a tuning parameter of the search) or end earlier on a good-enough result"
+           if budget else "cap it (chain length, a good-enough match — the search's own "
+           "depth or chain limits)")
     if per_call is not None and per_call >= LONG_WALK:
-        return (f"The walk is long ({number(per_call)} steps per call): cap it first (chain "
-                f"length, a good-enough match — the search's own depth or chain limits), "
-                f"then {overlap}.")
+        return f"The walk is long ({number(per_call)} steps per call): {cap} first, then {overlap}."
     if per_call is not None and per_call < SHORT_WALK:
         return (f"The walk is short ({number(per_call)} steps per call), so capping it saves "
                 f"little; the cost is each step's miss: {overlap}, or shrink the structure "
                 f"so its hot part stays in cache.")
-    return f"Shorten the walk (its length limits) or {overlap}."
+    return f"Shorten the walk ({cap}) or {overlap}."
 
 
 def _byte_loop(m: dict, noun: str) -> tuple[str, str, str]:
     trips = metric(m, "iterations per entry")
     fn = m["functions"][0]
-    claim = (f"A loop in `{fn}` loads and tests one byte or halfword per iteration with a "
+    where, _of = _loop_where(m)
+    claim = (f"{where} loads and tests one byte or halfword per iteration with a "
              f"stepping pointer/index, {number(trips or 0)} iterations per entry by the counts.")
     rec = ("Handle 8 or 16 elements per step: load with `ldr x`/`ldr q`, find the first "
            "match or difference with `eor` + `rev` + `clz` (scalar) or `cmeq` + `umaxv`/`shrn` "
@@ -226,6 +260,10 @@ def _byte_loop(m: dict, noun: str) -> tuple[str, str, str]:
            "(e.g. a move-to-front list), search with SIMD and move with one `memmove`. Check "
            "why the compiler did not vectorise (`-fopt-info-vec-missed`, "
            "`-Rpass-missed=loop-vectorize`): early exits and aliasing are the usual reasons.")
+    if trips is not None and trips < SHORT_RUN:
+        rec += (f" At {number(trips)} iterations per entry a 16-byte step finishes in one or "
+                f"two steps plus the tail, so the gain per entry is small: look first at "
+                f"how often the loop is entered.")
     return f"Byte-at-a-time loop in {fn} ({number(trips or 0)} iterations per entry)", claim, rec
 
 
@@ -241,6 +279,14 @@ def _compare_chain(m: dict, noun: str) -> tuple[str, str, str]:
            "byte with `rev` + `clz` (or compare the byte-reversed words for the ordering); "
            "keep the byte loop for the last bytes before a wrap-around or the end of the "
            "buffer. With `ldr q` + `cmeq` + `umaxv` the same step covers 16 bytes.")
+    if depth < WORD:
+        rec = (f"Most calls decide within {number(depth)} bytes, so comparing 8 bytes per "
+               f"step saves little per call: {rec} It pays only if the calls that compare "
+               f"long equal runs are the costly ones (count the steps past the {WORD}th).")
+    else:
+        rec = (f"Calls compare {number(depth)} bytes on average, about "
+               f"{number(-(-depth // 8))} 8-byte steps instead of {number(round(depth))} "
+               f"byte steps. {rec}")
     return f"Unrolled byte-by-byte compare in {fn} ({steps} steps)", claim, rec
 
 
@@ -252,6 +298,11 @@ def _spin(m: dict, noun: str) -> tuple[str, str, str]:
     rec = ("Wait instead of polling: `ldaxr` + `wfe` (woken by the releasing store) or `isb` "
            "between polls for short waits, exponential back-off, then block in the OS "
            "(futex) after a bounded spin; shorten what the other thread holds.")
+    if polls is not None and polls < FEW_POLLS:
+        rec = (f"The loop almost never waits ({number(polls)} polls per exit): the cost is "
+               f"the check itself, not spinning, so waiting differently gains little; make "
+               f"the check cheaper (a plain load before the acquire) or less frequent. "
+               f"If it starts to wait under load: {rec[0].lower()}{rec[1:]}")
     return f"Polling loop in {fn}", claim, rec
 
 
@@ -262,7 +313,14 @@ def _llsc(m: dict, noun: str) -> tuple[str, str, str]:
              + (f", {number(per)} attempts per entry by the counts" if per else "") + ".")
     rec = ("Build for LSE (`-march=armv8.1-a` or a suitable `-mcpu`) so the loop becomes one "
            "`ldadd`/`swp`/`cas`, or `-moutline-atomics` when the binary must also run on "
-           "ARMv8.0; reduce sharing of the line if attempts per entry exceed 1.")
+           "ARMv8.0.")
+    if per is not None and per > RETRIES:
+        rec += (f" At {number(per)} attempts per entry the loop retries: other cores write "
+                f"the line between the exclusive pair, so also share it less (per-thread "
+                f"counters, padding to a cache line of its own).")
+    elif per is not None:
+        rec += (f" At {number(per)} attempts per entry it almost never retries: contention "
+                f"is not the cost, only the exclusive pair's latency, which LSE shortens.")
     return f"Inline LL/SC loop in {fn}", claim, rec
 
 
@@ -271,10 +329,19 @@ def _outline(m: dict, noun: str) -> tuple[str, str, str]:
     lse = metric(m, "LSE path")
     claim = (f"{int(metric(m, 'helpers') or 0)} outline-atomic helper(s) were called "
              f"{count(calls, noun)}; the LSE path ran on {number(lse or 0)}% of the calls.")
-    rec = ("The binary already uses outline atomics and they pick LSE on this core, so no "
-           "flag change helps. The cost is the calls themselves: make fewer atomic updates "
-           "(batch reference-count changes, keep per-thread counts); on an ARMv8.0 core only "
-           "less contention or a different algorithm helps.")
+    fewer = ("make fewer atomic updates (batch reference-count changes, keep per-thread "
+             "counts)")
+    if lse is None or lse >= 50:
+        rec = ("The binary already uses outline atomics and they pick LSE on this core, so "
+               f"no flag change helps. The cost is the calls themselves: {fewer}; on an "
+               "ARMv8.0 core only less contention or a different algorithm helps.")
+    else:
+        rec = (f"The binary already uses outline atomics, but they took the LL/SC path on "
+               f"{number(100 - (lse or 0))}% of the calls: the core that ran this (or the "
+               f"emulator) does not report LSE, or the calls came before the capability "
+               f"check ran. On an LSE core they switch by themselves; building for LSE "
+               f"(`-march=armv8.1-a`) inlines the atomics where the binary need not run on "
+               f"ARMv8.0. Either way: {fewer}.")
     return f"Outline-atomic helpers ({number(calls)} calls)", claim, rec
 
 
@@ -315,6 +382,31 @@ def _libc(m: dict, noun: str) -> tuple[str, str, str]:
     claim = (f"The C library's `{name}` was called {count(calls, noun)}. It is the "
              f"library's own tuned variant for this core{who}.")
     where = f"`{callers[0]}`" if callers else "its hottest callers (`perf record -g`)"
+    per_entry = metric(m, "calls per caller entry")
+    if per_entry is not None and callers:
+        caller = callers[0]
+        entries = metric(m, "caller entries") or 0
+        claim += (f" `{caller}` makes {number(metric(m, 'calls from the top caller') or 0)}% "
+                  f"of the calls, {number(per_entry)} per call of its own; that code is part "
+                  f"of the own share.")
+        compares = "cmp" in name
+        if per_entry < FEW_PER_CALL:
+            rec = (f"`{caller}` calls `{name}` only {number(per_entry)} time(s) per call, so "
+                   f"neither the routine nor the loop around it is the lever: `{caller}` "
+                   f"itself ran {count(entries, noun)}. "
+                   + ("Have its callers look the key up once and keep the result (a pointer "
+                      "or index) instead of searching by name on every use, or give the "
+                      "table a hash or a fixed layout so lookups become direct." if compares
+                      else "Have its callers call it less (batch the work, reuse results)."))
+        else:
+            rec = (f"`{caller}` calls `{name}` {number(per_entry)} times per call"
+                   + (": a linear search by name. Index the table (hash, sorted array with "
+                      "binary search, or precomputed positions), compare lengths or hashes "
+                      f"before `{name}`, or cache the last hit." if compares else
+                      " from a loop: merge the calls (one call over the whole range) or "
+                      "inline a fixed-size case."))
+        what = "Lookups by name" if compares else "Calls"
+        return f"{what}: {name} called from {caller}", claim, rec
     rec = (f"Call `{name}` less rather than rewrite it: in {where}, cache the result of "
            f"lookups by name, compare lengths or hashes first, intern strings or replace "
            f"string keys by integers.")

@@ -7,6 +7,10 @@ idea came of it, or why not:
 - out of budget: a candidate the call bound left out;
 - not a candidate: hot, but with no pattern, mechanism or measured cost to examine;
 - outside the hot selection (cold).
+
+A top function without an idea also says what its code is (pcscope.core.code_character:
+crypto extensions in use, already vectorised, scalar FP, or scalar integer code and the
+measurement that would decide), so the biggest hot code never goes unexplained.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
+from pcscope.core import code_character
 from pcscope.core.engine.ideas import Idea
 from pcscope.core.workload import Workload
 
@@ -35,6 +40,7 @@ class CoverageRow:
     share: float  # own share of the profile total
     status: str  # IDEA, HEALTHY, NO_RULE, OUT_OF_BUDGET, NOT_CANDIDATE or COLD
     ideas: tuple[int, ...]  # ranks (1-based) of the ideas about it
+    code: str = ""  # what a function without an idea is, from its instructions
 
     def to_json(self) -> dict:
         out = asdict(self)
@@ -64,10 +70,13 @@ def coverage_rows(result: RunResult, workload: Workload) -> list[CoverageRow]:
         in_mechs = {m.id for m in mechanisms if fn.name in m.functions}
         examined = bool(windows & examined_windows or in_mechs & examined_mechs)
         left = bool(windows & left_windows or in_mechs & left_mechs)
-        measured = _measured(alp, profile.pc[profile.function_rows(fn.index)])
+        fn_rows = profile.function_rows(fn.index)
+        measured = _measured(alp, profile.pc[fn_rows])
+        code = "" if ranks else code_character.describe(
+            (profile.asm(r), float(profile.value[r])) for r in fn_rows.tolist())
         rows.append(CoverageRow("function", fn.id, fn.name or fn.id, fn.weight,
                                 _status(ranks, examined, left, measured,
-                                        bool(windows & selected)), ranks))
+                                        bool(windows & selected)), ranks, code))
     for m in mechanisms[:TOP_MECHANISMS]:
         pcs = set(m.pcs)
         ranks = tuple(n for n, idea in enumerate(result.ideas, 1)
@@ -98,6 +107,10 @@ def _measured(alp, pcs) -> bool:
 
 
 def _functions(workload: Workload, idea: Idea) -> set[int]:
+    """The functions an idea is about: those of its PCs and of its mechanisms' sites (one
+    idea may cover a loop compiled into several functions)."""
     profile = workload.profile
-    rows = [r for r in (profile.row_of(pc) for pc in idea.pcs) if r is not None]
+    sites = [pc for mid in idea.mechanisms if (m := workload.mechanisms.get(mid)) is not None
+             for pc in m.pcs]
+    rows = [r for r in (profile.row_of(pc) for pc in (*idea.pcs, *sites)) if r is not None]
     return {int(profile.function[r]) for r in rows}

@@ -139,8 +139,14 @@ def _coverage_md(table: list[dict]) -> list[str]:
         found = row["status"] == "idea"
         out.append(f"| {row['what']} `{row['id']}` | {_cell(row['name'])} | "
                    f"{row['share']:.2%} | {ideas if found else 'no idea'} | "
-                   f"{'' if found else row['status']} |")
+                   f"{'' if found else _cell(_why_not(row))} |")
     return [*out, ""]
+
+
+def _why_not(row: dict) -> str:
+    """The status, then what the code is (functions without an idea)."""
+    code = row.get("code") or ""
+    return f"{row['status']}; {code}" if code else row["status"]
 
 
 def _idea_md(rank: int, idea: dict, store: EvidenceStore, model: str) -> list[str]:

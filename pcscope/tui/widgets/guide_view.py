@@ -8,16 +8,21 @@ headings and text, phrases allowed) in a worker thread; Escape goes back to the 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
-from textual.widgets import Markdown
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from pcscope.core.readers.guides import section_index
 from pcscope.tui.keymap import bindings
 from pcscope.tui.widgets.virtual_list import Row, VirtualList
 from pcscope.tui.work import in_thread
+
+if TYPE_CHECKING:
+    from textual.widgets import Markdown
 
 HITS = 30  # guide sections listed per search
 
@@ -83,7 +88,8 @@ class GuideView(Horizontal):
         position = {s.id: n for n, s in enumerate(self.sections)}
         self._index = {key: position[s.id] for key, s in section_index(self.sections).items()}
         self.sections_list = SectionList(self.sections)
-        self.section_text = Markdown(_empty(self.sections), id="guide-text")
+        self.placeholder = Static(_empty(self.sections), id="guide-empty")
+        self.section_text: Markdown | None = None  # made when a section is first opened
         self.shown: str | None = None
         self.query = ""
         self._search_index = None  # built in memory on the first search (a few ms)
@@ -92,7 +98,7 @@ class GuideView(Horizontal):
     def compose(self) -> ComposeResult:
         yield self.sections_list
         with VerticalScroll(id="guide-text-scroll"):
-            yield self.section_text
+            yield self.placeholder
 
     def show(self, section_id: str) -> bool:
         """Open a section by ID (a former ID too); False when no guide has it."""
@@ -114,8 +120,20 @@ class GuideView(Horizontal):
         section = self.sections[index]
         self.shown = section.id
         title = " › ".join(section.path) or section.heading
-        self.section_text.update(f"**{title}**  \n`{section.id}`\n\n{section.text.strip()}")
-        self.query_one("#guide-text-scroll", VerticalScroll).scroll_home(animate=False)
+        text = f"**{title}**  \n`{section.id}`\n\n{section.text.strip()}"
+        scroll = self.query_one("#guide-text-scroll", VerticalScroll)
+        if self.section_text is None:
+            # The Markdown renderer (markdown-it, pygments) loads with the first section
+            # read, not with the explorer: most sessions open no guide, and the first frame
+            # should not wait for it.
+            from textual.widgets import Markdown
+
+            self.section_text = Markdown(text, id="guide-text")
+            self.placeholder.remove()
+            scroll.mount(self.section_text)
+        else:
+            self.section_text.update(text)
+        scroll.scroll_home(animate=False)
 
     # -- search --------------------------------------------------------------------------
     def search(self, query: str) -> None:

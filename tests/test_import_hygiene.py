@@ -1,0 +1,85 @@
+"""Import hygiene: a command loads only the libraries it uses (start-up is mostly imports).
+
+Each check runs in a fresh interpreter and reads ``sys.modules`` afterwards: a reopen plus
+one lookup needs numpy and msgspec, not the parser (polars), the models (pydantic), the
+model SDK (anthropic), the text index (tantivy) or any UI; the explorer's first frame needs
+Textual, not the analysis engine's libraries, the text index or the Markdown renderer (all
+loaded after the first frame, in workers).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_store import PROFILE
+
+import pcscope
+from pcscope.index.store import open_workload
+
+REPO = Path(pcscope.__path__[0]).parent
+ENGINE = ("polars", "pydantic", "anthropic", "tantivy", "httpx", "mcp")
+UI = ("textual", "rich", "markdown_it", "pygments")
+
+
+@pytest.fixture()
+def indexed(tmp_path) -> tuple[Path, Path]:
+    """A profile and an index folder holding its current index."""
+    profile, index_dir = tmp_path / "p.csv", tmp_path / "idx"
+    profile.write_text(PROFILE)
+    open_workload(profile, index_dir=index_dir)
+    return profile, index_dir
+
+
+def loaded_after(code: str, tmp_path: Path) -> tuple[list[str], list[str]]:
+    """Run ``code`` in a fresh interpreter: (its output lines, every top-level package of
+    ENGINE and UI it loaded)."""
+    watched = ENGINE + UI
+    script = (f"{code}\nimport json, sys\n"
+              f"print(json.dumps(sorted(m for m in {watched!r} if m in sys.modules)))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=REPO, env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+                          check=True)
+    *lines, last = done.stdout.strip().splitlines()
+    return lines, json.loads(last)
+
+
+def test_show_on_an_indexed_profile_loads_no_engine_or_ui_library(indexed, tmp_path):
+    profile, index_dir = indexed
+    lines, loaded = loaded_after(
+        "from pcscope.cli.main import main\n"
+        f"assert main(['show', {str(profile)!r}, '0x1004', '--index-dir', "
+        f"{str(index_dir)!r}]) == 0", tmp_path)
+    assert any(line.startswith(">") and "0x1004" in line for line in lines)  # it did show
+    assert loaded == []
+
+
+def test_show_error_path_loads_no_engine_or_ui_library(tmp_path):
+    lines, loaded = loaded_after(
+        "from pcscope.cli.main import main\n"
+        f"assert main(['show', {str(tmp_path / 'none.csv')!r}, '0x1004']) == 2", tmp_path)
+    assert loaded == []
+
+
+def test_explorer_first_frame_loads_only_textual(indexed, tmp_path):
+    """What `pcscope open` runs before its first frame: parse, reopen the current index,
+    build the main screen. Textual and rich are expected; nothing else watched."""
+    profile, index_dir = indexed
+    _, loaded = loaded_after(
+        "from pcscope.cli.main import build_parser\n"
+        "from pcscope.cli.cmd_open import request_of\n"
+        "from pcscope.tui.app import PcscopeApp\n"
+        "from pcscope.tui.config import TuiConfig\n"
+        "from pcscope.tui.launch import reopen\n"
+        "from pcscope.tui.screens.main import MainScreen\n"
+        f"args = build_parser('cmd_open').parse_args(['open', {str(profile)!r}, "
+        f"'--index-dir', {str(index_dir)!r}])\n"
+        "request = request_of(args)\n"
+        "prepared = reopen(request)\n"
+        "assert prepared is not None, 'the index was not current'\n"
+        "MainScreen(prepared, request, TuiConfig(path=None))\n", tmp_path)
+    assert [m for m in loaded if m not in ("textual", "rich")] == []
+    assert "textual" in loaded  # the check sees what was imported

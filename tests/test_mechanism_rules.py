@@ -1,0 +1,208 @@
+"""Mechanism grouping rules on hand-written assembly, each with a look-alike that must stay
+apart: copies of one loop, a dispatch site's sequence, a C-library routine with its one
+caller, and what the coverage table says of code without an idea."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from pcscope.core import code_character
+from pcscope.core.mechanism_finder import find_mechanisms
+from pcscope.core.patterns import code_facts, find_patterns
+from pcscope.core.readers.profile_csv import read_profile
+
+
+def mechanisms_of(tmp_path, blocks):
+    """blocks: (function, first pc, count, asm lines); one window per function."""
+    path = tmp_path / "p.csv"
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["function", "window", "pc", "samples", "asm"])
+        for function, at, count, lines in blocks:
+            for i, asm in enumerate(lines):
+                out.writerow([function, function, hex(at + 4 * i), count, asm])
+    profile = read_profile(path)
+    facts = code_facts(profile)
+    return profile, find_mechanisms(profile, find_patterns(profile, facts), facts)
+
+
+def walk(at: int, next_offset: int = 8, swap: bool = False, r: tuple = (0, 9, 5, 6)) -> list:
+    """A list walk of 9 instructions: key compare, some work, then the next pointer."""
+    node, key, acc, tmp = (f"x{n}" for n in r)
+    work = [f"eor {acc}, {acc}, {key}", f"and {tmp}, {acc}, #0xff"]
+    return [f"ldr {key}, [{node}, #0x18]", "add x1, x1, #1", f"cmp {key}, x2",
+            f"b.eq {hex(at + 0x40)}", *(work[::-1] if swap else work), f"str {tmp}, [x3]",
+            f"ldr {node}, [{node}, #{next_offset}]", f"cbnz {node}, {hex(at)}"]
+
+
+def test_copies_of_one_loop_are_one_mechanism(tmp_path):
+    """The same walk inlined in two functions, other registers and schedule: one
+    mechanism with both sites, sized by the sum. A walk over another field (+16) is
+    another structure and stays apart."""
+    profile, table = mechanisms_of(tmp_path, [
+        ("find", 0x1000, 3000, walk(0x1000)),
+        ("skip", 0x2000, 1000, walk(0x2000, swap=True, r=(4, 11, 7, 12))),
+        ("other", 0x3000, 500, walk(0x3000, next_offset=16)),
+    ])
+    chases = [m for m in table if m.kind == "pointer-chase"]
+    assert len(chases) == 2
+    one = next(m for m in chases if "find" in m.functions)
+    assert set(one.functions) == {"find", "skip"} and len(one.sites) == 2
+    assert one.share == pytest.approx(sum(s.share for s in one.sites))
+    assert one.share == pytest.approx(9 * 4000 / profile.total)
+    assert any("same loop code" in c for c in one.checks)
+    figures = {x.name: x.value for x in one.metrics}
+    assert figures["chain steps"] == 4000
+    other = next(m for m in chases if m is not one)
+    assert other.functions == ("other",) and not any("same loop" in c for c in other.checks)
+
+
+def handler(at: int, *, flag_after_branch: bool = False) -> list:
+    """One threaded handler: some work, then its own dispatch with a flag merged into the
+    opcode. The opcode pointer's step and the oparg are not part of the target."""
+    flag = "ldrb w1, [sp, #0x100]"
+    body = ["add x19, x19, #1"]
+    body += [flag, f"cbz w5, {hex(at + 0x40)}"] if flag_after_branch else [flag]
+    return [*body, "ldrh w0, [x23, #2]", "add x23, x23, #2", "lsr w22, w0, #8",
+            "orr w2, w0, w1", "and x2, x2, #0xff", "ldr x3, [x20, x2, lsl #3]", "br x3"]
+
+
+def test_dispatch_site_counts_its_sequence(tmp_path):
+    """Each dispatch site counts the instructions of its block its target depends on
+    (opcode fetch, merged flag, mask, table load); the handler's work, the pointer step
+    and the oparg do not count, nor does a flag loaded before a branch (another block)."""
+    blocks = [("interp", 0x1000 + 0x100 * k, 1000, handler(0x1000 + 0x100 * k,
+                                                            flag_after_branch=k == 3))
+              for k in range(4)]
+    profile, table = mechanisms_of(tmp_path, blocks)
+    (dispatch,) = [m for m in table if m.kind == "dispatch"]
+    by_pc = {s.pc: s for s in dispatch.sites}
+    first = by_pc[0x1000 + 4 * 8]  # the br of handler 0
+    asm = {profile.asm(profile.row_of(pc)) for pc in first.pcs}
+    assert asm == {"br x3", "ldr x3, [x20, x2, lsl #3]", "and x2, x2, #0xff",
+                   "orr w2, w0, w1", "ldrh w0, [x23, #2]", "ldrb w1, [sp, #0x100]"}
+    late = by_pc[0x1300 + 4 * 9]  # handler 3: the flag load sits before a branch
+    assert len(late.pcs) == 5
+    figures = {x.name: x.value for x in dispatch.metrics}
+    assert figures["dispatch sequence"] == pytest.approx((6 * 3 + 5) / 4, abs=0.05)
+    assert figures["stack reloads in the sequence"] == pytest.approx(0.75, abs=0.06)
+
+
+STUB = ["adrp x16, 0x20000", "ldr x17, [x16, #0x10]", "add x16, x16, #0x10", "br x17"]
+STRCMP = ["ldrb w2, [x0], #1", "ldrb w3, [x1], #1", "cmp w2, #1", "ccmp w2, w3, #0, cs",
+          "b.eq 0x5000", "sub w0, w2, w3", "ret"]
+
+
+def lookup(at: int) -> list:
+    """A small lookup: walk a table of named entries, strcmp through the stub each step."""
+    return ["stp x29, x30, [sp, #-0x20]!", "mov x19, x0", "ldr x1, [x19]", "mov x0, x20",
+            "bl 0x4000", f"cbz w0, {hex(at + 0x30)}", "ldr x1, [x19, #0x28]!",
+            f"cbnz x1, {hex(at + 12)}", "ldp x29, x30, [sp], #0x20", "ret"]
+
+
+def test_routine_with_its_one_caller_is_one_mechanism(tmp_path):
+    """strcmp called (through its stub) only from a small lookup function: the lookup and
+    the stub run per call, so they are part of the mechanism."""
+    _profile, table = mechanisms_of(tmp_path, [
+        ("lookup", 0x1000, 1000, lookup(0x1000)),
+        ("plt", 0x4000, 1000, STUB), ("strcmp", 0x5000, 1000, STRCMP)])
+    (m,) = [m for m in table if m.kind == "libc-routine"]
+    assert {s.function for s in m.sites} == {"strcmp", "lookup"}
+    figures = {x.name: x.value for x in m.metrics}
+    assert figures["calls from the top caller"] == 100.0
+    assert figures["calls per caller entry"] == 1.0 and figures["caller entries"] == 1000
+    assert len(m.pcs) == len(STRCMP) + len(STUB) + 10
+
+
+def test_routine_with_many_callers_stays_the_routine(tmp_path):
+    """Two callers with half the calls each: no caller's code joins the routine."""
+    _profile, table = mechanisms_of(tmp_path, [
+        ("lookup", 0x1000, 500, lookup(0x1000)), ("scan", 0x2000, 500, lookup(0x2000)),
+        ("plt", 0x4000, 1000, STUB), ("strcmp", 0x5000, 1000, STRCMP)])
+    (m,) = [m for m in table if m.kind == "libc-routine"]
+    assert {s.function for s in m.sites} == {"strcmp"}
+    assert "calls per caller entry" not in {x.name for x in m.metrics}
+
+
+# -- what the coverage table says of code without an idea --------------------------------
+@pytest.mark.parametrize(("code", "says"), [
+    ([("sha256h q0, q1, v2.4s", 10), ("sha256su0 v3.4s, v4.4s", 10), ("add x0, x0, #1", 30)],
+     "crypto extensions (sha256h/sha256su0"),
+    ([("aese v0.16b, v1.16b", 5), ("aesmc v0.16b, v0.16b", 5), ("ldr x1, [x2]", 40)],
+     "crypto extensions (aese/aesmc"),
+    ([("ld1 {v0.16b}, [x1], #16", 10), ("add v1.4s, v1.4s, v0.4s", 10), ("subs x2, x2, #1", 5),
+      ("b.ne 0x1000", 5)], "already vectorised"),
+    ([("fmadd d0, d1, d2, d0", 30), ("ldr d1, [x0], #8", 30), ("subs x2, x2, #1", 20),
+      ("b.ne 0x1000", 20)], "scalar floating-point"),
+    ([("ldr w1, [x0]", 20), ("cmp w1, w2", 20), ("b.lt 0x1000", 20), ("add w3, w3, #1", 40)],
+     "branchy scalar integer code (20% conditional branches"),
+    ([("ldr x1, [x0], #8", 40), ("str x1, [x2], #8", 40), ("add x3, x3, #1", 15),
+      ("cbnz x3, 0x1000", 5)], "memory-heavy"),
+    ([("ror w1, w1, #6", 30), ("eor w2, w2, w1", 30), ("add w3, w3, w2", 35),
+      ("cbnz x4, 0x1000", 5)], "scalar integer code (5% conditional branches"),
+])  # fmt: skip
+def test_code_character(code, says):
+    assert says in code_character.describe(code)
+
+
+@pytest.mark.parametrize(("code", "not_said"), [
+    ([("ror w1, w1, #6", 30), ("eor w2, w2, w1", 60), ("add w3, w3, w2", 10)], "crypto"),
+    ([("fmov d0, x1", 10), ("ldr q0, [x0]", 2), ("add x0, x0, #1", 88)], "vectorised"),
+    ([("sha256h q0, q1, v2.4s", 1), ("add x0, x0, #1", 99)], "crypto"),
+])  # fmt: skip
+def test_code_character_look_alikes(code, not_said):
+    """A software hash round (ror/eor/add) is not the crypto extensions; a stray q load is
+    not vectorised code; one crypto instruction in a hundred does not make crypto code."""
+    assert not_said not in code_character.describe(code)
+
+
+# -- advice follows the figures it prints ----------------------------------------------------
+def mech(kind: str, **metrics: float) -> dict:
+    return {"id": f"mech:{kind}:0x1000", "kind": kind, "category": "x", "share": 0.1,
+            "sites": 1, "functions": ["f"], "site_pcs": [[0x1000]], "checks": [],
+            "metrics": [{"name": k.replace("_", " "), "value": v, "unit": "", "how": ""}
+                        for k, v in metrics.items()]}
+
+
+@pytest.mark.parametrize(("m", "says", "not_said"), [
+    (mech("llsc", attempts_per_entry=1.4), "retries", "almost never retries"),
+    (mech("llsc", attempts_per_entry=1.0), "almost never retries", "share it less"),
+    (mech("outline-atomic", helpers=2, helper_calls=100, LSE_path=100.0), "pick LSE",
+     "LL/SC path"),
+    (mech("outline-atomic", helpers=2, helper_calls=100, LSE_path=0.0), "LL/SC path on 100%",
+     "pick LSE on this core"),
+    (mech("byte-compare", compare_steps=26, bytes_compared_per_entry=11.35),
+     "11.35 bytes on average, about 2 8-byte steps", "saves little"),
+    (mech("byte-compare", compare_steps=26, bytes_compared_per_entry=2.5),
+     "within 2.5 bytes", "on average, about"),
+    (mech("spin-wait", polls_per_exit=1.02), "almost never waits", "__never__"),
+    (mech("spin-wait", polls_per_exit=40), "Wait instead of polling", "almost never waits"),
+    (mech("byte-loop", iterations_per_entry=10), "gain per entry is small", "__never__"),
+    (mech("byte-loop", iterations_per_entry=60), "Handle 8 or 16", "gain per entry is small"),
+])  # fmt: skip
+def test_advice_follows_the_printed_figures(m, says, not_said):
+    from pcscope.core.backends.advice import advise
+
+    advice = advise(m, "executions", None)
+    assert advice is not None
+    assert says in advice.recommendation and not_said not in advice.recommendation
+
+
+@pytest.mark.parametrize(("step", "budget"), [
+    (["subs w6, w6, #1", "b.eq 0x1100"], "w6"),  # counts down, exits at zero
+    (["sub w14, w14, #1", "cmp w14, #0", "b.eq 0x1100"], "w14"),
+    (["add w6, w6, #1", "cmp w6, w7", "b.eq 0x1100"], None),  # counts up to a bound: no
+    (["sub w6, w6, #2", "cbz w6, 0x1100"], None),  # steps by two: not a step count
+    (["sub w6, w6, #1", "str w6, [x3, #8]"], None),  # counts but never tested
+])  # fmt: skip
+def test_chase_step_budget(tmp_path, step, budget):
+    """A walk that already stops on a step budget says so (the advice then lowers it
+    rather than adding a cap); look-alikes without a down-counter tested at zero do not."""
+    lines = walk(0x1000)
+    _profile, table = mechanisms_of(tmp_path, [("f", 0x1000, 100, [*lines[:-2], *step,
+                                                                    *lines[-2:]])])
+    (chase,) = [m for m in table if m.kind == "pointer-chase"]
+    said = [c for c in chase.checks if "step budget" in c]
+    assert (said[0].split(": ")[1].split()[0] if said else None) == budget
