@@ -22,7 +22,6 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
-from pcscope.core.engine import events as ev
 from pcscope.core.ids import hex_pc
 from pcscope.core.profile import HotSelection
 from pcscope.tui import render
@@ -30,6 +29,7 @@ from pcscope.tui.run_model import RunView, from_records
 from pcscope.tui.work import in_thread
 
 if TYPE_CHECKING:
+    from pcscope.core.engine import events as ev
     from pcscope.tui.screens.main import MainScreen
 
 BATCH_SECONDS = 0.05
@@ -111,11 +111,12 @@ class AnalysisController:
     def _run(self, scope: Scope):
         """The worker thread: build the engine objects here (SQLite connections are
         per-thread) and run the orchestrator on this thread's own event loop."""
+        from pcscope.core.engine.events import EventBus
         from pcscope.core.engine.orchestrator import Orchestrator
         from pcscope.core.engine.session_store import SessionStore
 
         request = self.screen.request
-        bus = ev.EventBus()
+        bus = EventBus()
         bus.listen(self._events.append)  # deque.append is thread-safe
         with SessionStore(self.screen.session.path) as store:
             orchestrator = Orchestrator(self.screen.workload, make_backend(request.model),
@@ -152,13 +153,15 @@ class AnalysisController:
 
     def apply(self, batch: list[ev.Event]) -> None:
         """Fold a batch of events into the run view and redraw each pane once."""
+        from pcscope.core.engine.events import IdeasUpdated  # loaded with the run's engine
+
         changed: set[str] = set()
         ideas = None
         for event in batch:
             self.run.apply(event)
             if getattr(event, "call", None):
                 changed.add(event.call)
-            if isinstance(event, ev.IdeasUpdated):
+            if isinstance(event, IdeasUpdated):
                 ideas = tuple(event.ideas)
         self.run_id = self.run.run
         self._post(changed=frozenset(changed), ideas=ideas, **self._status(ideas))

@@ -38,10 +38,16 @@ class PcscopeApp(App[int], inherit_bindings=False):
         self.theme = config.theme
         self.set_keymap(dict(config.keys))
 
-    def on_mount(self) -> None:
+    def get_default_screen(self) -> Screen:
+        """The explorer itself when the index reopened before the UI started: no empty
+        default screen is mounted, styled and laid out first only to be covered by a pushed
+        one before the first frame."""
         if self.prepared is not None:
-            self.push_screen(MainScreen(self.prepared, self.request, self.config))
-        else:
+            return MainScreen(self.prepared, self.request, self.config)
+        return super().get_default_screen()
+
+    def on_mount(self) -> None:
+        if self.prepared is None:  # switched for the explorer once the index is built
             self.push_screen(IndexingScreen(self.request))
 
     def on_indexing_screen_opened(self, event: IndexingScreen.Opened) -> None:

@@ -50,9 +50,10 @@ class Prepared:
 
 def prepare(request: OpenRequest, progress: Callable[[str], None]) -> Prepared:
     """Open (or build) the index, then everything else the explorer starts with."""
-    workload = request.store.open(request.inputs, rebuild=request.rebuild,
-                                  verify=request.verify, progress=progress)
-    return _prepared(request, workload)
+    prepared = _with_session(request, lambda: request.store.open(
+        request.inputs, rebuild=request.rebuild, verify=request.verify, progress=progress))
+    assert prepared is not None  # open builds what it cannot reopen
+    return prepared
 
 
 def reopen(request: OpenRequest) -> Prepared | None:
@@ -60,14 +61,27 @@ def reopen(request: OpenRequest) -> Prepared | None:
     screen then builds it with a progress display)."""
     if request.rebuild:
         return None
-    workload = request.store.try_open(request.inputs, verify=request.verify)
-    return None if workload is None else _prepared(request, workload)
+    return _with_session(request, lambda: request.store.try_open(request.inputs,
+                                                                 verify=request.verify))
 
 
-def _prepared(request: OpenRequest, workload: Workload) -> Prepared:
+def _with_session(request: OpenRequest,
+                  open_workload: Callable[[], Workload | None]) -> Prepared | None:
+    """The workload from ``open_workload`` (None: nothing to explore yet), opened while the
+    session store restores on its own thread: SQLite waits on the disk (a new store's
+    schema is written and synced) without holding the GIL, so the two overlap."""
     from pcscope.core.engine.presets import load_preset
 
     session = (UiSession(request.session, fresh=request.fresh) if request.session
                else UiSession.for_profile(request.store.root, request.inputs.profile,
                                           request.fresh))
-    return Prepared(workload, load_preset(request.preset), session, session.load())
+    restoring = session.load_later()
+    try:
+        workload = open_workload()
+    except BaseException:
+        session.close()
+        raise
+    if workload is None:
+        session.close()
+        return None
+    return Prepared(workload, load_preset(request.preset), session, restoring.result())

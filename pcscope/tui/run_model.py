@@ -7,8 +7,10 @@ and the detail view can be redrawn from one place after each batch of events.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from pcscope.core.engine import events as ev
+if TYPE_CHECKING:
+    from pcscope.core.engine import events as ev
 
 TEXT_LIMIT = 20_000  # streamed characters kept per call (the record holds the rest)
 
@@ -86,6 +88,9 @@ class RunView:
                 sum(c.output_tokens for c in self.calls.values()))
 
     def apply(self, event: ev.Event) -> None:
+        # The engine's events load with a run (not with the explorer's first frame).
+        from pcscope.core.engine import events as ev
+
         self.run = event.run
         if isinstance(event, ev.CallQueued):
             self.calls[event.call] = CallView(event.call, event.wave, event.parent, event.title,
@@ -124,6 +129,8 @@ class RunView:
 
 
 def _apply_to_call(call: CallView, event: ev.Event) -> None:
+    from pcscope.core.engine import events as ev
+
     if isinstance(event, ev.CallStarted):
         call.status = "running"
     elif isinstance(event, ev.ToolUsed):

@@ -77,9 +77,10 @@ class UiSession:
     def _submit(self, fn, *args) -> Future:
         return self._pool.submit(fn, *args)
 
-    # -- reading (from a worker thread: it waits) ----------------------------------------
-    def load(self) -> Restored:
-        return self._submit(self._load).result()
+    # -- reading -------------------------------------------------------------------------
+    def load_later(self) -> Future[Restored]:
+        """What the session restores, read on the session's thread meanwhile."""
+        return self._submit(self._load)
 
     def _load(self) -> Restored:
         db = self._db()
