@@ -710,3 +710,15 @@ def test_the_earliest_error_in_the_file_is_reported(tmp_path, monkeypatch, batch
     with pytest.raises(InputError) as err:
         read_alp(path, profile_pcs=None)
     assert err.value.line == 2 and "first at line 1" in err.value.what
+
+
+def test_a_bad_line_before_invalid_utf8_in_the_same_block_is_the_error(tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b'{"pc": "0x1", "iterations": 1}\ngarbage\n'
+                     b'{"pc": "0x2", "asm": "\xff", "iterations": 1}\n')
+    with pytest.raises(InputError) as err:
+        read_alp(path, profile_pcs=None)
+    assert err.value.line == 2 and "UTF-8" not in err.value.what
+    with pytest.raises(InputError) as err:   # skipping the bad line, the UTF-8 is next
+        read_alp(path, profile_pcs=None, skip_bad_lines=True)
+    assert err.value.line == 3 and "UTF-8" in err.value.what

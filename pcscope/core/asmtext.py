@@ -51,19 +51,35 @@ def asm_series(column: StringColumn, name: str = "asm") -> pl.Series:
     return series
 
 
+class _Text:
+    """The lower-cased blob with a 0 after it (index -1 reads that 0), and where each byte
+    occurs. Spans refer to it, not to their AsmScan: no reference cycle, so a scan's arrays
+    go as soon as the scan does (not at the next garbage collection)."""
+
+    def __init__(self, blob: np.ndarray) -> None:
+        self.padded = np.zeros(len(blob) + 1, dtype=np.uint8)
+        self.text = self.padded[:-1]
+        self.text[:] = blob
+        self.text[(self.text >= ord("A")) & (self.text <= ord("Z"))] += 32
+        self._marks: dict[str, np.ndarray] = {}
+
+    def marks(self, char: str) -> np.ndarray:
+        """Every position of one byte in the blob (ascending)."""
+        if char not in self._marks:
+            self._marks[char] = np.flatnonzero(self.text == ord(char))
+        return self._marks[char]
+
+
 class AsmScan:
     """Byte scans over rows at once: the lower-cased blob, and each row's text span with any
     comment (``//``, ``;``) cut off. Positions are blob indices; -1 = none."""
 
     def __init__(self, column: StringColumn) -> None:
-        blob = column.blob
-        upper = (blob >= ord("A")) & (blob <= ord("Z"))
-        self.text = np.where(upper, blob + 32, blob).astype(np.uint8) if upper.any() else blob
-        self.padded = np.append(self.text, np.uint8(0))  # index -1 reads the 0 at the end
-        self._marks: dict[str, np.ndarray] = {}
-        offsets = column.offsets.astype(np.int64)
-        rows = _Span(self, offsets[:-1], offsets[1:])
-        slashes = np.flatnonzero((self.text[:-1] == ord("/")) & (self.text[1:] == ord("/")))
+        self.text = _Text(column.blob)
+        text = self.text.text
+        offsets = np.asarray(column.offsets, dtype=np.uint64).view(np.int64)  # no copy
+        rows = _Span(self.text, offsets[:-1], offsets[1:])
+        slashes = np.flatnonzero((text[:-1] == ord("/")) & (text[1:] == ord("/")))
         for comment in (rows.first_of(slashes), rows.first(";")):
             rows.end = np.where(comment >= 0, comment, rows.end)
         self.rows = rows
@@ -71,15 +87,9 @@ class AsmScan:
     @cached_property
     def operands(self) -> np.ndarray:
         """Per row, where the operands start (after the mnemonic and its spaces)."""
-        rows = self.rows
-        gap = rows.first_of(np.flatnonzero((self.text == ord(" ")) | (self.text == ord("\t"))))
+        rows, text = self.rows, self.text.text
+        gap = rows.first_of(np.flatnonzero((text == ord(" ")) | (text == ord("\t"))))
         return rows.skip(np.where(gap >= 0, gap, rows.end))
-
-    def marks(self, char: str) -> np.ndarray:
-        """Every position of one byte in the blob (ascending)."""
-        if char not in self._marks:
-            self._marks[char] = np.flatnonzero(self.text == ord(char))
-        return self._marks[char]
 
     def operand_registers(self) -> tuple[np.ndarray, np.ndarray]:
         """Per row: register codes of operands 0 and 1 when they are plain general
@@ -98,21 +108,29 @@ class AsmScan:
         """Per row: memory base register code and whether the operand writes it back
         (``[x1, #8]!`` or ``[x1], #8``)."""
         base, close = self._memory()
-        rows = self.rows
-        after = np.where(close >= 0, close + 1, -1)
-        writeback = (rows.byte(after) == ord("!")) | (rows.byte(rows.skip(after)) == ord(","))
-        return base, writeback & (close >= 0) & (base >= 0)
+        closed = np.flatnonzero(close >= 0)
+        span, after = self.rows.take(closed), close[closed] + 1
+        writeback = np.zeros(len(base), dtype=bool)
+        writeback[closed] = ((span.byte(after) == ord("!"))
+                             | (span.byte(span.skip(after)) == ord(","))) & (base[closed] >= 0)
+        return base, writeback
 
     def _memory(self) -> tuple[np.ndarray, np.ndarray]:
-        rows = self.rows
-        bracket = rows.first("[")
-        base = rows.register_at(rows.skip(np.where(bracket >= 0, bracket + 1, -1)))
-        return base, rows.first("]", bracket)
+        """Base register code and closing-bracket position per row (-1: none); only the rows
+        with a bracket (a third or so) are read."""
+        bracket = self.rows.first("[")
+        opened = np.flatnonzero(bracket >= 0)
+        span = self.rows.take(opened)
+        base = np.full(len(bracket), -1, dtype=np.int8)
+        close = np.full(len(bracket), -1, dtype=np.int64)
+        base[opened] = span.register_at(span.skip(bracket[opened] + 1))
+        close[opened] = span.first("]", bracket[opened])
+        return base, close
 
     def branch_targets(self, rows: np.ndarray, pcs: np.ndarray) -> np.ndarray:
         """Target of the direct branch in each of ``rows``: its last operand as hex (``#``,
         ``0x`` optional; ``<symbol>`` ignored); negative = relative to ``pcs``; -1 none."""
-        span = _Span(self, self.rows.start[rows], self.rows.end[rows])
+        span = self.rows.take(rows)
         symbol = span.first("<")
         span.end = np.where(symbol >= 0, symbol, span.end)
         comma = span.last(",")
@@ -128,14 +146,18 @@ class AsmScan:
 class _Span:
     """Text spans [start, end) of a set of rows, scanned together."""
 
-    def __init__(self, scan: AsmScan, start: np.ndarray, end: np.ndarray) -> None:
-        self.scan = scan
+    def __init__(self, text: _Text, start: np.ndarray, end: np.ndarray) -> None:
+        self.text = text
         self.start = start
         self.end = end
 
+    def take(self, rows: np.ndarray) -> _Span:
+        """The spans of some rows (positions into this set)."""
+        return _Span(self.text, self.start[rows], self.end[rows])
+
     def byte(self, pos: np.ndarray) -> np.ndarray:
         """Byte at each position (0 outside the span or where pos is -1)."""
-        padded = self.scan.padded
+        padded = self.text.padded
         ok = (pos >= self.start) & (pos < self.end)
         return padded[np.where(ok, pos, len(padded) - 1)]
 
@@ -151,7 +173,7 @@ class _Span:
         return pos
 
     def first(self, char: str, after: np.ndarray | None = None) -> np.ndarray:
-        return self.first_of(self.scan.marks(char), after)
+        return self.first_of(self.text.marks(char), after)
 
     def first_of(self, marks: np.ndarray, after: np.ndarray | None = None) -> np.ndarray:
         """The first mark at or after ``after`` (default: span start) inside each span."""
@@ -159,12 +181,13 @@ class _Span:
         if not len(marks):
             return np.full(len(after), -1, dtype=np.int64)
         i = np.searchsorted(marks, after)
-        pos = marks[np.minimum(i, len(marks) - 1)]
-        return np.where((i < len(marks)) & (pos < self.end) & (after >= 0), pos, -1)
+        inside = (i < len(marks)) & (after >= 0)
+        pos = marks[np.minimum(i, len(marks) - 1, out=i)]
+        return np.where(inside & (pos < self.end), pos, -1)
 
     def last(self, char: str) -> np.ndarray:
         """The last occurrence of ``char`` inside each span."""
-        marks = self.scan.marks(char)
+        marks = self.text.marks(char)
         if not len(marks):
             return np.full(len(self.end), -1, dtype=np.int64)
         i = np.searchsorted(marks, self.end) - 1
@@ -223,7 +246,7 @@ def _register_lut() -> np.ndarray:
 
 
 _BASE = 37  # 0 = not a word byte, a-z = 1..26, 0-9 = 27..36
-_WORD = np.zeros(256, dtype=np.int64)
+_WORD = np.zeros(256, dtype=np.int32)  # word keys stay below 37**3
 _WORD[ord("a") : ord("z") + 1] = np.arange(1, 27)
 _WORD[ord("0") : ord("9") + 1] = np.arange(27, 37)
 _REGISTERS = _register_lut()

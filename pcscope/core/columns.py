@@ -38,6 +38,11 @@ class StringColumn:
         start, end = int(self.offsets[row]), int(self.offsets[row + 1])
         return self.blob[start:end].tobytes().decode("utf-8")
 
+    def slice(self, start: int, stop: int) -> StringColumn:
+        """Rows ``start`` to ``stop - 1`` (the blob is shared, not copied)."""
+        offsets = self.offsets[start : stop + 1]
+        return StringColumn(self.blob[int(offsets[0]) : int(offsets[-1])], offsets - offsets[0])
+
     def take(self, rows: np.ndarray) -> StringColumn:
         return StringColumn.from_strings(self[int(r)] for r in rows)
 

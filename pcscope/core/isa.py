@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 # Condition spellings that name the same flags test (objdump prints cs/cc, llvm hs/lo;
 # SVE has its own aliases). Canonical form on the right.
@@ -79,6 +80,7 @@ _RE_SPLIT = re.compile(r"^\s*(\S+)\s*(.*?)\s*$")
 # capstone `#0x55000021b4`, plain `0x1020`, objdump's bare hex `4005d0`, relative `#-0x10`.
 _RE_TARGET = re.compile(r"(?:^|,)\s*#?(-?)(?:0x)?([0-9a-f]+)\s*$")
 _RE_IMM = re.compile(r"#?\s*(0x[0-9a-f]+|[0-9]+)")
+_RE_TOKENS = re.compile(r"[\s,\[\]{}!]+")  # what separates the registers of one operand
 
 _GPR_ALIASES = {"sp": "sp", "wsp": "sp", "xzr": "xzr", "wzr": "xzr",
                 "fp": "x29", "lr": "x30", "ip0": "x16", "ip1": "x17"}  # fmt: skip
@@ -119,6 +121,8 @@ def canonical(text: str) -> tuple[str, list[str]]:
 def split_operands(operands: str) -> list[str]:
     """Top-level comma split: ``"x0, [x1, #8]!"`` -> ``["x0", "[x1, #8]!"]``."""
     text = _RE_SYMBOL.sub("", operands)
+    if "[" not in text and "{" not in text:  # no nesting: every comma splits
+        return [p for p in (part.strip() for part in text.split(",")) if p]
     parts: list[str] = []
     depth = 0
     start = 0
@@ -136,6 +140,7 @@ def split_operands(operands: str) -> list[str]:
     return [p for p in parts if p]
 
 
+@lru_cache(maxsize=4096)  # operand tokens repeat: read each spelling once
 def parse_register(token: str) -> str | None:
     """Canonical register name: ``w5``/``x5`` -> ``x5``, ``wsp`` -> ``sp``, ``wzr`` -> ``xzr``,
     ``d3``/``q3``/``v3.4s``/``z3.d`` -> ``v3``, ``p1/z`` -> ``p1``; None if not a register."""
@@ -159,12 +164,13 @@ def parse_register(token: str) -> str | None:
 def registers_in(operand: str) -> list[str]:
     """Every register named in one operand, in order: ``{v0.16b, v1.16b}`` -> v0, v1;
     ``[x1, x2, lsl #3]`` -> x1, x2."""
-    out = []
-    for token in re.split(r"[\s,\[\]{}!]+", operand):
-        reg = parse_register(token) if token and not token.startswith("#") else None
-        if reg is not None:
-            out.append(reg)
-    return out
+    return list(_registers_in(operand))
+
+
+@lru_cache(maxsize=8192)  # operands repeat across instructions (``x0``, ``[x1, #8]``)
+def _registers_in(operand: str) -> tuple[str, ...]:
+    regs = (parse_register(t) for t in _RE_TOKENS.split(operand) if t and not t.startswith("#"))
+    return tuple(r for r in regs if r is not None)
 
 
 @dataclass(frozen=True)
@@ -306,6 +312,7 @@ def is_indirect(mnemonic: str) -> bool:
     return mnemonic in INDIRECT
 
 
+@lru_cache(maxsize=4096)  # asked again for every instruction the shape checks read
 def dest_positions(m: str) -> tuple[int, ...]:
     """Which operands a (canonical) mnemonic writes, by position; ``()`` for none."""
     if _RE_STORE_STATUS.match(m):
@@ -328,7 +335,7 @@ def dest_registers(mnemonic: str, operands: list[str]) -> tuple[str, ...]:
     out: list[str] = []
     for pos in dest_positions(m):
         if pos < len(operands) and not operands[pos].startswith("["):
-            out.extend(registers_in(operands[pos]))
+            out.extend(_registers_in(operands[pos]))
     mem = memory_operand(operands)
     if mem is not None and mem.writeback:
         out.append(mem.base)
@@ -342,7 +349,7 @@ def source_registers(mnemonic: str, operands: list[str]) -> tuple[str, ...]:
     out: list[str] = []
     for pos, op in enumerate(operands):
         if pos not in dest or op.startswith("["):
-            out.extend(registers_in(op))
+            out.extend(_registers_in(op))
     if m in RETURNS and not operands:
         out.append("x30")
     return tuple(dict.fromkeys(r for r in out if r != "xzr"))
@@ -354,6 +361,12 @@ def branch_target(text: str, pc: int | None = None) -> int | None:
     Accepts ``b.eq 0x1020``, ``bl #0x55000021b4``, ``cbz x0, 0x1f0``, ``tbz w1, #3, 0x200``
     and objdump's ``b 4005d0 <main+0x10>`` (bare hex). A negative immediate (``b #-0x10``,
     older llvm-objdump) is relative and needs ``pc``. None for anything else."""
+    return resolve_target(branch_operand(text), pc)
+
+
+def branch_operand(text: str) -> tuple[int, bool] | None:
+    """The PC-independent half of ``branch_target``: the target operand's value and whether
+    it is relative (to be subtracted from the PC); None when the text is no direct branch."""
     mnemonic, operands = split_asm(text)
     m = normalize_mnemonic(mnemonic, operands)
     if m not in DIRECT and not (m.startswith("b.") or m.startswith("bc.")):
@@ -361,8 +374,15 @@ def branch_target(text: str, pc: int | None = None) -> int | None:
     match = _RE_TARGET.search(_RE_SYMBOL.sub("", operands))
     if not match:
         return None
-    value = int(match.group(2), 16)
-    if match.group(1):
+    return int(match.group(2), 16), bool(match.group(1))
+
+
+def resolve_target(operand: tuple[int, bool] | None, pc: int | None) -> int | None:
+    """A ``branch_operand`` at ``pc``: its address (None if relative and no PC is known)."""
+    if operand is None:
+        return None
+    value, relative = operand
+    if relative:
         return pc - value if pc is not None else None
     return value
 

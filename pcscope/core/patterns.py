@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pcscope.core import isa, shapes
+from pcscope.core.columns import StringColumn
 from pcscope.core.ids import hex_pc, pat_id
 from pcscope.core.profile import Profile
 
@@ -56,6 +57,9 @@ LOOP_BUDGET = 1000
 BRANCH_BUDGET = 4000
 BYTE_LOOP_MAX = 32
 MIN_TRIPS = 8  # iterations per entry that make a byte loop worth vectorizing
+# Rows byte-scanned at once (code_facts): the scans' temporaries, ~100 bytes a row, stay
+# ~25 MB at any profile size.
+FACTS_CHUNK = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -381,31 +385,44 @@ def _indirect_branches(profile: Profile, f: CodeFacts, code: _Code, stubs: _Hits
 
 def code_facts(profile: Profile) -> CodeFacts:
     names, canon = _canonical_mnemonics(profile)
-    # asmtext needs polars; reopening an index only needs the stored table, not this.
-    from pcscope.core.asmtext import AsmScan
-
-    scan = AsmScan(profile.asm_column)
-    op0, op1 = scan.operand_registers()
-    base, writeback = scan.memory_operands()
-    operand = np.stack([op0, op1], axis=1)
+    direct = _flags(names, canon, lambda n: n in isa.DIRECT or n.startswith(("b.", "bc.")))
+    n = len(profile)
+    operand = np.full((n, 2), -1, dtype=np.int8)
+    base = np.full(n, -1, dtype=np.int8)
+    writeback = np.zeros(n, dtype=bool)
+    target = np.full(n, -1, dtype=np.int64)
+    for start in range(0, n, FACTS_CHUNK):
+        rows = slice(start, min(start + FACTS_CHUNK, n))
+        operand[rows], base[rows], writeback[rows], target[rows] = _scanned_facts(
+            profile.asm_column.slice(rows.start, rows.stop), profile.pc[rows], direct[rows])
     # Which of the first two operands each mnemonic writes (slot -1: none).
-    slots = np.full((max(len(names), 1), 2), -1, dtype=np.int64)
+    slots = np.full((max(len(names), 1), 2), -1, dtype=np.int8)
     for i, name in enumerate(names):
         positions = [p for p in isa.dest_positions(name) if p < 2][:2]
         slots[i, : len(positions)] = positions
     row_slots = slots[canon]
-    rows = np.arange(len(profile))[:, None]
-    dest = np.where(row_slots >= 0, operand[rows, np.maximum(row_slots, 0)], -1)
+    dest = np.where(row_slots >= 0, np.take_along_axis(operand, np.maximum(row_slots, 0), 1), -1)
     dest = np.where(dest == XZR, -1, dest)  # writing xzr discards the value
-    direct = np.flatnonzero(_flags(names, canon, lambda n: n in isa.DIRECT or n.startswith(
-        ("b.", "bc."))))  # fmt: skip
-    target = np.full(len(profile), -1, dtype=np.int64)
-    target[direct] = scan.branch_targets(direct, profile.pc[direct])
     return CodeFacts(
         names, canon, dest.astype(np.int8), base, writeback,
         load=_flags(names, canon, isa.is_load), store=_flags(names, canon, isa.is_store),
-        call=_flags(names, canon, isa.is_call), target=target, first=op0.astype(np.int8),
+        call=_flags(names, canon, isa.is_call), target=target, first=operand[:, 0].copy(),
     )  # fmt: skip
+
+
+def _scanned_facts(column: StringColumn, pcs: np.ndarray, direct: np.ndarray):
+    """Byte-scan facts of some rows: operand registers 0 and 1, memory base, writeback, and
+    the targets of the ``direct`` branches."""
+    # asmtext needs polars; reopening an index only needs the stored table, not this.
+    from pcscope.core.asmtext import AsmScan
+
+    scan = AsmScan(column)
+    op0, op1 = scan.operand_registers()
+    base, writeback = scan.memory_operands()
+    target = np.full(len(column), -1, dtype=np.int64)
+    branches = np.flatnonzero(direct)
+    target[branches] = scan.branch_targets(branches, pcs[branches])
+    return np.stack([op0, op1], axis=1), base, writeback, target
 
 
 def _canonical_mnemonics(profile: Profile) -> tuple[list[str], np.ndarray]:
@@ -435,7 +452,7 @@ def _dependent_loads(profile: Profile, f: CodeFacts, code: _Code) -> _Hits:
     canary loads, a table load feeding a branch), writeback streams and stack loads are
     not chases. Vectorised: the candidates (loads in a short loop); Python: the cycle.
     ``aux_pc`` is the loop head."""
-    win = profile.window.astype(np.int64)
+    win = profile.window  # window codes, only compared
     cand = np.flatnonzero(f.load & (f.base >= 0) & (f.base < 29) & ~f.writeback)
     if not len(cand):
         return _Hits("dependent-load", cand)
@@ -454,7 +471,7 @@ def backward_branches(profile: Profile, f: CodeFacts, win: np.ndarray):
     """Rows of branches (conditional or ``b``) jumping back inside their own window, and
     the row of each one's target (the loop head)."""
     jumps = f.flags(lambda m: m == "b" or isa.is_conditional_branch(m))
-    pcs = profile.pc.astype(np.int64)
+    pcs = profile.pc.view(np.int64)  # the same values as a cast, without a copy
     rows = np.flatnonzero(jumps & (f.target >= 0) & (f.target <= pcs))
     heads = np.searchsorted(pcs, f.target[rows], "left")
     inside = win[np.minimum(heads, len(pcs) - 1)] == win[rows]
@@ -483,9 +500,9 @@ def _spin_waits(profile: Profile, f: CodeFacts, code: _Code) -> _Hits:
     """Tight backward loops that poll memory (shapes.polls): loads from loop-invariant
     addresses, an exit that tests a loaded value, a conditional branch back (or ``b`` back
     with a conditional exit), optional wait hints; no stores, no stepping register."""
-    win = profile.window.astype(np.int64)
+    win = profile.window  # window codes, only compared
     branches, heads = backward_branches(profile, f, win)
-    pcs = profile.pc.astype(np.int64)
+    pcs = profile.pc.view(np.int64)  # the same values as a cast, without a copy
     # Necessary conditions first, vectorised with prefix sums over each loop body.
     stray = ~(f.load | f.flags(isa.is_branch) | f.flags(SPIN_OK.__contains__))
 
@@ -527,7 +544,7 @@ def _byte_loops(profile: Profile, f: CodeFacts, code: _Code) -> _Hits:
     """Loops that load and test one byte or halfword per step with a stepping pointer or
     index (shapes.byte_step) and run at least MIN_TRIPS iterations per entry by the
     profile's counts. Hit: the narrow load; ``aux_pc`` the loop head, ``aux`` the trips."""
-    win = profile.window.astype(np.int64)
+    win = profile.window  # window codes, only compared
     branches, heads = backward_branches(profile, f, win)
     narrow = f.flags(shapes.NARROW_LOADS.__contains__)
     prefix = np.concatenate(([0], np.cumsum(narrow)))

@@ -55,9 +55,7 @@ class Op:
 
     @classmethod
     def of(cls, pc: int, asm: str) -> Op:
-        m, ops, dest, loaded, src, addr, writeback = _read(asm)
-        target = isa.branch_target(asm, pc) if isa.is_branch(m) else None
-        return cls(pc, m, ops, dest, loaded, src, addr, writeback, target)
+        return _op(pc, asm)
 
     @property
     def load(self) -> bool:
@@ -72,6 +70,12 @@ class Op:
                 and isa.parse_register(ops[1]) == reg and bool(_RE_IMM.match(ops[2])))
 
 
+@lru_cache(maxsize=65536)  # the pattern pass and the mechanism finder read the same rows
+def _op(pc: int, asm: str) -> Op:
+    m, ops, dest, loaded, src, addr, writeback, operand = _read(asm)
+    return Op(pc, m, ops, dest, loaded, src, addr, writeback, isa.resolve_target(operand, pc))
+
+
 @lru_cache(maxsize=65536)
 def _read(asm: str) -> tuple:
     """The PC-independent reading of one instruction's text (texts repeat a lot)."""
@@ -82,7 +86,8 @@ def _read(asm: str) -> tuple:
     loaded = tuple(r for r in dest
                    if isa.is_load(m) and not (writeback and mem is not None and r == mem.base))
     addr = tuple(r for r in (mem.base, mem.index) if r) if mem else ()
-    return m, tuple(ops), dest, loaded, isa.source_registers(m, ops), addr, writeback
+    operand = isa.branch_operand(asm) if isa.is_branch(m) else None  # a direct target
+    return m, tuple(ops), dest, loaded, isa.source_registers(m, ops), addr, writeback, operand
 
 
 def ops_of(lines: list[tuple[int, str]]) -> list[Op]:

@@ -10,12 +10,19 @@ import tempfile
 import zlib
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, cast
+
+import numpy as np
+from isal import igzip
+from isal.igzip_lib import IsalError
 
 from pcscope.core.errors import InputError
 
 _GZIP_MAGIC = b"\x1f\x8b"
+# A cut or corrupt file. (isal's stub types IsalError as an instance: it is the class.)
+_GZIP_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile, cast(type[Exception], IsalError))
 
 
 def is_gzip(path: str | os.PathLike) -> bool:
@@ -26,7 +33,7 @@ def is_gzip(path: str | os.PathLike) -> bool:
 def _open_binary(path: str | os.PathLike):
     try:
         if is_gzip(path):
-            return gzip.open(path, "rb")
+            return igzip.open(path, "rb")     # ISA-L: gunzip ~3.5x zlib's speed
         return open(path, "rb")
     except FileNotFoundError:
         raise InputError(str(path), None, "no such file") from None
@@ -41,7 +48,7 @@ def read_bytes(path: str | os.PathLike) -> bytes:
     with _open_binary(path) as f:
         try:
             return f.read()
-        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        except _GZIP_ERRORS as exc:
             raise InputError(str(path), None, f"truncated or corrupt gzip ({exc})") from None
 
 
@@ -74,59 +81,65 @@ def open_text_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
                         str(path), lineno, f"invalid UTF-8 (byte 0x{raw[exc.start]:02x})"
                     ) from None
                 yield lineno, text.rstrip("\r\n")
-        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        except _GZIP_ERRORS as exc:
             raise InputError(
                 str(path), lineno + 1, f"truncated or corrupt gzip ({exc})"
             ) from None
 
 
-def open_text_batches(path: str | os.PathLike, size: int) -> Iterator[tuple[int, list[str]]]:
-    """Like ``open_text_lines``, ``size`` lines at a time (the last batch may be shorter):
-    (number of the batch's first line, its lines). Whole chunks are decoded and split at
-    once, with no Python step per line."""
-    pending: list[str] = []
-    first = 1        # the line number of pending[0]
-    done = 0         # lines split off so far
-    tail = b""       # a line whose newline has not been read yet
+@dataclass(frozen=True, slots=True)
+class LineBlock:
+    """Consecutive whole lines of a file, undecoded."""
+
+    first: int          # 1-based number of the first line
+    data: bytes         # the lines, each ending in b"\n" (one is added after a last line
+                        # without); a b"\r" before it is left in
+    ends: np.ndarray    # int64: where each line's b"\n" is in data
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+
+def open_line_blocks(path: str | os.PathLike, size: int) -> Iterator[LineBlock]:
+    """The file ``size`` lines at a time (the last block may be shorter), streaming, plain
+    or gzip. Bytes, not text: a reader that decodes bytes itself pays for no str objects
+    and no Python step per line (UTF-8 is the reader's to check)."""
+    data = b""                     # whole lines not yielded yet
+    ends = np.zeros(0, np.int64)   # their newlines
+    first = 1                      # the number of the line data starts with
+    tail = b""                     # a line whose newline has not been read yet
     with _open_binary(path) as f:
         try:
             while chunk := f.read(_CHUNK):
-                data = tail + chunk
-                cut = data.rfind(b"\n") + 1
-                tail = data[cut:]
-                if cut:
-                    lines = _split(path, data[:cut], done)
-                    done += len(lines)
-                    pending += lines
-                    start = 0
-                    while len(pending) - start >= size:
-                        yield first, pending[start:start + size]
-                        start += size
-                        first += size
-                    pending = pending[start:]
-        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-            raise InputError(str(path), done + 1, f"truncated or corrupt gzip ({exc})") from None
+                cut = chunk.rfind(b"\n") + 1
+                if not cut:
+                    tail += chunk
+                    continue
+                lines = tail + chunk[:cut]
+                tail = chunk[cut:]
+                ends = np.concatenate([ends, len(data) + _newlines(lines)])
+                data += lines
+                start = done = 0    # bytes and lines of data yielded
+                while len(ends) - done >= size:
+                    stop = int(ends[done + size - 1]) + 1
+                    yield LineBlock(first, data[start:stop], ends[done:done + size] - start)
+                    start, done, first = stop, done + size, first + size
+                data, ends = data[start:], ends[done:] - start
+        except _GZIP_ERRORS as exc:
+            raise InputError(str(path), first + len(ends),
+                             f"truncated or corrupt gzip ({exc})") from None
     if tail:
-        pending += _split(path, tail + b"\n", done)
-    if pending:
-        yield first, pending
+        data += tail + b"\n"
+        ends = np.append(ends, len(data) - 1)
+    if len(ends):
+        yield LineBlock(first, data, ends)
+
+
+def _newlines(data: bytes) -> np.ndarray:
+    return np.flatnonzero(np.frombuffer(data, np.uint8) == ord("\n"))
 
 
 _CHUNK = 1 << 20
-
-
-def _split(path: str | os.PathLike, data: bytes, before: int) -> list[str]:
-    """Newline-terminated ``data`` as lines without their line ends; ``before`` lines of
-    the file came earlier (for the line number of a UTF-8 error)."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = before + line_of_offset(data, exc.start)
-        raise InputError(str(path), line,
-                         f"invalid UTF-8 (byte 0x{data[exc.start]:02x})") from None
-    lines = text.split("\n")
-    lines.pop()  # the empty string after the last newline
-    return [t.rstrip("\r") for t in lines] if "\r" in text else lines
 
 
 def check_output(path: str | os.PathLike) -> None:

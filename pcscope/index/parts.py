@@ -19,6 +19,7 @@ from pcscope.core.profile import Profile
 from pcscope.core.readers.guides import GuideSection
 from pcscope.core.workload import Workload
 from pcscope.index.lock import writer_lock
+from pcscope.index.memory import return_free_memory
 
 if TYPE_CHECKING:
     from pcscope.core.alp import AlpTable
@@ -45,6 +46,7 @@ def save_parts(build: Path, profile: Profile, inputs: Inputs, say: Progress) -> 
     folder.mkdir()
     for name, array in patterns.to_arrays().items():
         np.save(folder / f"{name}.npy", array, allow_pickle=False)
+    return_free_memory()  # the pattern pass's temporaries
     say("grouping mechanisms")
     mechanisms = find_mechanisms(profile, patterns, facts)
     (build / "mechanisms.msgpack").write_bytes(msgspec.msgpack.encode(mechanisms.mechanisms))

@@ -481,7 +481,7 @@ class ValueRows:
         starts = np.flatnonzero(np.diff(codes, prepend=np.int64(-2)))
         ends = np.append(starts[1:], len(codes))
         runs: dict[str, list[tuple[int, int]]] = {}
-        for code, start, end in zip(codes[starts].tolist(), starts.tolist(), ends.tolist()):
+        for code, start, end in zip(codes[starts].tolist(), starts.tolist(), ends.tolist(), strict=True):
             if code >= 0:  # rows without a value have no term
                 runs.setdefault(names[code].lower(), []).append((start, end))
         return cls({value: sorted(spans) for value, spans in runs.items()})

@@ -1,15 +1,15 @@
 """Streaming reader of a raw ALP (JSON Lines, plain or gzip) into an AlpTable (docs/formats.md §2).
 
-Speed: a ~17M-token file holds ~300k records, so there is no Python loop per line in the
-usual case: lines are taken in batches, decoded by a typed msgspec decoder (types,
-kinds and signs are checked in C) mapped over the batch, and the rules between records
-(one record per (loop, PC), one branch and one mem kind per PC) are checked for the
-whole batch with numpy. Only a batch that breaks something is redone line by line, so
-errors name exact lines, the earliest in the file is the one raised, and a skipped bad
-line leaves no trace. Sums per PC: see alp_sums.
+Speed: a ~17M-token file holds ~250k records, so there is no Python step per line in the
+usual case: lines come in blocks of bytes, a block is decoded in one typed msgspec call
+and taken into numpy columns once (alp_records), and the rules between records (one
+record per (loop, PC), one branch and one mem kind per PC) are checked for the whole block
+with numpy. Only a block that breaks something is redone line by line, so errors name
+exact lines, the earliest in the file is the one raised, and a skipped bad line leaves no
+trace. Sums per PC: see alp_sums.
 
 Memory is bounded by the distinct PCs plus 16 bytes per (loop, PC) record (the
-duplicate check), one batch, and the raw lines of the kept PCs; never by file size.
+duplicate check), one block, and the raw lines of the kept PCs; never by file size.
 """
 
 from __future__ import annotations
@@ -17,228 +17,90 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from itertools import chain
-from typing import Annotated, Literal, cast
+from operator import attrgetter
+from typing import NoReturn, cast
 
 import msgspec
 import numpy as np
 
-from pcscope.core.alp import BRANCH_KINDS, MEM_KINDS, STAGES, AlpFileStats, AlpTable
-from pcscope.core.alp_columns import AlpRecords
+from pcscope.core.alp import BRANCH_KINDS, MEM_KINDS, AlpFileStats, AlpTable
+from pcscope.core.alp_columns import ABSENT, AlpRecords
 from pcscope.core.errors import InputError
 from pcscope.core.ids import hex_pc, parse_pc
-from pcscope.core.readers.alp_sums import ABSENT, KeptPcs, SumOverflow, grown
-from pcscope.core.textio import open_text_batches
+from pcscope.core.readers.alp_records import (
+    RecordColumns,
+    decode_block,
+    decode_line,
+)
+from pcscope.core.readers.alp_sums import KeptPcs, LineTexts, SumOverflow, distinct, grown
+from pcscope.core.textio import LineBlock, line_of_offset, open_line_blocks
 
 _MAX_PC = 2**64 - 1
-_MAX_COUNT = 2**53          # sums stay exact in int64 and as float64 weights
-_NAN = float("nan")         # a stage or latency the record does not carry (JSON has no NaN)
-_BATCH = 1 << 10            # lines per batch: small enough to stay in the CPU caches
-_PROGRESS_BATCHES = 64      # batches between progress reports
+_BATCH = 1 << 12            # lines per block: enough to amortise the few numpy calls per
+                            # block, few enough that its decoded records stay in the caches
 _PC_BITS = 32               # a (loop, PC) key is loop id << _PC_BITS | PC index
-
-_Count = Annotated[int, msgspec.Meta(ge=0, le=_MAX_COUNT)]
-_Pc = Annotated[int, msgspec.Meta(ge=0)]   # msgspec bounds must fit int64: upper checked later
-
-
-# gc=False: decoded records hold no cycles, and tracking ~300k of them slows the collector.
-# kw_only lets the required `kind` come first.
-class _Branch(msgspec.Struct, gc=False, kw_only=True):
-    kind: Literal["direct", "conditional", "indirect", "call", "indirect_call", "return"]
-    executed: _Count = ABSENT
-    taken: _Count = ABSENT
-    mispredicted: _Count = ABSENT
-
-
-class _Mem(msgspec.Struct, gc=False, kw_only=True):
-    kind: Literal["load", "store", "atomic", "prefetch"]
-    accesses: _Count = ABSENT
-    l1d_miss: _Count = ABSENT
-    l2_miss: _Count = ABSENT
-    llc_miss: _Count = ABSENT
-    tlb_miss: _Count = ABSENT
-    store_forwarded: _Count = ABSENT
-    avg_latency: Annotated[float, msgspec.Meta(ge=0)] = _NAN
-
-
-class _Stages(msgspec.Struct, gc=False, forbid_unknown_fields=True):
-    """The canonical stages, in STAGES order; another name fails the fast decoder."""
-
-    fetch: float = _NAN
-    decode: float = _NAN
-    rename: float = _NAN
-    dispatch: float = _NAN
-    issue: float = _NAN
-    complete: float = _NAN
-    retire: float = _NAN
-
-
-class _Record(msgspec.Struct, gc=False):
-    pc: str | _Pc
-    iterations: _Count
-    loop: str | None = None
-    asm: str | None = None
-    branch: _Branch | None = None
-    mem: _Mem | None = None
-
-
-class _Line(_Record, gc=False):
-    stages: _Stages = msgspec.field(default_factory=_Stages)
-
-
-class _LooseLine(_Record, gc=False):
-    stages: dict[str, float] = msgspec.field(default_factory=dict)
-
-
-_DECODER = msgspec.json.Decoder(_Line)
-_LOOSE_DECODER = msgspec.json.Decoder(_LooseLine)
-_STAGE_SET = frozenset(STAGES)
-_KIND_CODES = {"branch": {k: i for i, k in enumerate(BRANCH_KINDS)},
-               "mem": {k: i for i, k in enumerate(MEM_KINDS)}}
 _KIND_NAMES = {"branch": BRANCH_KINDS, "mem": MEM_KINDS}
-
-
-def _decode(text: str) -> tuple[_Line, dict[str, float] | None]:
-    """The record and its extra (non-canonical) stages. Raises msgspec.DecodeError or
-    ValueError (a value the types allow but the spec does not)."""
-    try:
-        rec, extra = _DECODER.decode(text), None
-    except RecursionError:
-        raise ValueError(f"JSON nested too deep (more than {_MAX_DEPTH} levels)") from None
-    except msgspec.ValidationError:
-        loose = _LOOSE_DECODER.decode(text)   # the same rules but any stage name
-        stages = loose.stages
-        extra = {k: v for k, v in stages.items() if k not in _STAGE_SET}
-        if not extra:
-            raise
-        fields = msgspec.structs.asdict(loose)
-        fields["stages"] = _Stages(**{k: v for k, v in stages.items() if k in _STAGE_SET})
-        rec = _Line(**fields)
-    for name, value in (extra or {}).items():
-        if not value >= 0:
-            raise ValueError(f"stage {name!r} is {value}: want a non-negative time")
-    problem = _value_problems([rec])
-    if problem is not None:
-        raise ValueError(problem[1])
-    return rec, extra
-
-
-_MAX_DEPTH = 1000   # msgspec's recursion limit: deeper JSON raises RecursionError
-_MISSES = ("l1d_miss", "l2_miss", "llc_miss", "tlb_miss", "store_forwarded")
-
-
-def _value_problems(recs: list[_Line]) -> tuple[int, str] | None:
-    """The first record (position, what) whose values break docs/formats.md §2's rules between
-    fields: stage times non-negative and non-decreasing in pipeline order, mispredicted and
-    taken at most executed, every miss count at most accesses. A few numpy calls per
-    batch; the message is built only for a bad record."""
-    stages = np.fromiter(chain.from_iterable(map(msgspec.structs.astuple,
-                                                 (r.stages for r in recs))),
-                         np.float64, count=len(STAGES) * len(recs)).reshape(-1, len(STAGES))
-    with np.errstate(invalid="ignore"):
-        reached = np.fmax.accumulate(stages, axis=1)      # latest stage time so far
-        bad = np.asarray((stages < 0).any(axis=1) | (stages[:, 1:] < reached[:, :-1]).any(axis=1))
-    branches = [(i, r.branch) for i, r in enumerate(recs) if r.branch is not None]
-    mems = [(i, r.mem) for i, r in enumerate(recs) if r.mem is not None]
-    if branches:
-        b = np.array([(x.executed, x.taken, x.mispredicted) for _, x in branches], np.int64)
-        over = (b[:, 0] != ABSENT)[:, None] & (b[:, 1:] > b[:, :1])
-        bad[[i for i, _ in branches]] |= over.any(axis=1)
-    if mems:
-        m = np.array([(x.accesses,) + tuple(getattr(x, k) for k in _MISSES) for _, x in mems],
-                     np.int64)
-        over = (m[:, 0] != ABSENT)[:, None] & (m[:, 1:] > m[:, :1])
-        bad[[i for i, _ in mems]] |= over.any(axis=1)
-    if not bad.any():
-        return None
-    i = int(np.flatnonzero(bad)[0])
-    return i, _what_is_wrong(recs[i])
-
-
-def _what_is_wrong(rec: _Line) -> str:
-    times = [(name, t) for name, t in zip(STAGES, msgspec.structs.astuple(rec.stages),
-                                          strict=True) if t == t]
-    for name, t in times:
-        if t < 0:
-            return f"stage {name!r} is {t:g}: want a non-negative time"
-    for (early, t0), (late, t1) in zip(times, times[1:], strict=False):
-        if t1 < t0:
-            return f"stage {late!r} at {t1:g} comes before {early!r} at {t0:g}"
-    b = rec.branch
-    if b is not None:
-        for name in ("taken", "mispredicted"):
-            if getattr(b, name) > b.executed != ABSENT:
-                return f"branch {name} {getattr(b, name)} exceeds executed {b.executed}"
-    m = rec.mem
-    if m is not None:
-        for name in _MISSES:
-            if getattr(m, name) > m.accesses != ABSENT:
-                return f"mem {name} {getattr(m, name)} exceeds accesses {m.accesses}"
-    raise AssertionError("no problem in the record")
+_PC_OF = attrgetter("pc")
+_LOOP_OF = attrgetter("loop")
 
 
 class _Batch:
-    """Consecutive decoded records, in file order: python columns and numpy columns."""
+    """Consecutive records, in file order, as columns."""
 
-    __slots__ = ("lines", "texts", "recs", "extras", "pcs", "loops", "keys", "_kinds")
+    __slots__ = ("lines", "texts", "cols", "extras", "pcs", "loops", "keys")
 
-    def __init__(self, lines: np.ndarray, texts: list[str], recs: list[_Line],
-                 extras: list[dict[str, float] | None], pcs: np.ndarray,
+    def __init__(self, lines: np.ndarray, texts: LineTexts, cols: RecordColumns,
+                 extras: dict[int, dict[str, float]], pcs: np.ndarray,
                  loops: np.ndarray) -> None:
         self.lines = lines          # 1-based line numbers
         self.texts = texts
-        self.recs = recs
-        self.extras = extras        # extra stages of each record, mostly None
+        self.cols = cols
+        self.extras = extras        # position -> extra stages, for the (rare) records with any
         self.pcs = pcs              # PC indices (see _Reader.pc_values)
         self.loops = loops          # loop ids (0 = no loop)
         self.keys = (loops << _PC_BITS) | pcs    # the (loop, PC) identity
-        self._kinds: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def __len__(self) -> int:
-        return len(self.recs)
+        return len(self.lines)
 
     def select(self, idx: list[int]) -> _Batch:
-        return _Batch(self.lines[idx], [self.texts[i] for i in idx],
-                      [self.recs[i] for i in idx], [self.extras[i] for i in idx],
+        """The records at ``idx`` (ascending)."""
+        extras = ({j: self.extras[i] for j, i in enumerate(idx) if i in self.extras}
+                  if self.extras else {})
+        return _Batch(self.lines[idx], self.texts.select(idx), self.cols.select(idx), extras,
                       self.pcs[idx], self.loops[idx])
 
     def kinds(self, block: str) -> tuple[np.ndarray, np.ndarray]:
         """Positions of the records carrying ``block`` ("branch"/"mem") and its kind codes."""
-        if block not in self._kinds:
-            codes = _KIND_CODES[block]
-            if block == "branch":
-                found = [(i, codes[r.branch.kind]) for i, r in enumerate(self.recs)
-                         if r.branch is not None]
-            else:
-                found = [(i, codes[r.mem.kind]) for i, r in enumerate(self.recs)
-                         if r.mem is not None]
-            table = np.array(found, dtype=np.int64).reshape(-1, 2)
-            self._kinds[block] = (table[:, 0], table[:, 1])
-        return self._kinds[block]
+        codes = self.cols.branch_kind if block == "branch" else self.cols.mem_kind
+        idx = np.flatnonzero(codes != ABSENT)
+        return idx, codes[idx]
 
 
-class _KeyLines:
-    """The (loop, PC) keys seen, each with its line: sorted runs merged like a binary
-    counter, so adding n keys costs O(n log n) in all and a lookup is a few searches."""
+class _KeyMap:
+    """Integer keys (of one dtype), each with a positive value, 0 for a key not seen:
+    sorted runs merged like a binary counter, so adding n keys costs O(n log n) in all
+    and a lookup is a few binary searches. No Python step per key."""
 
     def __init__(self) -> None:
         self.runs: list[tuple[np.ndarray, np.ndarray]] = []
 
-    def lines_of(self, keys: np.ndarray) -> np.ndarray:
-        """The line of each key, 0 for a key not seen."""
+    def get(self, keys: np.ndarray) -> np.ndarray:
         out = np.zeros(len(keys), np.int64)
-        for run_keys, run_lines in self.runs:
+        for run_keys, run_values in self.runs:
             pos = np.minimum(np.searchsorted(run_keys, keys), len(run_keys) - 1)
             hit = run_keys[pos] == keys
-            out[hit] = run_lines[pos[hit]]
+            out[hit] = run_values[pos[hit]]
         return out
 
-    def add(self, keys: np.ndarray, lines: np.ndarray) -> None:
+    def add(self, keys: np.ndarray, values: np.ndarray) -> None:
+        """New keys (not seen before, distinct)."""
         while self.runs and len(self.runs[-1][0]) <= len(keys):
-            run_keys, run_lines = self.runs.pop()
-            keys, lines = np.concatenate([run_keys, keys]), np.concatenate([run_lines, lines])
+            run_keys, run_values = self.runs.pop()
+            keys = np.concatenate([run_keys, keys])
+            values = np.concatenate([run_values, values])
         order = np.argsort(keys)
-        self.runs.append((keys[order], lines[order]))
+        self.runs.append((keys[order], values[order]))
 
 
 class _Registry:
@@ -249,12 +111,12 @@ class _Registry:
         self.path = path
         self.loop_labels = loop_labels
         self.pc_values = pc_values
-        self.seen = _KeyLines()
-        self.kind = {block: np.zeros(0, np.int64) for block in _KIND_CODES}
-        self.kind_line = {block: np.zeros(0, np.int64) for block in _KIND_CODES}
+        self.seen = _KeyMap()    # (loop, PC) key -> its line
+        self.kind = {block: np.zeros(0, np.int64) for block in _KIND_NAMES}
+        self.kind_line = {block: np.zeros(0, np.int64) for block in _KIND_NAMES}
 
     def grow(self, pcs: int) -> None:
-        for block in _KIND_CODES:
+        for block in _KIND_NAMES:
             self.kind[block] = grown(self.kind[block], pcs, fill=-1)
             self.kind_line[block] = grown(self.kind_line[block], pcs)
 
@@ -262,20 +124,20 @@ class _Registry:
         """A rule the batch breaks (for a single record: exactly its error), or None.
         Changes nothing."""
         keys = np.sort(batch.keys)
-        if (keys[1:] == keys[:-1]).any() or self.seen.lines_of(keys).any():
+        if (keys[1:] == keys[:-1]).any() or self.seen.get(keys).any():
             return self._duplicate(batch)
-        for block in _KIND_CODES:
+        for block in _KIND_NAMES:
             idx, codes = batch.kinds(block)
             pcs = batch.pcs[idx]
             known = self.kind[block][pcs]
-            pairs = np.unique(pcs * len(_KIND_NAMES[block]) + codes)
-            if ((known >= 0) & (known != codes)).any() or len(
-                    np.unique(pairs // len(_KIND_NAMES[block]))) != len(pairs):
+            pairs = distinct(pcs * len(_KIND_NAMES[block]) + codes)
+            pair_pcs = pairs // len(_KIND_NAMES[block])     # ascending: a PC twice, two kinds
+            if ((known >= 0) & (known != codes)).any() or (pair_pcs[1:] == pair_pcs[:-1]).any():
                 return self._kind_conflict(batch, block)
         return None
 
     def _duplicate(self, batch: _Batch) -> InputError:
-        earlier = self.seen.lines_of(batch.keys).tolist()
+        earlier = self.seen.get(batch.keys).tolist()
         first_here: dict[int, int] = {}
         for key, line, known, pc, loop in zip(batch.keys.tolist(), batch.lines.tolist(),
                                               earlier, batch.pcs.tolist(),
@@ -307,7 +169,7 @@ class _Registry:
 
     def register(self, batch: _Batch) -> None:
         self.seen.add(batch.keys, batch.lines)
-        for block in _KIND_CODES:
+        for block in _KIND_NAMES:
             idx, codes = batch.kinds(block)
             pcs = batch.pcs[idx]
             new = self.kind[block][pcs] < 0
@@ -334,6 +196,18 @@ def _pc_value(spelt: str | int) -> int:
     return value
 
 
+def _pc_values(spellings: list[str | int]) -> np.ndarray:
+    """The value of each PC as spelt (uint64); ValueError at the first that is not a
+    64-bit PC."""
+    texts = cast(list[str], spellings)  # unless a JSON integer makes join raise
+    try:  # the usual spelling, checked for the whole block by one regex pass
+        usual = _USUAL_PCS.fullmatch("\n".join(texts)) is not None
+    except TypeError:  # a PC spelt as a JSON integer
+        usual = False
+    return np.array([int(s, 16) for s in texts] if usual else list(map(_pc_value, spellings)),
+                    dtype=np.uint64)
+
+
 def _isin(pcs: list[int], sorted_pcs: np.ndarray) -> np.ndarray:
     """Which of ``pcs`` are in the ascending array: binary searches, since np.isin would
     sort the whole (maybe million-PC) array again for every batch."""
@@ -348,7 +222,7 @@ def _sorted_uint64(pcs: np.ndarray | None) -> np.ndarray | None:
     if pcs is None:
         return None
     arr = np.asarray(pcs, dtype=np.uint64)
-    return arr if np.all(arr[:-1] < arr[1:]) else np.unique(arr)
+    return arr if np.all(arr[:-1] < arr[1:]) else distinct(arr)
 
 
 class _Reader:
@@ -360,11 +234,11 @@ class _Reader:
         self.profile_pcs = _sorted_uint64(profile_pcs)
         self.keep_pcs = _sorted_uint64(keep_pcs)
         self.skip_bad_lines = skip_bad_lines
-        self.pc_index: dict[str | int, int] = {}     # PC as spelt -> PC index
-        self.index_of_value: dict[int, int] = {}     # PC value -> PC index
+        self.pc_index = _KeyMap()                    # PC value (uint64) -> PC index + 1
         self.pc_values: list[int] = []               # PC index -> PC value
         self.kept_slot = np.zeros(0, np.int64)       # PC index -> kept slot; -1 not kept,
                                                      # -2 not decided yet (new PC)
+        self.kept_index: list[int] = []              # kept slot -> PC index
         self.loop_id: dict[str | None, int] = {None: 0}
         self.loop_labels: list[str | None] = [None]
         self.registry = _Registry(path, self.loop_labels, self.pc_values)
@@ -373,22 +247,21 @@ class _Reader:
         self.skipped = 0
         self.chars = 0
 
-    def add_pcs(self, spellings: list[str | int]) -> None:
-        """Give new PC spellings their PC index (``0x2004``, ``0X2004``, ``8196`` share one);
-        ValueError at the first that is not a 64-bit PC."""
-        pc_index, of_value, values = self.pc_index, self.index_of_value, self.pc_values
-        texts = cast(list[str], spellings)  # unless a JSON integer makes join raise
-        try:  # the usual spelling, checked for the whole batch by one regex pass
-            usual = _USUAL_PCS.fullmatch("\n".join(texts)) is not None
-        except TypeError:  # a PC spelt as a JSON integer
-            usual = False
-        parsed = ([int(s, 16) for s in texts] if usual
-                  else list(map(_pc_value, spellings)))
-        for spelt, value in zip(spellings, parsed, strict=True):
-            index = of_value.setdefault(value, len(values))
-            if index == len(values):
-                values.append(value)
-            pc_index[spelt] = index
+    def pc_indices(self, values: np.ndarray) -> np.ndarray:
+        """The PC index of each PC value (uint64); a new value gets the next free index
+        (``0x2004``, ``0X2004`` and ``8196`` share one)."""
+        index = self.pc_index.get(values) - 1
+        new = index < 0
+        if new.any():
+            fresh, first, inverse = np.unique(values[new], return_index=True,
+                                              return_inverse=True)
+            by_first = np.argsort(first)        # in order of appearance
+            number = np.empty(len(fresh), np.int64)
+            number[by_first] = np.arange(len(self.pc_values), len(self.pc_values) + len(fresh))
+            index[new] = number[inverse]
+            self.pc_values.extend(fresh[by_first].tolist())
+            self.pc_index.add(fresh, number + 1)
+        return index
 
     def loop(self, name: str | None) -> int:
         loop = self.loop_id.get(name)
@@ -397,10 +270,14 @@ class _Reader:
             self.loop_labels.append(name)
         return loop
 
-    def add_lines(self, first: int, texts: list[str]) -> None:
-        """Lines ``first``, ``first + 1``… of the file."""
-        self.chars += sum(map(len, texts)) + len(texts)
-        batch = self._decoded(first, texts) or self._decoded_carefully(first, texts)
+    def add_block(self, block: LineBlock) -> None:
+        data = block.data
+        try:
+            self.chars += len(data) if data.isascii() else len(data.decode())
+        except UnicodeDecodeError as exc:
+            self._bad_utf8(block, exc.start)
+        batch = (None if b"\r" in data else self._decoded(block)) or self._decoded_carefully(
+            block)
         self._grow()
         if self.registry.problem(batch) is not None:
             batch = self._replay(batch)
@@ -408,51 +285,76 @@ class _Reader:
             self.registry.register(batch)
         self._keep(batch)
 
-    def _decoded(self, first: int, texts: list[str]) -> _Batch | None:
-        """The usual case, with no Python loop per line: every line a valid record with
+    def _bad_utf8(self, block: LineBlock, offset: int) -> NoReturn:
+        """Raise the invalid UTF-8 at ``offset`` as its line's error, after reading the
+        lines before it (an error among them comes first)."""
+        line = line_of_offset(block.data, offset)     # in the block, from 1
+        if line > 1:
+            end = int(block.ends[line - 2]) + 1
+            self.add_block(LineBlock(block.first, block.data[:end], block.ends[:line - 1]))
+        raise InputError(self.path, block.first + line - 1,
+                         f"invalid UTF-8 (byte 0x{block.data[offset]:02x})")
+
+    def _decoded(self, block: LineBlock) -> _Batch | None:
+        """The usual case, with no Python step per line: every line a valid record with
         canonical stage names. None when some line is not."""
+        recs = decode_block(block.data, len(block))
+        if recs is None:
+            return None
+        cols = RecordColumns.of(recs)
+        if cols.broken():
+            return None
         try:
-            recs = list(map(_DECODER.decode, texts))
-        except (msgspec.DecodeError, RecursionError):
+            values = _pc_values(list(map(_PC_OF, recs)))
+        except ValueError:
             return None
-        if _value_problems(recs) is not None:
-            return None
-        spelt = [r.pc for r in recs]
-        if None in map(self.pc_index.get, spelt):
-            try:
-                self.add_pcs([s for s in dict.fromkeys(spelt) if s not in self.pc_index])
-            except ValueError:
-                return None
-        names = [r.loop for r in recs]
-        if None in map(self.loop_id.get, names):
+        names = list(map(_LOOP_OF, recs))
+        if None in map(self.loop_id.get, names):     # a loop not seen before
             for name in dict.fromkeys(names):
                 self.loop(name)
-        pcs = list(map(self.pc_index.__getitem__, spelt))
-        loops = list(map(self.loop_id.__getitem__, names))
-        return _Batch(np.arange(first, first + len(texts)), texts, recs, [None] * len(recs),
-                      np.array(pcs, dtype=np.int64), np.array(loops, dtype=np.int64))
+        loops = np.fromiter(map(self.loop_id.__getitem__, names), np.int64, count=len(recs))
+        pcs = self.pc_indices(values)
+        ends = block.ends
+        starts = np.concatenate([[0], ends[:-1] + 1])
+        return _Batch(np.arange(block.first, block.first + len(recs)),
+                      LineTexts(block.data, starts, ends), cols, {}, pcs, loops)
 
-    def _decoded_carefully(self, first: int, texts: list[str]) -> _Batch:
+    def _decoded_carefully(self, block: LineBlock) -> _Batch:
         """Line by line: blank lines dropped, bad ones raised in file order (or skipped)."""
-        columns: tuple[list, ...] = ([], [], [], [], [], [])
+        data = block.data
+        starts = [0, *(block.ends[:-1] + 1).tolist()]
+        kept: tuple[list, ...] = ([], [], [], [], [], [])  # line, start, end, rec, PC, loop
+        extras: dict[int, dict[str, float]] = {}
         errors = []
-        for line, text in enumerate(texts, first):
+        for line, start, end in zip(range(block.first, block.first + len(block)), starts,
+                                    block.ends.tolist(), strict=True):
+            text = data[start:end]
+            if text.endswith(b"\r"):         # a CRLF line end
+                self.chars -= len(text)
+                text = text.rstrip(b"\r")
+                self.chars += len(text)
+                end = start + len(text)
             try:
-                rec, extra = _decode(text)
-                if rec.pc not in self.pc_index:
-                    self.add_pcs([rec.pc])
+                rec, extra = decode_line(text)
+                value = _pc_value(rec.pc)
             except (msgspec.DecodeError, ValueError) as exc:
-                if text and not text.isspace():
+                if not text.decode().isspace() and text:
                     errors.append(InputError(self.path, line, f"bad ALP record: {exc}"))
                 continue
-            for column, value in zip(columns, (line, text, rec, extra, self.pc_index[rec.pc],
-                                               self.loop(rec.loop)), strict=True):
-                column.append(value)
-        lines, texts, recs, extras, pcs, loops = columns
-        batch = _Batch(np.array(lines, dtype=np.int64), texts, recs, extras,
-                       np.array(pcs, dtype=np.int64), np.array(loops, dtype=np.int64))
+            if extra:
+                extras[len(kept[0])] = extra
+            for column, item in zip(kept, (line, start, end, rec, value, self.loop(rec.loop)),
+                                    strict=True):
+                column.append(item)
+        lines, text_starts, text_ends, recs, values, loops = kept
+        batch = _Batch(np.array(lines, dtype=np.int64),
+                       LineTexts(data, np.array(text_starts, dtype=np.int64),
+                                 np.array(text_ends, dtype=np.int64)),
+                       RecordColumns.of(recs), extras,
+                       self.pc_indices(np.array(values, dtype=np.uint64)),
+                       np.array(loops, dtype=np.int64))
         if errors and not self.skip_bad_lines:
-            # A rule broken by an earlier line of the batch is the error to report.
+            # A rule broken by an earlier line of the block is the error to report.
             self._grow()
             self._replay(batch.select([i for i, line in enumerate(lines)
                                        if line < errors[0].line]))
@@ -467,38 +369,50 @@ class _Reader:
         self.kept_slot = grown(self.kept_slot, n, fill=-2)    # -2: not decided yet
 
     def _replay(self, batch: _Batch) -> _Batch:
-        """Record by record, in line order: raise (or skip) each bad one exactly."""
-        good = []
-        for i in range(len(batch)):
-            one = batch.select([i])
-            error = self.registry.problem(one)
-            if error is not None:
-                if not self.skip_bad_lines:
-                    raise error
-                self.skipped += 1
-                continue
-            self.registry.register(one)
-            good.append(i)
-        return batch.select(good)
+        """In effect record by record, in line order: raise (or skip) each bad one
+        exactly. A part without a problem is taken whole, so a few bad records in a large
+        block cost a few dozen checks."""
+        return batch.select(self._good(batch, 0, len(batch)))
+
+    def _good(self, batch: _Batch, lo: int, hi: int) -> list[int]:
+        """The positions from ``lo`` to ``hi`` whose records are taken (registered)."""
+        if lo == hi:
+            return []
+        positions = list(range(lo, hi))
+        part = batch.select(positions)
+        error = self.registry.problem(part)
+        if error is None:
+            self.registry.register(part)
+            return positions
+        if hi - lo == 1:
+            if not self.skip_bad_lines:
+                raise error
+            self.skipped += 1
+            return []
+        mid = (lo + hi) // 2
+        return self._good(batch, lo, mid) + self._good(batch, mid, hi)
 
     def _keep(self, batch: _Batch) -> None:
         self.records += len(batch)
         slots = self.kept_slot[batch.pcs]
         if (slots == -2).any():
-            new = np.unique(batch.pcs[slots == -2])
-            values = [self.pc_values[i] for i in new.tolist()]
-            keep = np.ones(len(new), bool) if self.keep_pcs is None else _isin(
-                values, self.keep_pcs)
+            new = distinct(batch.pcs[slots == -2])
+            if self.keep_pcs is not None:
+                values = [self.pc_values[i] for i in new.tolist()]
+                new_kept = new[_isin(values, self.keep_pcs)]
+            else:
+                new_kept = new
             self.kept_slot[new] = -1
-            self.kept_slot[new[keep]] = self.kept.new_slots(
-                [v for v, k in zip(values, keep.tolist(), strict=True) if k])
+            self.kept_slot[new_kept] = self.kept.new_slots(
+                [self.pc_values[i] for i in new_kept.tolist()])
+            self.kept_index += new_kept.tolist()
             slots = self.kept_slot[batch.pcs]
-        if self.keep_pcs is not None:
+        if not (slots >= 0).all():
             batch = batch.select(np.flatnonzero(slots >= 0).tolist())
             slots = slots[slots >= 0]
         if len(batch):
             try:
-                self.kept.add(slots, batch.recs, batch.extras, batch.loops, batch.lines,
+                self.kept.add(slots, batch.cols, batch.extras, batch.loops, batch.lines,
                               batch.texts)
             except SumOverflow as exc:
                 raise InputError(self.path, int(batch.lines[exc.position]),
@@ -509,7 +423,7 @@ class _Reader:
         """The result; the reader is done after this. Its bookkeeping is let go before the
         columns are built, which lowers the peak memory for ~200k PCs by tens of MB."""
         kept = self.kept
-        index = np.array([self.index_of_value[pc] for pc in kept.pcs], dtype=np.int64)
+        index = np.array(self.kept_index, dtype=np.int64)
         if self.profile_pcs is None:
             matched = np.ones(len(kept.pcs), bool)
             unmatched = 0
@@ -520,7 +434,7 @@ class _Reader:
         mem_kind = self.registry.kind["mem"][index]
         stats = AlpFileStats(records=self.records, pcs=len(self.pc_values), unmatched=unmatched,
                              raw_tokens=self.chars // 4, skipped_lines=self.skipped)
-        del self.registry, self.pc_index, self.index_of_value, self.kept_slot
+        del self.registry, self.pc_index, self.kept_slot, self.kept_index
         columns, per_loop = kept.finish(matched, branch_kind, mem_kind)
         return AlpTable(self.path, AlpRecords(columns), per_loop, stats)
 
@@ -541,14 +455,12 @@ def read_alp(
     counted in the stats. ``skip_bad_lines``: skip and count a bad line (malformed JSON or
     fields, a duplicate (loop, PC), a branch/mem kind that contradicts an earlier record)
     instead of raising InputError. Blank lines are ignored. ``progress`` is called with
-    the number of characters (~bytes of uncompressed text) read so far, every 64
-    batches of lines and once at the end.
+    the number of characters (~bytes of uncompressed text) read so far, after each block
+    of lines.
     """
     reader = _Reader(str(path), profile_pcs, keep_pcs, skip_bad_lines)
-    for batches, (first, texts) in enumerate(open_text_batches(path, _BATCH), 1):
-        reader.add_lines(first, texts)
-        if progress is not None and batches % _PROGRESS_BATCHES == 0:
+    for block in open_line_blocks(path, _BATCH):
+        reader.add_block(block)
+        if progress is not None:
             progress(reader.chars)
-    if progress is not None:
-        progress(reader.chars)
     return reader.table()

@@ -1,31 +1,40 @@
 """Per-PC running sums of kept ALP records, and the AlpColumns made from them.
 
-The reader hands over batches of decoded records (msgspec structs with ``iterations``,
-``asm``, ``stages`` (a struct of the seven canonical stages in STAGES order, NaN =
-absent), ``branch`` and ``mem``) with the kept slot of each; a few numpy calls per batch
-add them up.
+The reader hands over batches of records as RecordColumns with the kept slot of each; a
+few numpy calls per batch add them up. Each sum takes its records one by one in file
+order, so the figures do not depend on how lines are batched.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
-from itertools import chain
+from collections.abc import Iterator
+from dataclasses import dataclass
 
-import msgspec
 import numpy as np
+from isal import isal_zlib
 
 from pcscope.core.alp import MEM_COUNTS, STAGES, LoopRecords
 from pcscope.core.alp_columns import ABSENT, AlpColumns
+from pcscope.core.readers.alp_records import RecordColumns
 
 
-def grown(arr: np.ndarray, rows: int, fill: int = 0) -> np.ndarray:
+def grown(arr: np.ndarray, rows: int, fill: object = 0) -> np.ndarray:
     """``arr`` with at least ``rows`` rows (doubling, new rows = ``fill``)."""
     if len(arr) >= rows:
         return arr
-    out = np.full((max(rows, 2 * len(arr)),) + arr.shape[1:], fill, dtype=arr.dtype)
+    shape = (max(rows, 2 * len(arr)),) + arr.shape[1:]
+    # zeros: pages the OS zeroes lazily, where a fill would touch all of them now
+    out = np.zeros(shape, arr.dtype) if fill == 0 else np.full(shape, fill, dtype=arr.dtype)
     out[: len(arr)] = arr
     return out
+
+
+def distinct(arr: np.ndarray) -> np.ndarray:
+    """The distinct values, ascending: np.unique by sorting (numpy 2's hashing np.unique is
+    ~10x slower on integers)."""
+    out = np.sort(arr)
+    return out[np.concatenate([[True], out[1:] != out[:-1]])] if len(out) else out
 
 
 def _mean_terms(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -56,16 +65,35 @@ def _present(sums: np.ndarray, seen: np.ndarray) -> np.ndarray:
     return sums
 
 
-def _add_counts(sums: np.ndarray, seen: np.ndarray, at: np.ndarray,
-                rows: list[tuple[int, ...]], positions: list[int], what: str) -> None:
-    if rows:
-        counts = np.array(rows, dtype=np.int64)
-        present = counts != ABSENT
-        added = np.where(present, counts, 0)
-        np.add.at(sums, at, added)
-        np.logical_or.at(seen, at, present)
-        for column in range(counts.shape[1]):
-            _check_overflow(sums[:, column], at, added[:, column], what, positions)
+class _Targets:
+    """The sum each row of a batch goes to, split into the rows whose sum gets only that row
+    (one fancy-indexed step for all: the same single operation per sum) and the rest
+    (ufunc.at, which takes rows in order). ufunc.at alone on rows of several values is
+    ~15x slower."""
+
+    def __init__(self, at: np.ndarray) -> None:
+        self.at = at
+        order = np.argsort(at, kind="stable")
+        same = at[order][1:] == at[order][:-1]
+        shared = np.zeros(len(at), bool)
+        shared[order[1:][same]] = True
+        shared[order[:-1][same]] = True
+        self.alone = np.flatnonzero(~shared)
+        self.shared = np.flatnonzero(shared)
+
+    def add(self, sums: np.ndarray, values: np.ndarray, op: np.ufunc = np.add) -> None:
+        at = self.at[self.alone]
+        sums[at] = op(sums[at], values[self.alone])
+        op.at(sums, self.at[self.shared], values[self.shared])
+
+
+def _add_counts(sums: np.ndarray, seen: np.ndarray, to: _Targets, counts: np.ndarray,
+                positions: np.ndarray, what: str) -> None:
+    present = counts != ABSENT
+    added = np.where(present, counts, 0)
+    _check_room(sums, to.at, added, what, positions)
+    to.add(sums, added)
+    to.add(seen, present, np.logical_or)
 
 
 class _Sums:
@@ -84,28 +112,41 @@ class _Sums:
         for name, arr in vars(self).items():
             setattr(self, name, grown(arr, rows))
 
-    def add(self, slots: np.ndarray, recs: Sequence) -> None:
-        """Add a batch; SumOverflow when a count sum passes int64 (nothing is usable then)."""
-        its = np.array([r.iterations for r in recs], dtype=np.int64)
-        np.add.at(self.iterations, slots, its)
-        _check_overflow(self.iterations, slots, its, "iterations")
-        stages = [r.stages for r in recs]
-        values = np.fromiter(chain.from_iterable(map(msgspec.structs.astuple, stages)),
-                             np.float64, count=len(STAGES) * len(recs)).reshape(-1, len(STAGES))
-        np.add.at(self.stage, slots, _mean_terms(values, its.astype(np.float64)[:, None]))
-        bi = [i for i, r in enumerate(recs) if r.branch is not None]
-        _add_counts(self.branch, self.branch_seen, slots[bi],
-                    [(b.executed, b.taken, b.mispredicted)
-                     for b in (recs[i].branch for i in bi)], bi, "branch counts")
-        mi = [i for i, r in enumerate(recs) if r.mem is not None]
-        mems = [recs[i].mem for i in mi]
-        _add_counts(self.mem, self.mem_seen, slots[mi],
-                    [(m.accesses, m.l1d_miss, m.l2_miss, m.llc_miss, m.tlb_miss,
-                      m.store_forwarded) for m in mems], mi, "mem counts")
-        if mems:
-            lat = np.array([(m.avg_latency, m.accesses) for m in mems], dtype=np.float64)
-            # A record without an access count gives its latency no weight.
-            np.add.at(self.latency, slots[mi], _mean_terms(lat[:, 0], np.maximum(lat[:, 1], 0)))
+    def add(self, slots: np.ndarray, cols: RecordColumns) -> None:
+        """Add a batch; SumOverflow when a count sum would pass int64 (nothing is usable
+        then)."""
+        its = cols.iterations
+        _check_room(self.iterations, slots, its, "iterations")
+        np.add.at(self.iterations, slots, its)     # 1-D: ufunc.at is fast
+        _Targets(slots).add(self.stage, _mean_terms(cols.stages,
+                                                    its.astype(np.float64)[:, None]))
+        bi = np.flatnonzero(cols.branch_kind != ABSENT)
+        _add_counts(self.branch, self.branch_seen, _Targets(slots[bi]), cols.branch[bi], bi,
+                    "branch counts")
+        mi = np.flatnonzero(cols.mem_kind != ABSENT)
+        mem = cols.mem[mi]
+        to = _Targets(slots[mi])
+        _add_counts(self.mem, self.mem_seen, to, mem, mi, "mem counts")
+        # A record without an access count gives its latency no weight.
+        weights = np.maximum(mem[:, 0], 0).astype(np.float64)
+        to.add(self.latency, _mean_terms(cols.latency[mi], weights))
+
+
+    def by_row(self, n: int, order: np.ndarray) -> dict[str, np.ndarray]:
+        """The figures of the ``n`` slots in ``order`` (row -> slot): iterations, stages,
+        branch, mem, avg_latency. Each running sum is let go once its figure is made (for
+        ~200k PCs they are the largest arrays held), so this is called once."""
+        out = {"iterations": self.iterations[:n][order]}
+        del self.iterations
+        out["stages"] = _means(self.stage[:n])[order]
+        del self.stage
+        out["branch"] = _present(self.branch[:n], self.branch_seen[:n])[order]
+        del self.branch, self.branch_seen
+        out["mem"] = _present(self.mem[:n], self.mem_seen[:n])[order]
+        del self.mem, self.mem_seen
+        out["avg_latency"] = _means(self.latency[:n])[order]
+        del self.latency
+        return out
 
 
 class SumOverflow(ValueError):
@@ -116,37 +157,77 @@ class SumOverflow(ValueError):
         self.position, self.slot, self.what = position, slot, what
 
 
-def _check_overflow(sums: np.ndarray, at: np.ndarray, counts: np.ndarray, what: str,
-                    positions: Sequence[int] | None = None) -> None:
-    """Counts are at most 2^53 and a batch holds at most 2^10 records, so a sum that passed
-    2^63-1 during this batch reads negative. Then the record where it passed is found
-    with exact integers (int64 addition wraps, so the sum before the batch is recovered)."""
-    wrapped = sums[at] < 0
-    if not wrapped.any():
+def _check_room(sums: np.ndarray, at: np.ndarray, added: np.ndarray, what: str,
+                positions: np.ndarray | None = None) -> None:
+    """SumOverflow at the first record (in batch order) whose count would take its PC's
+    sum past 2^63-1, checked before adding (int64 addition wraps). A bound in floats
+    clears a batch at once: its rounding is far below the 2^62 margin."""
+    if not len(at) or (float(sums[at].max()) +
+                       float(added.sum(axis=0, dtype=np.float64).max()) < 2.0**62):
         return
-    slot = int(at[np.flatnonzero(wrapped)[0]])
-    mine = np.flatnonzero(at == slot).tolist()
-    running = int(sums[slot]) % 2**64 - sum(int(counts[i]) for i in mine)
-    for i in mine:
-        running += int(counts[i])
-        if running > 2**63 - 1:
-            raise SumOverflow(i if positions is None else positions[i], slot, what)
-    raise AssertionError("a wrapped sum with no record passing the limit")
+    flat_sums = sums.reshape(len(sums), -1)
+    flat_added = added.reshape(len(added), -1)
+    for column in range(flat_sums.shape[1]):
+        running: dict[int, int] = {}
+        for i, (slot, count) in enumerate(zip(at.tolist(), flat_added[:, column].tolist(),
+                                              strict=True)):
+            total = running.get(slot, int(flat_sums[slot, column])) + count
+            if total > 2**63 - 1:
+                raise SumOverflow(i if positions is None else int(positions[i]), slot, what)
+            running[slot] = total
+
+
+@dataclass(frozen=True, slots=True)
+class LineTexts:
+    """The text of consecutive lines: line i is ``data[starts[i]:ends[i]]`` (UTF-8, no
+    line end); ``data`` holds whole lines, each ending in a newline."""
+
+    data: bytes
+    starts: np.ndarray
+    ends: np.ndarray
+
+    def select(self, idx: np.ndarray | list[int]) -> LineTexts:
+        return LineTexts(self.data, self.starts[idx], self.ends[idx])
+
+    def whole(self) -> bool:
+        """Whether the lines are all of ``data``, in order, with nothing between them."""
+        return bool(len(self.starts) and self.starts[0] == 0
+                    and self.ends[-1] + 1 == len(self.data)
+                    and (self.starts[1:] == self.ends[:-1] + 1).all())
+
+
+_GROUP = 64    # lines compressed together
+
+
 class RawLines:
-    """Kept lines of text, by number in order added: each batch joined into one string,
-    which for ~300k lines saves ~15 MB of per-string overhead over a list of strings."""
+    """Kept lines of text, by number in order added: groups of _GROUP whole
+    newline-terminated lines, each compressed (ISA-L's fastest level: ~1.3 ms per MB,
+    ~5x smaller; a lookup unpacks one group, ~20 KB, in well under 0.1 ms), since every
+    line of a file may be kept and a view or the index store reads few of them or reads
+    them once. Memory grows with the kept lines at ~0.2 byte per character."""
 
     def __init__(self) -> None:
-        self.blocks: list[str] = []
-        self.block_starts = [0]                      # number of the first line of each block
-        self.offsets: list[np.ndarray] = []          # per block: where each line starts
+        self.blocks: list[bytes] = []                # compressed groups
+        self.block_starts = [0]                      # number of the first line of each group
+        self.offsets: list[np.ndarray] = []          # per group: where each line starts
 
-    def add(self, texts: list[str]) -> None:
-        if texts:
-            self.blocks.append("\n".join(texts))
-            self.block_starts.append(self.block_starts[-1] + len(texts))
-            ends = np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)) + 1)
-            self.offsets.append(np.concatenate([[0], ends]))
+    def add(self, texts: LineTexts) -> None:
+        if not len(texts.starts):
+            return
+        if texts.whole():
+            data = texts.data
+            starts = np.append(texts.starts, len(data))
+        else:
+            lines = list(map(texts.data.__getitem__, map(slice, texts.starts.tolist(),
+                                                         texts.ends.tolist())))
+            data = b"\n".join(lines) + b"\n"
+            starts = np.zeros(len(lines) + 1, np.int64)
+            np.cumsum(texts.ends - texts.starts + 1, out=starts[1:])
+        for first in range(0, len(starts) - 1, _GROUP):
+            bounds = starts[first:first + _GROUP + 1]
+            self.blocks.append(isal_zlib.compress(data[bounds[0]:bounds[-1]], 0))
+            self.block_starts.append(self.block_starts[-1] + len(bounds) - 1)
+            self.offsets.append(bounds - bounds[0])
 
     def __len__(self) -> int:
         return self.block_starts[-1]
@@ -155,7 +236,11 @@ class RawLines:
         b = bisect.bisect_right(self.block_starts, i) - 1
         k = i - self.block_starts[b]
         start, end = self.offsets[b][k:k + 2].tolist()
-        return self.blocks[b][start:end - 1]
+        return isal_zlib.decompress(self.blocks[b])[start:end - 1].decode()
+
+    def __iter__(self) -> Iterator[str]:
+        for block in self.blocks:
+            yield from isal_zlib.decompress(block).decode().split("\n")[:-1]
 
 
 class KeptPcs:
@@ -165,7 +250,7 @@ class KeptPcs:
     def __init__(self, loop_labels: list[str | None]) -> None:
         self.loop_labels = loop_labels          # loop id -> label (shared with the reader)
         self.pcs: list[int] = []
-        self.asm: list[str | None] = []
+        self.asm = np.zeros(0, dtype=object)     # by slot: the first asm given, or None
         self.extra_stages: dict[int, dict[str, list[float]]] = {}
         self.sums = _Sums()
         self.columns: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # slot, loop, line
@@ -174,22 +259,24 @@ class KeptPcs:
     def new_slots(self, pcs: list[int]) -> np.ndarray:
         first = len(self.pcs)
         self.pcs.extend(pcs)
-        self.asm.extend([None] * len(pcs))
+        self.asm = grown(self.asm, len(self.pcs), fill=None)
         self.sums.grow(len(self.pcs))
         return np.arange(first, len(self.pcs), dtype=np.int64)
 
-    def add(self, slots: np.ndarray, recs: Sequence, extras: Sequence[dict | None],
-            loops: np.ndarray, lines: np.ndarray, texts: list[str]) -> None:
-        self.sums.add(slots, recs)
+    def add(self, slots: np.ndarray, cols: RecordColumns, extras: dict[int, dict[str, float]],
+            loops: np.ndarray, lines: np.ndarray, texts: LineTexts) -> None:
+        """A batch of kept records: their slots, figures, extra stages by position, loop
+        ids, line numbers and texts."""
+        self.sums.add(slots, cols)
         self.columns.append((slots, loops, lines))
         self.texts.add(texts)
-        asm = self.asm
-        ks = slots.tolist()
-        for i in [i for i, k in enumerate(ks) if asm[k] is None]:
-            asm[ks[i]] = recs[i].asm
-        for k, r, extra in zip(ks, recs, extras, strict=True):
-            if extra is not None:
-                self._add_extra_stages(k, extra, r.iterations)
+        # The first asm given for a PC that has none yet (== None: elementwise on objects).
+        todo = np.flatnonzero((cols.asm != None) & (self.asm[slots] == None))  # noqa: E711
+        if len(todo):
+            new, first = np.unique(slots[todo], return_index=True)
+            self.asm[new] = cols.asm[todo[first]]
+        for i, extra in extras.items():
+            self._add_extra_stages(int(slots[i]), extra, int(cols.iterations[i]))
 
     def _add_extra_stages(self, k: int, stages: dict[str, float], it: int) -> None:
         """Stage names beyond the canonical seven are rare: summed in plain Python."""
@@ -219,26 +306,21 @@ class KeptPcs:
         order = np.argsort(pcs)                       # row -> slot
         row_of = np.empty(n, np.int64)
         row_of[order] = np.arange(n)                  # slot -> row
-        sums = self.sums
         slots, loops, lines = self._flat()
         rows = row_of[slots]                          # per kept record, its PC's row
         names, starts = self._labels(rows, loops, n)
         columns = AlpColumns(
             pcs=pcs[order],
-            asm=[self.asm[k] for k in order.tolist()],
-            iterations=sums.iterations[:n][order],
-            stages=_means(sums.stage[:n])[order],
+            asm=self.asm[:n][order].tolist(),
             extra_stages={int(row_of[k]): {name: (wsum / weight if weight else vsum / count)
                                            for name, (wsum, weight, vsum, count) in extra.items()}
                           for k, extra in self.extra_stages.items()},
             branch_kind=branch_kind[order],
-            branch=_present(sums.branch[:n], sums.branch_seen[:n])[order],
             mem_kind=mem_kind[order],
-            mem=_present(sums.mem[:n], sums.mem_seen[:n])[order],
-            avg_latency=_means(sums.latency[:n])[order],
             matched=matched[order],
             loop_names=names,
             loop_starts=starts,
+            **self.sums.by_row(n, order),
         )
         record_starts = np.zeros(n + 1, np.int64)
         np.cumsum(np.bincount(rows, minlength=n), out=record_starts[1:])
@@ -258,6 +340,6 @@ class KeptPcs:
         r = rank[loops]
         have = r >= 0
         width = max(len(named), 1)
-        pairs = np.unique(rows[have] * width + r[have])
-        names = [labels[named[i]] for i in (pairs % width).tolist()]
+        pairs = distinct(rows[have] * width + r[have])
+        names = np.array(labels, dtype=object)[named][pairs % width].tolist()
         return names, np.searchsorted(pairs // width, np.arange(n + 1))

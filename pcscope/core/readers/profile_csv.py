@@ -133,11 +133,17 @@ def _cleaned(col: str) -> pl.Expr:
 
 
 def _encode(labels: pl.Series) -> tuple[np.ndarray, list[str]]:
-    """Dictionary encoding: int32 codes in sorted label order (-1 for null) and the labels."""
-    distinct = labels.drop_nulls().unique().sort()
-    # An Enum over the sorted labels makes its physical codes the sorted order (fast path).
-    physical = labels.cast(pl.Enum(distinct.to_list())).to_physical().cast(pl.Int32)
-    return physical.fill_null(-1).to_numpy(), distinct.to_list()
+    """Dictionary encoding of a Categorical column: int32 codes in sorted label order (-1 for
+    null) and the labels. The parse made the column Categorical (4 bytes a row rather than
+    a 16-byte string view); its codes are renumbered here in label order."""
+    present = labels.unique().drop_nulls()
+    names = present.cast(pl.String).to_list()
+    order = sorted(range(len(names)), key=names.__getitem__)  # code-point order = polars'
+    physical = present.to_physical().to_numpy().astype(np.int64)
+    renumber = np.full(int(physical.max(initial=-1)) + 2, -1, dtype=np.int32)  # last: null
+    renumber[physical[order]] = np.arange(len(order), dtype=np.int32)
+    codes = labels.to_physical().fill_null(len(renumber) - 1).to_numpy()
+    return renumber[codes], [names[i] for i in order]
 
 
 def _pc_expr(fast: bool) -> pl.Expr:
@@ -177,14 +183,15 @@ def _columns(names: list[str]) -> list[pl.Expr]:
         _pc_expr(fast=True).alias("pc_value"),
         _count_expr("samples", fast=True).alias("samples_value"),
         asm.alias("asm_text"),
-        asm.str.slice(0, asm.str.find(r"\s")).str.to_lowercase().alias("mnemonic_text"),
+        asm.str.slice(0, asm.str.find(r"\s")).str.to_lowercase().cast(pl.Categorical)
+        .alias("mnemonic_text"),
     ]
     if "cycles" in names:
         exprs += [_count_expr("cycles", fast=True).alias("cycles_value"),
                   (pl.col("cycles").str.strip_chars().fill_null("") != "").alias("cycles_given")]
     for col in ("function", "module", "window"):
         text = _cleaned(col) if col in names else pl.lit(None, dtype=pl.String)
-        exprs.append(text.alias(f"{col}_text"))
+        exprs.append(text.cast(pl.Categorical).alias(f"{col}_text"))
     exprs += [pl.col(c).fill_null("").alias(f"extra.{c}") for c in names if c not in KNOWN]
     exprs.append(pl.any_horizontal([pl.col(c).str.contains("\n", literal=True)
                                     for c in names]).alias("_multiline"))
@@ -272,11 +279,17 @@ def _build(
     del cols
     if len(pcs) > 1 and not bool(np.all(pcs[1:] > pcs[:-1])):
         order = np.argsort(pcs, kind="stable")
-        pcs, rows, samples = pcs[order], rows[order], samples[order]
+        # One column at a time: each original goes before the next copy is made.
+        pcs = pcs[order]
+        rows = rows[order]
+        samples = samples[order]
         cycles = cycles[order] if cycles is not None else None
-        mnemonic, function = mnemonic[order], function[order]
-        module, window_label = module[order], window_label[order]
+        mnemonic = mnemonic[order]
+        function = function[order]
+        module = module[order]
+        window_label = window_label[order]
         text = text[order]
+        del order
     dup = np.flatnonzero(pcs[1:] == pcs[:-1])
     if len(dup) and not merge:
         a, b = sorted((int(rows[dup[0]]), int(rows[dup[0] + 1])))
@@ -330,8 +343,8 @@ def _check_sum(path: str, what: str, counts: np.ndarray, lines: np.ndarray) -> N
 
 def _strings(series: pl.Series) -> StringColumn:
     lengths = series.str.len_bytes().to_numpy().astype(np.uint64)
-    joined = series.str.join("").item() or ""
-    return StringColumn.from_utf8(joined.encode("utf-8"), lengths)
+    joined = series.str.join("").cast(pl.Binary).item() or b""  # UTF-8 as is: no str copy
+    return StringColumn.from_utf8(joined, lengths)
 
 
 def _merge(pcs, samples, cycles):
@@ -363,16 +376,19 @@ def _windows(
     if len(free):
         # Rows are in ascending PC already, so a stable sort by module orders by (module, pc).
         order = free[np.argsort(module[free], kind="stable")]
-        pc_o, fn_o, mod_o = pcs[order], function[order], module[order]
-        brk = np.ones(len(order), dtype=bool)
-        brk[1:] = (
-            (mod_o[1:] != mod_o[:-1])
-            | (fn_o[1:] != fn_o[:-1])
-            | ((pc_o[1:] - pc_o[:-1]) > WINDOW_GAP)
-        )
-        run_start = order[np.flatnonzero(brk)]
-        run_id = np.cumsum(brk) - 1
-        key[order] = run_start[run_id]
+        del free
+        # A break where the module or function changes or the PC gap exceeds the limit;
+        # one column at a time, so at most one gathered copy is alive (the peak of a build).
+        brk = np.zeros(len(order), dtype=bool)
+        brk[0] = True
+        for column in (module, function):
+            ordered = column[order]
+            brk[1:] |= ordered[1:] != ordered[:-1]
+        ordered = pcs[order]
+        brk[1:] |= (ordered[1:] - ordered[:-1]) > WINDOW_GAP
+        del ordered
+        key[order] = order[np.flatnonzero(brk)][np.cumsum(brk) - 1]
+        del order, brk
     # Windows are numbered by their first PC (their first row, rows being in PC order), so
     # numbering is independent of row order.
     is_first = np.zeros(n, dtype=bool)
