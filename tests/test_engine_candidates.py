@@ -1,6 +1,7 @@
-"""The planner: candidates (mechanisms, unexplained hot windows) ranked by own share ×
-modelled penalty; the preset's call bound holds for the whole run whatever the profile's
-size; the hottest candidate of every category gets a call; shares add up."""
+"""The planner: candidates (mechanisms, unexplained hot windows) ranked by own share (plus
+what measured ALP figures add) × modelled penalty; the preset's call bound holds for the
+whole run whatever the profile's size; the hottest candidate of every category gets a
+call; shares add up."""
 
 from __future__ import annotations
 
@@ -153,6 +154,29 @@ def test_a_brief_is_anchored_on_its_mechanism(tmp_path):
     assert "win:0x3000" not in {c.id for g in made.calls for c in g.candidates}
 
 
+def test_a_site_spanning_windows_gives_the_brief_every_window_it_shows(tmp_path):
+    """A JIT region or a long loop spans several windows: a reader of the brief's windows
+    (the offline analyst) must see the site's instructions in each, not only the first."""
+    from engine_helpers import mini_workload
+
+    from pcscope.core.engine.briefs import brief, pattern_rows
+
+    workload = mini_workload(tmp_path)
+    profile = workload.profile
+    pcs = (0x1000, 0x1004, 0x2000, 0x2004)  # one site over windows w1 and w2
+    share = sum(int(profile.value[profile.row_of(pc)]) for pc in pcs) / profile.total
+    mech = Mechanism("jit", "other", 0x2004, (Site(0x2004, "[jit]", pcs, share),),
+                     ("[jit]",), share)
+    workload.mechanism_loader = lambda: MechanismTable((mech,))
+    made = plan(workload, workload.hot(coverage=1.0), calls=None, windows_per_call=4)
+    group = next(g for g in made.calls if g.candidates[0].id == mech.id)
+    made_brief = brief(workload, group, token_cap=2000, guide_k=2,
+                       alp_records=lambda wanted: [None] * len(wanted),
+                       marked=pattern_rows(workload))
+    assert made_brief.seed(())["windows"] == ["win:0x1000", "win:0x2000"]
+    assert {"win:0x1000", "win:0x2000"} <= set(made_brief.given())
+
+
 @pytest.mark.parametrize(("kind", "variant"), [("B", "default"), ("B", "alt"), ("A", "alt")])
 def test_measured_alp_costs_give_unexplained_windows_a_category(tmp_path, kind, variant):
     """Read from every field that carries the cost: the alt variant shows mispredicts per
@@ -162,19 +186,20 @@ def test_measured_alp_costs_give_unexplained_windows_a_category(tmp_path, kind, 
     from engine_helpers import generated
 
     from pcscope.core.alp_columns import AlpRecords
-    from pcscope.core.engine.measured import _from_columns, _from_records, measured_categories
+    from pcscope.core.engine.measured import _from_columns, _from_records, measured
 
     workload, truth = generated(tmp_path, kind, 102, variant)
     records = workload.alp.records
     assert isinstance(records, AlpRecords)
-    # the column pass and the record pass agree, PC by PC
-    pcs, flags = _from_columns(records)
-    pcs_r, flags_r = _from_records(records.values())
+    # the column pass and the record pass agree, PC by PC: how far past each threshold
+    pcs, past = _from_columns(records)
+    pcs_r, past_r = _from_records(records.values())
     assert (pcs == pcs_r).all()
-    for name, flag in flags.items():
-        assert (flag == flags_r[name]).all(), name
+    for name, ratio in past.items():
+        assert ratio == pytest.approx(past_r[name]), name
     selection = workload.hot(coverage=0.9)
-    found = measured_categories(workload, selection.windows)
+    shown = measured(workload, selection.windows)
+    found = shown.categories
     profile = workload.profile
     measured = {"branch-mispredict", "cache-miss", "store-forwarding", "tlb-miss",
                 "atomic-contention"}
@@ -182,6 +207,7 @@ def test_measured_alp_costs_give_unexplained_windows_a_category(tmp_path, kind, 
         if planted["category"] in measured:
             w = int(profile.window[profile.row_of(int(planted["pc"], 16))])
             assert planted["category"] in found.get(w, ()), planted
+            assert shown.window_cost[w] > 0, planted  # each is past its threshold
 
 
 def test_calls_no_question_needs_go_to_what_the_first_wave_left_out(big, tmp_path):

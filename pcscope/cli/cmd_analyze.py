@@ -33,9 +33,10 @@ from pcscope.core.textio import open_output
 
 DESCRIPTION = """\
 Rank the candidates (the mechanisms found in the profile, and hot windows that hold none)
-by own share x a modelled penalty per kind, and run one bounded call per candidate (or a
-few related ones) concurrently, in waves: each call sees only its brief's evidence under
-stable IDs, may read more through tools, and proposes findings that are validated against
+by own share (plus what measured ALP figures past their thresholds add) x a modelled
+penalty per kind, and run one bounded call per candidate (or a few related ones)
+concurrently, in waves: each call sees only its brief's evidence under stable IDs, may
+read more through tools, and proposes findings that are validated against
 what it was given. The preset bounds the whole run whatever the profile's size (quick <= 12
 calls, standard <= 60, deep <= 200, deeper waves included); the report says which share of
 the selected cycles the calls examined and what they left out. Valid findings merge into

@@ -81,13 +81,16 @@ class OfflineAnalyst:
         focus = set(seed.get("focus") or ())
         notes = seed.get("notes") or []
         made: list[tuple[tuple, Finding]] = []
-        read = 0
         seen: set[str] = set()  # mechanisms already written up by this call
+        views = []
         for window_id in seed.get("windows", []):
             view = await self._read_window(window_id, reader)
-            if view is None:
-                continue
-            read += 1
+            if view is not None:
+                views.append(view)
+        # measured anywhere in this call: a mechanism spanning windows is judged by its
+        # measured sites whichever window is read first
+        measured = {i.pc for view in views for i in view.insns if i.alp is not None}
+        for view in views:
             for det in detect(view):
                 rule = CATALOG[det.rule]
                 if focus and rule.category not in focus:
@@ -96,20 +99,19 @@ class OfflineAnalyst:
                 finding = await self._finding(det, rule, view, reader, notes)
                 seen.update(e for e in finding.evidence if e.startswith("mech:"))
                 made.append(((not det.measured, -det.strength, det.pc), finding))
-            measured = {i.pc for i in view.insns if i.alp is not None}
             for mechanism in view.mechanisms:
                 advice = advise(mechanism, view.basis, view.module)
                 if mechanism["id"] in seen or advice is None or \
                         (focus and mechanism["category"] not in focus):
                     continue
                 if measured & set(advice.pcs):
-                    continue  # measured here: the measured rules spoke (or the figures are fine)
+                    continue  # measured: the measured rules spoke (or the figures are fine)
                 seen.add(mechanism["id"])
                 emit("status", f"{mechanism['kind']} mechanism {mechanism['id']}")
                 finding = await self._mechanism_finding(mechanism, advice, view, reader)
                 made.append(((True, -mechanism["share"], advice.pcs[0]), finding))
         made.sort(key=lambda item: item[0])
-        return [f for _, f in made], read
+        return [f for _, f in made], len(views)
 
     async def _read_window(self, window_id: str, reader: _Reader) -> WindowView | None:
         result = await reader.use("window", {"id": window_id})

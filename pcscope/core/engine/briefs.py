@@ -243,10 +243,13 @@ def mechanism_part(workload: Workload, m: Mechanism, limit: int, alp_records: Al
         rows = _site_rows(workload, site, limit)
         if not len(rows):
             continue
-        win = profile.windows[int(profile.window[rows[0]])]
+        # every window the shown rows lie in (a JIT region or a long loop spans several),
+        # so a reader of the windows sees the site's hottest instructions
+        spanned = [profile.windows[w] for w in dict.fromkeys(profile.window[rows].tolist())]
+        win = spanned[0]
         fn = profile.functions.index_of(site.function)
-        ids += [win.id] + ([profile.functions[fn].id] if fn is not None else [])
-        windows.append(win.id)
+        ids += [w.id for w in spanned] + ([profile.functions[fn].id] if fn is not None else [])
+        windows += [w.id for w in spanned]
         rows_all.append((site, rows, profile.modules[win.module] if win.module >= 0 else ""))
     blocks: list[tuple[str | None, tuple[Shown, ...]]] = []
     merged = _Shown()

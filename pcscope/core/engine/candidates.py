@@ -1,9 +1,13 @@
 """Candidates: what a call may be spent on, ranked, and the first wave's calls they fill.
 
 A candidate is a mechanism (``Workload.mechanisms``) or a selected hot window that holds no
-mechanism (unexplained heat still gets a look). It ranks by its own share × the modelled
-penalty of its category (penalties.py); a window takes the costliest category its pattern
-hits or its measured ALP figures show (measured.py), else ``unexplained``. The run's call bound (``max_calls``, shared by every
+mechanism (unexplained heat still gets a look). It ranks by its cost × the modelled
+penalty of its category (penalties.py), where the cost is its own share plus what its ALP
+figures add (measured.py: each flagged PC's share × how far past its threshold it is, less
+one), so a small window whose barrier waits 150 cycles ranks by what it costs, while a
+figure just past its threshold moves little; without ALP the cost is the own share. A
+window takes the costliest category its pattern hits or its measured ALP figures show,
+else ``unexplained``. The run's call bound (``max_calls``, shared by every
 wave and review) fixes how many first-wave calls there are, whatever the profile's size;
 candidates that do not fit are left out and reported (the coverage stop). The hottest
 candidate of every category present always gets a call, and so does every window or
@@ -24,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pcscope.core.engine.hints import Hint
-from pcscope.core.engine.measured import measured_categories
+from pcscope.core.engine.measured import Measured, measured
 from pcscope.core.engine.penalties import UNEXPLAINED, penalty
 from pcscope.core.engine.presets import Settings
 from pcscope.core.ids import win_id
@@ -45,14 +49,15 @@ class Candidate:
     penalty: float
     windows: tuple[int, ...]  # the windows holding it, hottest site first
     mechanism: Mechanism | None = None
+    measured: float = 0.0  # what its ALP figures add to its share (measured.py)
 
     @property
     def score(self) -> float:
-        return self.share * self.penalty
+        return (self.share + self.measured) * self.penalty
 
     def to_json(self) -> dict:
         return {"id": self.id, "category": self.category, "share": round(self.share, 6),
-                "penalty": self.penalty}
+                "measured": round(self.measured, 6), "penalty": self.penalty}
 
 
 @dataclass(frozen=True)
@@ -103,17 +108,19 @@ def candidates(workload: Workload, selection: HotSelection) -> list[Candidate]:
     none, best score first."""
     profile = workload.profile
     selected = set(selection.windows)
-    out = [c for c in (_mechanism(profile, m) for m in workload.mechanisms)
+    shown = measured(workload, selection.windows)
+    out = [c for c in (_mechanism(profile, m, shown) for m in workload.mechanisms)
            if selected.intersection(c.windows)]
     claimed = {w for c in out for w in c.windows}
     free = [w for w in selection.windows if w not in claimed]
     found = _window_categories(workload, free)
-    for w, measured in measured_categories(workload, free).items():
-        found[w] = tuple(dict.fromkeys(found.get(w, ()) + measured))
+    for w in free:
+        if w in shown.categories:
+            found[w] = tuple(dict.fromkeys(found.get(w, ()) + shown.categories[w]))
     # read as arrays: a selection of a large profile holds tens of thousands of windows
     first_pcs = profile.windows.first_pcs()[free].tolist()
     weights = profile.windows.weights()[free].tolist()
-    out += [_window(w, win_id(pc), weight, found.get(w, ()))
+    out += [_window(w, win_id(pc), weight, found.get(w, ()), shown.window_cost.get(w, 0.0))
             for w, pc, weight in zip(free, first_pcs, weights, strict=True)]
     return sorted(out, key=lambda c: (-c.score, -c.share, c.id))
 
@@ -153,19 +160,20 @@ def _plan_of(workload: Workload, selection: HotSelection, groups: list[CallGroup
     )
 
 
-def _mechanism(profile: Profile, m: Mechanism) -> Candidate:
+def _mechanism(profile: Profile, m: Mechanism, shown: Measured) -> Candidate:
     sites = sorted(m.sites, key=lambda s: -s.share)
     rows = _rows(profile, [s.pc for s in sites])
     windows = tuple(dict.fromkeys(int(profile.window[r]) for r in rows))
     return Candidate(m.id, m.category, (m.category,), m.share, penalty(m.category).fraction,
-                     windows, m)
+                     windows, m, shown.cost_of(m.pcs))
 
 
-def _window(w: int, wid: str, weight: float, categories: tuple[str, ...]) -> Candidate:
+def _window(w: int, wid: str, weight: float, categories: tuple[str, ...],
+            cost: float = 0.0) -> Candidate:
     category = max(categories, key=lambda c: penalty(c).fraction) if categories \
         else UNEXPLAINED
     return Candidate(wid, category, categories or (UNEXPLAINED,), weight,
-                     penalty(category).fraction, (w,))
+                     penalty(category).fraction, (w,), measured=cost)
 
 
 def _rows(profile: Profile, pcs: Sequence[int]) -> list[int]:

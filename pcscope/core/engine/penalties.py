@@ -1,6 +1,7 @@
 """The modelled penalty per kind: what fraction of a mechanism's own cycles a fix for it
-typically gives back. One table, used both to rank what the planner examines (own share ×
-penalty) and to rank ideas (own share × penalty × confidence, the expected upside).
+typically gives back. One table, used both to rank what the planner examines ((own share +
+what its measured ALP figures add) × penalty, candidates.py) and to rank ideas (own share ×
+penalty × confidence, the expected upside).
 
 Rows are keyed by idea category: a mechanism's kind maps to one category (``dispatch`` →
 ``indirect-branch``, ``llsc`` → ``atomic-llsc``, ``plt`` → ``call-overhead``, …), and an idea
