@@ -37,6 +37,7 @@ def test_a_short_walk_is_not_capped_but_its_misses_are_hidden() -> None:
     assert "prefetch the head of the next walk" in rec
     assert "if the callers have independent walks" in rec
     assert "walk several independent chains" not in rec and "walk order" not in rec
+    assert "only a shorter walk helps" not in rec
 
 
 def test_lowering_a_long_walks_budget_says_what_it_costs() -> None:

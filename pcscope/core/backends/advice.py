@@ -212,8 +212,11 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
             " Prefetching only the next node rarely helps (its address arrives with the load "
             "it would hide); where the structure allows, prefetch several hops ahead (jump "
             "pointers).")
+    short = per_call is not None and per_call < LONG_WALK
     rec += (" Measure the load's L1D/L2 miss rate and latency (SPE, or the simulator) first: "
-            "if it hits L1, the chain costs ~4 cycles per step and only a shorter walk helps.")
+            "if it hits L1, the chain costs ~4 cycles per step"
+            + (", and a walk this short leaves little to gain." if short else
+               " and only a shorter walk helps."))
     return f"Loop-carried load chain in {fn}", claim, rec
 
 
