@@ -114,6 +114,10 @@ def test_routine_with_its_one_caller_is_one_mechanism(tmp_path):
     assert figures["calls from the top caller"] == 100.0
     assert figures["calls per caller entry"] == 1.0 and figures["caller entries"] == 1000
     assert len(m.pcs) == len(STRCMP) + len(STUB) + 10
+    # the PLT mechanism says which of its calls lead to the routine (counted there too)
+    (plt,) = [m for m in table if m.kind == "plt"]
+    assert {x.name: x.value for x in plt.metrics}["calls to C-library routines"] == 1000
+    assert any(c.endswith("strcmp (1,000)") for c in plt.checks)
 
 
 def test_routine_with_many_callers_stays_the_routine(tmp_path):
@@ -142,9 +146,17 @@ def test_routine_with_many_callers_stays_the_routine(tmp_path):
       ("cbnz x3, 0x1000", 5)], "memory-heavy"),
     ([("ror w1, w1, #6", 30), ("eor w2, w2, w1", 30), ("add w3, w3, w2", 35),
       ("cbnz x4, 0x1000", 5)], "scalar integer code (5% conditional branches"),
+    # a zeroing loop (one 8-byte store per four instructions, a short entry check) is a
+    # store loop, not branchy code
+    ([("cbz x1, 0x1c", 3), ("cmp x1, #0xf", 3), ("b.hi 0x20", 3), ("tst x0, #7", 3),
+      ("b.eq 0x40", 3), ("str xzr, [x0], #8", 30), ("sub x1, x1, #8", 30),
+      ("tst x1, #0xfffffffffffffff8", 30), ("b.ne 0x40", 30), ("ret", 3)],
+     "store loop: 22% of its executions are stores, mostly 8-byte ones"),
+    ([("strb wzr, [x0], #1", 25), ("subs x1, x1, #1", 25), ("b.ne 0x0", 25),
+      ("add x2, x2, #1", 25)], "mostly 1-byte ones"),
 ])  # fmt: skip
 def test_code_character(code, says):
-    assert says in code_character.describe(code)
+    assert says in code_character.describe(code).what
 
 
 @pytest.mark.parametrize(("code", "not_said"), [
@@ -155,7 +167,7 @@ def test_code_character(code, says):
 def test_code_character_look_alikes(code, not_said):
     """A software hash round (ror/eor/add) is not the crypto extensions; a stray q load is
     not vectorised code; one crypto instruction in a hundred does not make crypto code."""
-    assert not_said not in code_character.describe(code)
+    assert not_said not in code_character.describe(code).what
 
 
 # -- advice follows the figures it prints ----------------------------------------------------

@@ -52,6 +52,7 @@ CATEGORY = {
 }  # fmt: skip
 assert set(CATEGORY.values()) <= set(CATEGORIES)
 KINDS = tuple(CATEGORY)  # every mechanism kind the finder reports
+_STUBS_TO_LIBC = "stubs leading to C-library routines (matched by count): "
 STUB_MATCH = 0.001  # a PLT stub's count within 0.1% of a routine's calls leads to it
 JIT_SITE = 64  # hottest instructions of a JIT region that form its site
 CHAIN_STEPS = 4  # unrolled byte-compare steps that make a compare chain
@@ -270,10 +271,12 @@ class _Finder:
         calls = self.facts.call & (self.facts.target >= 0)
         call_rows = np.flatnonzero(calls)
         targets = self.facts.target[call_rows]
+        to_libc = self._stubs_to_libc()
         out = []
         for _module, items in by_module.items():
             sites, callers = [], defaultdict[str, int](int)
             through = 0
+            libc = {to_libc[row]: self.count(row) for row, _start in items if row in to_libc}
             for row, start in items:
                 first = self.p.row_of(start)
                 rows = list(range(first, row + 1)) if first is not None else [row]
@@ -289,9 +292,27 @@ class _Finder:
                 Metric("calls through stubs", through, "executions", "sum of the stubs' br counts"),
                 Metric("calls per stub", round(through / len(sites), 1), "calls",
                        "calls through stubs / stubs"),
+                Metric("calls to C-library routines", sum(libc.values()), "executions",
+                       "br counts of the stubs whose count matches a C-library string or "
+                       "memory routine's entries"),
             ], ["adrp x16; ldr x17, [x16, …]; add x16, x16, …; br x17 (or a veneer ending in "
                 "br x16)"] + ([f"direct callers found: {', '.join(n for n, _ in top)}"]
-                             if top else []), functions=[n for n, _ in top]))
+                             if top else [])
+                + ([_STUBS_TO_LIBC + ", ".join(f"{name} ({n:,})" for name, n in
+                                               sorted(libc.items(), key=lambda kv: -kv[1]))]
+                   if libc else []), functions=[n for n, _ in top]))
+        return out
+
+    def _stubs_to_libc(self) -> dict[int, str]:
+        """The ``br`` row of each PLT stub that leads to a C-library routine (matched by
+        count, as ``_stub_to``), with the routine's name."""
+        out = {}
+        for name, codes in self._libc_routines().items():
+            calls = sum(self.count(rows[0]) for code in codes
+                        if len(rows := self.p.function_rows(code).tolist()))
+            way_in = self._stub_to(calls)
+            if way_in is not None:
+                out[way_in[0][-1]] = name
         return out
 
     # -- atomics ---------------------------------------------------------------------------
@@ -558,18 +579,21 @@ class _Finder:
                 else "udiv/sdiv in the function"]))
         return out
 
-    def libc(self) -> list[Mechanism]:
+    def _libc_routines(self) -> dict[str, list[int]]:
+        """The function codes of each C-library string/memory routine (all its variants)."""
         routines: dict[str, list[int]] = defaultdict(list)
-        locks: list[int] = []
         for code, name in enumerate(self.p.function_names):
             base = libc_routine_name(name)
             if base is not None:
                 routines[base].append(code)
-            elif _LOCKS.match(name):
-                locks.append(code)
+        return routines
+
+    def libc(self) -> list[Mechanism]:
+        locks = [code for code, name in enumerate(self.p.function_names)
+                 if libc_routine_name(name) is None and _LOCKS.match(name)]
         out = [m for m in (self._functions("libc-routine", name, codes,
                                            "memcpy" if name in _COPIES else "other")
-                           for name, codes in routines.items()) if m]
+                           for name, codes in self._libc_routines().items()) if m]
         if locks:
             m = self._functions("libc-lock", "C-library locks", locks)
             out += [m] if m else []

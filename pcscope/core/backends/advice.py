@@ -138,19 +138,17 @@ def _dispatch(m: dict, noun: str) -> tuple[str, str, str]:
                   + (f", including {number(reloads)} reload(s) of spilled state from the "
                      f"stack" if reloads else "") + "); the own share counts them.")
     if threaded:
-        rec = ("The dispatch is already threaded (each handler ends in its own `ldr`+`br`), so "
-               "do not replace it with a switch or devirtualise. What is left: fewer "
-               "dispatches (super-instructions or specialised opcodes for the hottest opcode "
-               "pairs), keep the handler copies apart (build the interpreter with "
-               "`-fno-crossjumping`/`-fno-gcse` so the compiler does not merge the dispatch "
-               "tails into one shared `br`), and move hot loops to a JIT/trace tier. Measure "
-               "the mispredict rate of the hottest `br` sites (BR_MIS_PRED_RETIRED via "
-               "`perf record -e`, or SPE) before changing the opcode set.")
+        rec = (f"The dispatch is already threaded ({sites} separate `ldr`+`br` sites: each "
+               "handler ends in its own), so a switch rewrite or keeping the dispatch tails "
+               "apart changes nothing. Measure the mispredict rate of the hottest `br` sites "
+               "(BR_MIS_PRED_RETIRED via `perf record -e`, or SPE) before changing the "
+               "interpreter: a well-predicted dispatch costs only its own instructions.")
         if reloads:
-            rec += (" The dispatch sequence reloads state from the stack and merges it into "
-                    "the opcode before every `br` (the sites' `ldr …, [sp, …]`): test such "
-                    "flags only where they can change (backward jumps, calls) or keep them "
-                    "in a register, which shortens every dispatch.")
+            rec += (" Those instructions are the lever: the dispatch sequence reloads state "
+                    "from the stack and merges it into the opcode before every `br` (the "
+                    "sites' `ldr …, [sp, …]`): test such flags only where they can change "
+                    "(backward jumps, calls) or keep them in a register, which shortens "
+                    "every dispatch.")
     else:
         rec = ("Use threaded dispatch (computed goto: a label table and `goto *table[op]` at the "
                "end of every handler) so each handler has its own `br` and its own history; "
@@ -175,16 +173,25 @@ def _indirect_call(m: dict, noun: str) -> tuple[str, str, str]:
 def _plt(m: dict, noun: str) -> tuple[str, str, str]:
     stubs = int(metric(m, "stubs") or 0)
     calls = metric(m, "calls through stubs") or 0
+    to_libc = metric(m, "calls to C-library routines") or 0
     callers = [f for f in m["functions"] if not f.startswith("<unknown")][:4]
     who = f" (direct callers include {', '.join(f'`{c}`' for c in callers)})" if callers else ""
     claim = (f"Calls went through {stubs} PLT stub(s) of one module {count(calls, noun)}{who}: each "
              f"adds `adrp`, a GOT load and an indirect `br` to the call.")
-    rec = ("Bind the calls directly. For a library calling its own exported functions, link "
-           "with `-Wl,-Bsymbolic-functions` or build with `-fvisibility=hidden` (export only "
-           "the API) plus `-fno-semantic-interposition`, so those calls become `bl`; for calls "
-           "into other libraries build with `-fno-plt` (the call loads the GOT entry itself) "
-           "and consider LTO or static linking of the hot dependency. Check the stub count "
-           "per call site with `perf annotate` on the `.plt` section afterwards.")
+    routines = next((c.split(": ", 1)[1] for c in m["checks"]
+                     if c.startswith("stubs leading to C-library routines")), None)
+    if to_libc and routines:
+        claim += (f" {number(to_libc)} of the calls ({to_libc / calls:.0%}) go to C-library "
+                  f"routines ({routines}); those stubs are also counted by the routines' own "
+                  f"ideas, so the shares overlap.")
+    rec = ("Which fix applies depends on the callee. Calls to the library's own exported "
+           "functions become direct `bl` with `-Wl,-Bsymbolic-functions`, or "
+           "`-fvisibility=hidden` (export only the API) plus `-fno-semantic-interposition`; "
+           "these do nothing for calls into other libraries, such as the C library's "
+           "`strcmp`, `malloc`, `free` or `memcpy`: for those `-fno-plt` loads the GOT entry "
+           "at the call site (the call stays indirect, only the stub's `adrp`/`add` go), so "
+           "the larger saving is making fewer such calls. Check the stub count per call "
+           "site with `perf annotate` on the `.plt` section afterwards.")
     return f"Calls through {stubs} PLT stubs ({number(calls)} calls)", claim, rec
 
 
@@ -205,8 +212,11 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
             " Prefetching only the next node rarely helps (its address arrives with the load "
             "it would hide); where the structure allows, prefetch several hops ahead (jump "
             "pointers).")
+    short = per_call is not None and per_call < LONG_WALK
     rec += (" Measure the load's L1D/L2 miss rate and latency (SPE, or the simulator) first: "
-            "if it hits L1, the chain costs ~4 cycles per step and only a shorter walk helps.")
+            "if it hits L1, the chain costs ~4 cycles per step"
+            + (", and a walk this short leaves little to gain." if short else
+               " and only a shorter walk helps."))
     return f"Loop-carried load chain in {fn}", claim, rec
 
 
@@ -221,8 +231,8 @@ def _loop_where(m: dict) -> tuple[str, str]:
     return f"A loop in `{names[0]}`", "the function"
 
 
-LONG_WALK = 16  # steps per call from which capping the walk is the first lever
-SHORT_WALK = 6  # steps per call below which a cap saves little: the misses per step matter
+LONG_WALK = 16  # steps per call from which capping the walk is the first lever (below it
+#   a budget rarely ends the walk: the misses of each step are the cost)
 SHORT_RUN = 16  # byte-loop iterations per entry below which one wide step covers most entries
 WORD = 8  # bytes per entry below which a word-at-a-time compare saves little
 FEW_POLLS = 1.5  # polls per exit below which a polling loop rarely waits
@@ -232,20 +242,27 @@ FEW_PER_CALL = 2  # routine calls per caller call below which the caller's calle
 
 def _chase_levers(per_call: float | None, budget: str | None) -> str:
     """What shortens or overlaps the chain, by how long the walk is per call and whether
-    the loop already stops on a step budget (the counter the checks name)."""
-    overlap = ("walk several independent chains per iteration (or batch lookups) so their "
-               "misses overlap, or lay the nodes out in walk order")
+    the loop already stops on a step budget (the counter the checks name). Overlapping
+    walks is only a condition: one chain per lookup, or a structure each walk rewrites,
+    leaves nothing to overlap, and the profile cannot tell which."""
+    overlap = ("if the callers have independent walks (several keys to look up at once), "
+               "interleave them so their misses overlap")
+    trade = ("a smaller budget trades the search's result (e.g. compression ratio) for speed, "
+             "so measure both")
     cap = (f"lower the step budget the loop already has ({budget}; its start value is "
-           f"usually a tuning parameter of the search) or end earlier on a good-enough result"
-           if budget else "cap it (chain length, a good-enough match — the search's own "
-           "depth or chain limits)")
+           f"usually a tuning parameter of the search) or end earlier on a good-enough "
+           f"result — {trade}" if budget else "cap it (chain length, a good-enough match — "
+           f"the search's own depth or chain limits; {trade})")
     if per_call is not None and per_call >= LONG_WALK:
-        return f"The walk is long ({number(per_call)} steps per call): {cap} first, then {overlap}."
-    if per_call is not None and per_call < SHORT_WALK:
-        return (f"The walk is short ({number(per_call)} steps per call), so capping it saves "
-                f"little; the cost is each step's miss: {overlap}, or shrink the structure "
-                f"so its hot part stays in cache.")
-    return f"Shorten the walk ({cap}) or {overlap}."
+        return f"The walk is long ({number(per_call)} steps per call): {cap} first; {overlap}."
+    if per_call is not None:
+        return (f"The walk is short ({number(per_call)} steps per call), so a step budget "
+                f"rarely ends it and capping it saves little; the cost is each step's miss. "
+                f"Start the next lookup's first load early: prefetch the head of the next "
+                f"walk (e.g. the next position's hash-table entry) while this walk runs, "
+                f"since its address does not depend on this chain; {overlap}; or shrink the "
+                f"structure so its hot part stays in cache.")
+    return f"Shorten the walk ({cap}); {overlap}."
 
 
 def _byte_loop(m: dict, noun: str) -> tuple[str, str, str]:
@@ -379,8 +396,7 @@ def _libc(m: dict, noun: str) -> tuple[str, str, str]:
     who = (f"; its hottest callers (through the PLT stub run as often): "
            f"{', '.join(f'`{c}`' for c in callers)}" if callers else
            "; the profile cannot tell which callers reach it through PLT stubs")
-    claim = (f"The C library's `{name}` was called {count(calls, noun)}. It is the "
-             f"library's own tuned variant for this core{who}.")
+    claim = f"The C library's `{name}` was called {count(calls, noun)}{who}."
     where = f"`{callers[0]}`" if callers else "its hottest callers (`perf record -g`)"
     per_entry = metric(m, "calls per caller entry")
     if per_entry is not None and callers:

@@ -41,6 +41,7 @@ class CoverageRow:
     status: str  # IDEA, HEALTHY, NO_RULE, OUT_OF_BUDGET, NOT_CANDIDATE or COLD
     ideas: tuple[int, ...]  # ranks (1-based) of the ideas about it
     code: str = ""  # what a function without an idea is, from its instructions
+    decides: str = ""  # the measurement that decides, when nothing specific is known
 
     def to_json(self) -> dict:
         out = asdict(self)
@@ -72,11 +73,12 @@ def coverage_rows(result: RunResult, workload: Workload) -> list[CoverageRow]:
         left = bool(windows & left_windows or in_mechs & left_mechs)
         fn_rows = profile.function_rows(fn.index)
         measured = _measured(alp, profile.pc[fn_rows])
-        code = "" if ranks else code_character.describe(
+        code = code_character.Character("") if ranks else code_character.describe(
             (profile.asm(r), float(profile.value[r])) for r in fn_rows.tolist())
         rows.append(CoverageRow("function", fn.id, fn.name or fn.id, fn.weight,
                                 _status(ranks, examined, left, measured,
-                                        bool(windows & selected)), ranks, code))
+                                        bool(windows & selected)), ranks, code.what,
+                                code.decides))
     for m in mechanisms[:TOP_MECHANISMS]:
         pcs = set(m.pcs)
         ranks = tuple(n for n, idea in enumerate(result.ideas, 1)

@@ -140,6 +140,10 @@ def _coverage_md(table: list[dict]) -> list[str]:
         out.append(f"| {row['what']} `{row['id']}` | {_cell(row['name'])} | "
                    f"{row['share']:.2%} | {ideas if found else 'no idea'} | "
                    f"{'' if found else _cell(_why_not(row))} |")
+    # the measurement that decides is the same for many rows: said once, below the table
+    decides = list(dict.fromkeys(d for row in table if (d := row.get("decides"))))
+    if decides:
+        out += ["", f"Where no rule applies: {'; '.join(decides)}."]
     return [*out, ""]
 
 

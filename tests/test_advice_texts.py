@@ -1,0 +1,69 @@
+"""The offline analyst's advice per mechanism says nothing the mechanism's own figures and
+checks contradict (from a review of the real corpus by an Arm performance engineer)."""
+
+from __future__ import annotations
+
+from pcscope.core.backends.advice import advise
+
+
+def mech(kind: str, metrics: dict[str, float], checks: list[str],
+         functions: tuple[str, ...] = ("f",)) -> dict:
+    return {"kind": kind, "share": 0.2, "functions": list(functions), "checks": checks,
+            "metrics": [{"name": k, "value": v} for k, v in metrics.items()],
+            "site_pcs": [(0x10,)], "sites": 1}
+
+
+def test_threaded_dispatch_keeps_only_what_the_sites_leave_to_do() -> None:
+    """Many separate `br` sites are already apart: no -fno-crossjumping, no opcode-set
+    redesign; the reloads merged into each dispatch and the mispredict measurement stay."""
+    m = mech("dispatch", {"dispatch sites": 162, "dispatches": 1e7,
+                          "instructions per dispatch": 37.8, "dispatch sequence": 11,
+                          "stack reloads in the sequence": 1.2},
+             ["threaded: every handler ends in its own ldr+br"])
+    rec = advise(m, "executions", None).recommendation
+    assert "crossjumping" not in rec and "super-instruction" not in rec
+    assert "specialised opcodes" not in rec
+    assert "162 separate" in rec and "BR_MIS_PRED_RETIRED" in rec
+    assert "reloads state from the stack" in rec
+
+
+def test_a_short_walk_is_not_capped_but_its_misses_are_hidden() -> None:
+    """6.64 steps per call: a budget of tens of steps rarely ends the walk, so lowering it is
+    not advised; the next walk's head is prefetched. Overlapping walks is a condition."""
+    m = mech("pointer-chase", {"chain steps": 5e7, "steps per call": 6.64},
+             ["in a loop", "the walk already has a step budget: w14 counts down by one per step"])
+    rec = advise(m, "executions", None).recommendation
+    assert "lower the step budget" not in rec and "rarely ends it" in rec
+    assert "prefetch the head of the next walk" in rec
+    assert "if the callers have independent walks" in rec
+    assert "walk several independent chains" not in rec and "walk order" not in rec
+    assert "only a shorter walk helps" not in rec
+
+
+def test_lowering_a_long_walks_budget_says_what_it_costs() -> None:
+    m = mech("pointer-chase", {"chain steps": 5e7, "steps per call": 23.05},
+             ["in a loop", "the walk already has a step budget: w6 counts down by one per step"])
+    rec = advise(m, "executions", None).recommendation
+    assert "lower the step budget the loop already has (w6" in rec
+    assert "trades the search's result (e.g. compression ratio) for speed" in rec
+    assert "if the callers have independent walks" in rec and "walk order" not in rec
+
+
+def test_plt_advice_splits_own_calls_from_c_library_calls() -> None:
+    """-Bsymbolic-functions only binds the library's own functions: C-library callees need
+    -fno-plt or fewer calls, and the calls that a routine's idea also counts are named."""
+    m = mech("plt", {"stubs": 443, "calls through stubs": 6.5e7,
+                     "calls to C-library routines": 7.9e6},
+             ["adrp x16; ldr x17", "stubs leading to C-library routines (matched by count): "
+              "strcmp (7,876,219)"], functions=("OSSL_PARAM_locate",))
+    advice = advise(m, "executions", None)
+    assert "7,900,000 of the calls (12%) go to C-library routines (strcmp (7,876,219))" \
+        in advice.claim and "overlap" in advice.claim
+    assert "do nothing for calls into other libraries" in advice.recommendation
+    assert "`-fno-plt`" in advice.recommendation and "fewer such calls" in advice.recommendation
+
+
+def test_a_c_library_routine_is_not_called_tuned_for_the_core() -> None:
+    m = mech("libc-routine", {"calls": 7.9e6}, ["C-library strcmp routine (by symbol name)"],
+             functions=("strcmp", "OSSL_PARAM_locate"))
+    assert "tuned" not in advise(m, "executions", None).claim
