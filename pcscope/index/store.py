@@ -42,8 +42,8 @@ from pcscope.index.parts import load_parts, save_parts
 # (mechanisms.msgpack) and code-shape-qualified patterns; 4: text index format 2 (samples,
 # windows and modules answered from files beside it, not Tantivy fields); 5: copies of one
 # loop, dispatch sequences and a C-library routine with its caller's loop are one
-# mechanism each
-FORMAT_VERSION = 5
+# mechanism each; 6: PLT mechanisms count the calls through stubs to C-library routines
+FORMAT_VERSION = 6
 Progress = Callable[[str], None]
 
 
