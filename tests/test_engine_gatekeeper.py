@@ -139,3 +139,23 @@ def test_questions_follow_idea_rank_once_per_text_within_the_limit(profile):
         ("why? ", "finding:w1.c2.f1"), ("What feeds it?", "finding:w1.c1.f1")]
     assert len(questions(ideas, [a, b], limit=1)) == 1
     assert questions(ideas, [a], limit=5)[0].finding.id == "finding:w1.c1.f1"
+
+
+def test_window_share_covers_every_site_of_the_mechanism(tmp_path):
+    """An idea citing one of a mechanism's sites is sized by all of them, and so are the
+    windows around it: the windows' share is never below the own share."""
+    csv = tmp_path / "stubs.csv"
+    csv.write_text("function,window,pc,samples,asm\n"
+                   "a,w1,0x1000,10,\"br x17\"\na,w1,0x1004,90,\"add x0, x0, #1\"\n"
+                   "b,w2,0x2000,500,\"br x17\"\nb,w2,0x2004,5,\"add x1, x1, #1\"\n")
+    stubs = open_workload(csv, index_dir=tmp_path / "idx").profile
+    sites = tuple(Site(pc, fn, (pc,), int(stubs.value[stubs.row_of(pc)]) / stubs.total)
+                  for pc, fn in ((0x1000, "a"), (0x2000, "b")))
+    table = MechanismTable((Mechanism("plt", "call-overhead", 0x1000, sites, ("a", "b"),
+                                      sum(s.share for s in sites)),))
+    finding = accepted(stubs, "w1.c1.f1", "call-overhead", [0x1000],
+                       evidence=["pc:0x1000", table.mechanisms[0].id])
+    [idea] = merge([finding], stubs, table)
+    assert idea.weight == pytest.approx(510 / stubs.total)
+    assert idea.window_weight == pytest.approx(1.0)  # both windows, not only w1's 100
+    assert idea.pc_weight == pytest.approx(10 / stubs.total)

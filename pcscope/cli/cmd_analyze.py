@@ -46,7 +46,7 @@ cleanly and keep everything. Every call is recorded (see `pcscope calls`).
 Ideas rank by expected upside = own share x modelled penalty x confidence. In the JSON
 report an idea's "weight" is its own share (its PCs and its mechanisms' sites, each
 instruction counted once); "window_weight" is the share of the windows holding its PCs
-(what "weight" meant before), "pc_weight" the share of its cited PCs alone, "upside" and
+and its mechanisms' sites, "pc_weight" the share of its cited PCs alone, "upside" and
 "upside_how" the expected upside and how it was computed, "mechanisms" its mech: IDs.
 
 The default model is the offline analyst: deterministic, rule-based, no network. Without

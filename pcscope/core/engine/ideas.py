@@ -53,7 +53,7 @@ class Idea:
     pcs: tuple[int, ...]
     evidence: tuple[str, ...]
     weight: float  # own share: its PCs and its mechanisms' sites, each counted once
-    window_weight: float  # share of the windows holding its PCs, each window once
+    window_weight: float  # share of the windows holding its PCs and mechanism sites, each once
     pc_weight: float  # share of its cited PCs alone
     confidence: float
     basis: str
@@ -105,7 +105,7 @@ def windows_of(profile: Profile, pcs: tuple[int, ...]) -> frozenset[int]:
 @dataclass(frozen=True)
 class Shares:
     own: float  # the PCs and the mechanisms' sites, each instruction once
-    windows: float  # the windows holding the PCs, each once
+    windows: float  # the windows holding the PCs and the mechanisms' sites, each once
     pcs: float  # the PCs alone
 
 
@@ -114,11 +114,13 @@ def shares_of(profile: Profile, pcs: tuple[int, ...], mechanisms: MechanismTable
     if not profile.total:
         return Shares(0.0, 0.0, 0.0)
     rows = [r for r in (profile.row_of(pc) for pc in pcs) if r is not None]
-    windows = sorted({int(profile.window[r]) for r in rows})
-    window_value = int(np.sum(profile.windows.value[windows])) if windows else 0
     own_pcs = {pc for i in mechanism_ids if (m := mechanisms.get(i)) is not None
                for pc in m.pcs}
     own_rows = set(rows) | {r for r in (profile.row_of(pc) for pc in own_pcs) if r is not None}
+    # The windows of every instruction the own share counts, so a mechanism's windows are
+    # never smaller than its own share (an idea cites a few of its 400 stubs' PCs).
+    windows = sorted({int(profile.window[r]) for r in own_rows})
+    window_value = int(np.sum(profile.windows.value[windows])) if windows else 0
     pc_value = int(np.sum(profile.value[rows])) if rows else 0
     own_value = int(np.sum(profile.value[sorted(own_rows)])) if own_rows else 0
     total = profile.total
