@@ -283,3 +283,12 @@ def test_a_labelled_window_takes_the_function_holding_most_of_it(tmp_path):
     p = read_profile(write(tmp_path, text))
     names = {w.id: p.function_names[w.function] for w in p.windows}
     assert names == {"win:0x1000": "f", "win:0x2000": "b"}
+
+
+def test_a_quoted_newline_in_a_number_moves_the_lines_after_it(tmp_path):
+    # the tolerant read strips the newline; the rows after it still start a line lower
+    text = 'pc,samples,asm\n0x10,"1\n",nop\n0x14,2,nop\n'
+    assert list(read_profile(write(tmp_path, text)).line) == [2, 4]
+    with pytest.raises(InputError) as err:
+        read_profile(write(tmp_path, text + "0x18,3,\n"))
+    assert err.value.line == 5 and "asm is empty" in err.value.what
