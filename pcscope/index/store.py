@@ -35,7 +35,7 @@ from pcscope.core.inputs import Inputs, PathLike
 from pcscope.core.workload import Workload
 from pcscope.index import arrays, manifest
 from pcscope.index.lock import writer_lock
-from pcscope.index.memory import return_free_memory
+from pcscope.index.memory import collector_paused, return_free_memory
 from pcscope.index.parts import load_parts, save_parts
 
 # 2: a manifest of checked files, extra columns in numbered files; 3: mechanisms
@@ -269,17 +269,18 @@ def _build(home: Path, inputs: Inputs, meta: dict, say: Progress) -> Path:
 
     build = Path(tempfile.mkdtemp(prefix="build-", dir=home))
     try:
-        say(f"reading {inputs.profile.name}")
-        profile = read_profile(
-            inputs.profile, merge_duplicates=inputs.merge_duplicates, progress=say
-        )
-        return_free_memory()  # the parse's temporaries
-        arrays.save_profile(profile, build / "profile")
-        save_parts(build, profile, inputs, say)
-        # Its window and function tables point back at it: only a collection frees its
-        # arrays (~90 MB at 1M rows) before the reopen maps the saved ones.
-        del profile
-        gc.collect()
+        with collector_paused():
+            say(f"reading {inputs.profile.name}")
+            profile = read_profile(
+                inputs.profile, merge_duplicates=inputs.merge_duplicates, progress=say
+            )
+            return_free_memory()  # the parse's temporaries
+            arrays.save_profile(profile, build / "profile")
+            save_parts(build, profile, inputs, say)
+            # Its window and function tables point back at it: only a collection frees its
+            # arrays (~90 MB at 1M rows) before the reopen maps the saved ones.
+            del profile
+            gc.collect()
         return_free_memory()
         stamped = dict(meta, pcscope=__version__, manifest=manifest.manifest(build))
         (build / manifest.META).write_text(json.dumps(stamped, indent=1), encoding="utf-8")
