@@ -292,3 +292,9 @@ def test_a_quoted_newline_in_a_number_moves_the_lines_after_it(tmp_path):
     with pytest.raises(InputError) as err:
         read_profile(write(tmp_path, text + "0x18,3,\n"))
     assert err.value.line == 5 and "asm is empty" in err.value.what
+
+
+def test_a_non_ascii_mnemonic_is_cut_at_its_first_whitespace(tmp_path):
+    text = 'pc,samples,asm\n0x10,1,"ÄDD\tX0, X1"\n0x14,1,"Ädd X0, X1"\n0x18,1,ÄDD\n'
+    p = read_profile(write(tmp_path, text))
+    assert [p.mnemonics[c] for c in p.mnemonic] == ["ädd", "ädd", "ädd"]

@@ -132,8 +132,9 @@ def _cleaned(labels: pl.Series) -> pl.Series:
     return s.set(s == "", None)
 
 
-def _lowered(labels: pl.Series) -> pl.Series:
-    return labels.str.to_lowercase()
+def _mnemonic(heads: pl.Series) -> pl.Series:
+    """The first word of a stripped asm head (_columns), lower-cased."""
+    return heads.str.extract(r"^(\S*)").str.to_lowercase()
 
 
 def _encode(labels: pl.Series, clean: Callable[[pl.Series], pl.Series]) -> tuple[
@@ -192,7 +193,10 @@ def _columns(names: list[str]) -> list[pl.Expr]:
         _pc_expr(fast=True).alias("pc_value"),
         _count_expr("samples", fast=True).alias("samples_value"),
         asm.alias("asm_text"),
-        asm.str.extract(r"^(\S*)").cast(pl.Categorical).alias("mnemonic_text"),
+        # The text up to the first space (a cheap byte search, no regex per row): the
+        # mnemonic is its first word, cut per distinct head (_mnemonic).
+        asm.str.head(asm.str.find(" ", literal=True).fill_null(asm.str.len_bytes()))
+        .cast(pl.Categorical).alias("mnemonic_text"),
     ]
     if "cycles" in names:
         exprs += [_count_expr("cycles", fast=True).alias("cycles_value"),
@@ -288,7 +292,7 @@ def _build(
     _check(path, sep, names, cols, lines)
     say("indexing")
     # Dictionary codes first, so the text columns go before the rows are put in PC order.
-    mnemonic, mnemonics = _encode(cols.drop_in_place("mnemonic_text"), _lowered)
+    mnemonic, mnemonics = _encode(cols.drop_in_place("mnemonic_text"), _mnemonic)
     function, function_names = _encode(cols.drop_in_place("function_text"), _cleaned)
     module, modules = _encode(cols.drop_in_place("module_text"), _cleaned)
     window_label, window_labels = _encode(cols.drop_in_place("window_text"), _cleaned)
