@@ -411,11 +411,10 @@ class _Finder:
             return []
         win = self.p.window.astype(np.int64)
         _branch, head, _ = enclosing_loops(self.p, self.facts, rows, win)
-        back = self.back_edges()
         loads: dict[int, list[int]] = defaultdict(list)  # one loop per head
         for r, h in zip(rows.tolist(), head.tolist(), strict=True):
             loads[h].append(r)
-        loops = [_Loop(h, max(back.get(h, [max(keys)])), tuple(keys))
+        loops = [_Loop(h, self._last_back_edge(h, max(keys)), tuple(keys))
                  for h, keys in loads.items()]
         out = []
         for group in self.same_loops(loops):
@@ -488,22 +487,22 @@ class _Finder:
         return [f"the same loop code (modulo register allocation and scheduling) runs in "
                 f"{len(group)} places ({names}): one mechanism, sized by the sum"]
 
-    def back_edges(self) -> dict[int, list[int]]:
-        """Loop head row -> the rows of the backward branches (in its window) to it."""
-        if not hasattr(self, "_back"):
-            win = self.p.window.astype(np.int64)
-            branches, heads = backward_branches(self.p, self.facts, win)
-            self._back: dict[int, list[int]] = defaultdict(list)
-            for b, h in zip(branches.tolist(), heads.tolist(), strict=True):
-                self._back[h].append(b)
-        return self._back
+    @cached_property
+    def _backward(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of the backward branches (in their window) and of their loop heads."""
+        return backward_branches(self.p, self.facts, self.p.window.astype(np.int64))
+
+    def _last_back_edge(self, head: int, default: int) -> int:
+        """The last backward branch to the loop head ``head``; ``default`` when none."""
+        branches, heads = self._backward
+        mine = branches[heads == head]
+        return int(mine.max()) if len(mine) else default
 
     def _byte_loops(self) -> list[Mechanism]:
         hits = self.aux_of("vectorization")
         if not hits:
             return []
-        win = self.p.window.astype(np.int64)
-        branches, heads = backward_branches(self.p, self.facts, win)
+        branches, heads = self._backward
         loops = []
         for row in hits:
             head = self.p.row_of(hits[row][0])

@@ -634,7 +634,12 @@ def _call_overheads(profile: Profile, f: CodeFacts) -> _Hits:
     and ``br`` inside a ``*@plt`` symbol. Rows a sampled profile lacks are tolerated in a
     PLT stub as long as its ``ldr x17`` is there."""
     found, starts, kinds = [], [], []
-    for r in f.rows_named({"br"}).tolist():
+    rows = f.rows_named({"br"})
+    # Python reads only a br through x16/x17 (or an unread register) or in a *@plt symbol;
+    # function -1 (none) reads the False at the end
+    plt_symbol = np.array([n.endswith("@plt") for n in profile.function_names] + [False])
+    maybe = np.isin(f.first[rows], (16, 17, -1)) | plt_symbol[profile.function[rows]]
+    for r in rows[maybe].tolist():
         pc = int(profile.pc[r])
         _, ops = isa.canonical(profile.asm(r))
         reg = isa.parse_register(ops[0]) if ops else None
