@@ -271,7 +271,7 @@ class QueryEngine:
 
     def hits(self, rows: np.ndarray) -> list[Hit]:
         p = self.profile
-        first_pcs = p.windows.first_pcs()
+        first_rows = p.windows.first_row  # one window's first PC each (not all: 56k at 1M rows)
         out = []
         for r in (int(x) for x in rows):
             f, m = int(p.function[r]), int(p.module[r])
@@ -279,7 +279,7 @@ class QueryEngine:
             out.append(Hit(
                 id=pc_id(pc), pc=hex_pc(pc), asm=p.asm(r),
                 function=p.function_names[f] if f >= 0 else None,
-                window=win_id(int(first_pcs[p.window[r]])), samples=int(p.samples[r]),
+                window=win_id(int(p.pc[first_rows[p.window[r]]])), samples=int(p.samples[r]),
                 share=_share(p.value[r], p.total), module=p.modules[m] if m >= 0 else None,
             ))  # fmt: skip
         return out
