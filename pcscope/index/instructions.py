@@ -30,7 +30,7 @@ import polars as pl
 import tantivy
 
 from pcscope.core import isa
-from pcscope.core.asmtext import AsmScan, asm_series
+from pcscope.core.asmtext import AsmScan, asm_series, distinct_texts
 from pcscope.core.profile import Profile
 from pcscope.index.parsed_query import (
     BoolNode,
@@ -86,7 +86,7 @@ class Postings:
         order = np.argsort(ids, kind="stable")
         offsets = np.zeros(len(vocab) + 1, dtype=np.int64)
         np.cumsum(np.bincount(ids, minlength=len(vocab)), out=offsets[1:])
-        terms = np.array([v.encode() for v in vocab] or [b""], dtype=bytes)[: len(vocab)]
+        terms = pl.Series(vocab, dtype=pl.String).cast(pl.Binary).to_numpy().astype(bytes)
         return cls(terms, offsets, items[order].astype(np.int32))
 
     def save(self, directory: Path, name: str) -> None:
@@ -475,8 +475,6 @@ def _at_least(masks: list[np.ndarray], minimum: int, size: int) -> np.ndarray:
 def _distinct_texts(profile: Profile) -> tuple[pl.Series, np.ndarray, np.ndarray]:
     """The distinct (text, mnemonic) instructions, each row's code among them and each
     one's first row. (The mnemonic comes from the text; keyed in case a reader differs.)"""
-    from pcscope.index.query import distinct_texts
-
     asm = asm_series(profile.asm_column)
     keys = asm.hash().to_numpy() + profile.mnemonic.astype(np.uint64) * _KEY_MIX
     texts, codes = distinct_texts(asm, keys)

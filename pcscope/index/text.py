@@ -38,6 +38,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,7 @@ from pcscope.index.parsed_query import Node, UnknownQuery, read_parsed
 FORMAT = 3  # 3: instructions answered from arrays (2: Tantivy documents per row)
 META = "text.json"
 SAMPLES = "samples_by_rank.npy"  # every row's samples, ascending (= rank order reversed)
-ROWS = "{}_rows.json"  # per window / module: its value's row runs
+ROWS = "{}_rows.npz"  # per window / module: its value's row runs
 DEFAULT_FIELDS = ("asm", "function")
 EXACT_FIELDS = ("mnemonic", "base", "function")
 ROW_FIELDS = ("window", "module")  # answered as row ranges
@@ -405,11 +406,14 @@ class ValueRows:
     """The rows of each value of a per-row field, as runs of consecutive rows: windows
     and modules are a run or a few each, so a term is a short union of ``row`` ranges."""
 
-    runs: dict[str, list[tuple[int, int]]]  # lower-case value -> [(first row, end row)]
+    names: list[str]  # per code, lower case (matched case-insensitively)
+    codes: np.ndarray  # per run of rows: its code, ascending
+    starts: np.ndarray  # per run: first row (ascending within a code)
+    ends: np.ndarray  # per run: end row
 
     @classmethod
     def of(cls, profile: Profile) -> dict[str, ValueRows]:
-        window_ids = [win_id(int(pc)) for pc in profile.windows.first_pcs()]
+        window_ids = [win_id(pc) for pc in profile.windows.first_pcs().tolist()]
         return {"window": cls.from_codes(profile.window, window_ids),
                 "module": cls.from_codes(profile.module, profile.modules)}  # fmt: skip
 
@@ -417,23 +421,38 @@ class ValueRows:
     def from_codes(cls, codes: np.ndarray, names: Sequence[str]) -> ValueRows:
         starts = np.flatnonzero(np.diff(codes, prepend=np.int64(-2)))
         ends = np.append(starts[1:], len(codes))
-        runs: dict[str, list[tuple[int, int]]] = {}
-        for code, start, end in zip(codes[starts].tolist(), starts.tolist(), ends.tolist(), strict=True):
-            if code >= 0:  # rows without a value have no term
-                runs.setdefault(names[code].lower(), []).append((start, end))
-        return cls({value: sorted(spans) for value, spans in runs.items()})
+        run_codes = codes[starts]
+        valued = run_codes >= 0  # rows without a value have no term
+        order = np.lexsort((starts[valued], run_codes[valued]))
+        return cls([n.lower() for n in names], run_codes[valued][order].astype(np.int64),
+                   starts[valued][order].astype(np.int64), ends[valued][order].astype(np.int64))
 
     def save(self, path: Path) -> None:
-        path.write_text(json.dumps(self.runs), encoding="utf-8")
+        with path.open("wb") as f:
+            np.savez(f, codes=self.codes, starts=self.starts, ends=self.ends,
+                     names=np.array(json.dumps(self.names)))  # fmt: skip
 
     @classmethod
     def read(cls, path: Path) -> ValueRows:
-        runs = json.loads(path.read_text(encoding="utf-8"))
-        return cls({value: [(start, end) for start, end in spans] for value, spans in runs.items()})
+        with np.load(path) as saved:
+            return cls(json.loads(str(saved["names"])), saved["codes"], saved["starts"],
+                       saved["ends"])  # fmt: skip
+
+    @cached_property
+    def _codes_of(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for code, name in enumerate(self.names):
+            out.setdefault(name, []).append(code)
+        return out
 
     def as_ranges(self, value: str) -> str:
         """The rows holding ``value`` (case-insensitive) as ``row`` ranges."""
-        ranges = [f"row:[{start} TO {end}}}" for start, end in self.runs.get(value.lower(), ())]
+        spans = sorted(
+            (int(self.starts[i]), int(self.ends[i]))
+            for code in self._codes_of.get(value.lower(), ())
+            for i in range(*np.searchsorted(self.codes, [code, code + 1]).tolist())
+        )
+        ranges = [f"row:[{start} TO {end}}}" for start, end in spans]
         if not ranges:
             return "row:[0 TO 0}"  # matches nothing
         return ranges[0] if len(ranges) == 1 else f"({' OR '.join(ranges)})"
