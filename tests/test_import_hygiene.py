@@ -3,8 +3,9 @@
 Each check runs in a fresh interpreter and reads ``sys.modules`` afterwards: a reopen plus
 one lookup needs numpy, not the parser (polars), the models (pydantic), the model SDK
 (anthropic), the text index (tantivy), any UI, nor the msgpack codec (msgspec: the
-mechanisms at a PC are named from arrays, the guides decode on first use) or the guide
-readers; the explorer's first frame needs
+mechanisms at a PC are named from arrays, the guides decode on first use), the guide
+readers or the pattern pass (the pattern table is a module of its own); the explorer's
+first frame needs
 Textual, not the analysis engine's libraries, the text index or the Markdown renderer (all
 loaded after the first frame, in workers).
 """
@@ -26,7 +27,10 @@ from pcscope.index.store import open_workload
 REPO = Path(pcscope.__path__[0]).parent
 ENGINE = ("polars", "pydantic", "anthropic", "tantivy", "httpx", "mcp")
 UI = ("textual", "rich", "markdown_it", "pygments")
-LOOKUP = ("msgspec", "pcscope.core.readers.guides")  # what a reopen for one PC leaves out
+# What a reopen for one PC leaves out besides: the msgpack codec, the guide readers, the
+# pattern pass's instruction tables and regular expressions, temporary folders.
+LOOKUP = ("msgspec", "pcscope.core.readers.guides", "pcscope.core.patterns", "pcscope.core.isa",
+          "tempfile")
 
 
 @pytest.fixture()

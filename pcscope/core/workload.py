@@ -14,7 +14,7 @@ from pcscope.core.profile import HotSelection, Profile
 if TYPE_CHECKING:
     from pcscope.core.alp import AlpTable
     from pcscope.core.mechanisms import MechanismTable
-    from pcscope.core.patterns import PatternTable
+    from pcscope.core.pattern_table import PatternTable
     from pcscope.core.queries import Queries
     from pcscope.core.readers.guides import GuideSection
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,7 +12,7 @@ import numpy as np
 
 from pcscope.core.collector import collector_paused
 from pcscope.core.errors import InputError
-from pcscope.core.patterns import PatternTable
+from pcscope.core.pattern_table import PatternTable
 from pcscope.core.profile import Profile
 from pcscope.core.workload import Workload
 from pcscope.index.lock import writer_lock
@@ -138,6 +137,8 @@ def open_text_index(target: Path, profile: Profile, sections: list[GuideSection]
         raise InputError(str(target.parent), None, "index folder is read-only and has no "
                          "text index yet: search it once where it is writable, or give "
                          "another --index-dir")
+    import tempfile  # only a build makes temporary folders: a reopen never loads it
+
     with writer_lock(target.parent.parent):
         if (target / "done").exists():   # another process built it meanwhile
             return cls.open(target)
