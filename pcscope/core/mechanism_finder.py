@@ -31,10 +31,9 @@ import numpy as np
 from pcscope.core import isa, same_code, shapes
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
+from pcscope.core.pattern_table import HELPER, PatternTable
 from pcscope.core.patterns import (
-    HELPER,
     CodeFacts,
-    PatternTable,
     backward_branches,
     enclosing_loops,
     libc_routine_name,

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 
 def return_free_memory() -> None:
@@ -17,18 +14,3 @@ def return_free_memory() -> None:
         ctypes.CDLL(None).malloc_trim(0)
     except (OSError, AttributeError):  # no malloc_trim here (not glibc)
         pass
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """No automatic cyclic garbage collection inside: an index build makes millions of
-    objects that live until its end and next to no cycles, so each automatic full pass
-    (three at 1M rows, ~0.1 s each) walks them and frees nothing. Refcounting still frees
-    everything else; a build collects what it must itself (``gc.collect``)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

@@ -23,27 +23,29 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pcscope import __version__
+from pcscope.core.collector import collector_paused
 from pcscope.core.errors import InputError
 from pcscope.core.inputs import Inputs, PathLike
 from pcscope.core.workload import Workload
 from pcscope.index import arrays, manifest
 from pcscope.index.lock import writer_lock
-from pcscope.index.memory import collector_paused, return_free_memory
+from pcscope.index.memory import return_free_memory
 from pcscope.index.parts import load_parts, save_parts
 
 # 2: a manifest of checked files, extra columns in numbered files; 3: mechanisms
 # (mechanisms.msgpack) and code-shape-qualified patterns; 4: text index format 2 (samples,
 # windows and modules answered from files beside it, not Tantivy fields); 5: copies of one
 # loop, dispatch sequences and a C-library routine with its caller's loop are one
-# mechanism each; 6: PLT mechanisms count the calls through stubs to C-library routines
-FORMAT_VERSION = 6
+# mechanism each; 6: PLT mechanisms count the calls through stubs to C-library routines;
+# 7: which mechanisms hold each PC is stored beside them (mechanisms.{pc,position,ids}.npy),
+# and the windows' order by weight (profile/windows.by_weight.npy)
+FORMAT_VERSION = 7
 Progress = Callable[[str], None]
 
 
@@ -263,12 +265,16 @@ def _stored_meta(current: Path) -> dict | None:
 
 
 def _build(home: Path, inputs: Inputs, meta: dict, say: Progress) -> Path:
+    import tempfile  # only a build makes temporary folders: a reopen never loads it
+
     home.mkdir(parents=True, exist_ok=True)
     # Parsing needs polars; reopening does not, so its import waits until a build.
     from pcscope.core.readers.profile_csv import read_profile
 
     build = Path(tempfile.mkdtemp(prefix="build-", dir=home))
     try:
+        # What a build makes lives to its end: automatic passes (three full ones at 1M rows,
+        # ~0.2 s) would walk it and free nothing.
         with collector_paused():
             say(f"reading {inputs.profile.name}")
             profile = read_profile(
