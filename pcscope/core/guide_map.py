@@ -107,6 +107,9 @@ MECHANISM_SECTIONS: dict[str, tuple[str, ...]] = {
     "libc-routine": (
         U + "memory-copy-and-set/memcpy-and-memmove", S + "copying-and-zeroing/glibc-string-variants",
         S + "copying-and-zeroing/memcpy-choices"),
+    "memory-state": (
+        S + "vectorization/aliasing-and-restrict", U + "load-and-store-unit/store-to-load-forwarding",
+        S + "memory-access/store-forwarding-fixes"),
     "jit": (
         U + "front-end/code-footprint", S + "jit-code/inline-caches",
         S + "jit-code/code-installation"),

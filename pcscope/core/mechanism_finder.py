@@ -28,7 +28,7 @@ from functools import cached_property
 
 import numpy as np
 
-from pcscope.core import isa, same_code, shapes
+from pcscope.core import isa, memory_state, same_code, shapes
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
 from pcscope.core.patterns import (
@@ -48,7 +48,7 @@ CATEGORY = {
     "spin-wait": "spin-wait", "pointer-chase": "dependent-load", "byte-loop": "vectorization",
     "byte-compare": "vectorization",
     "division": "division", "libc-routine": "memcpy", "libc-lock": "atomic-contention",
-    "jit": "other",
+    "jit": "other", "memory-state": "store-forwarding",
 }  # fmt: skip
 assert set(CATEGORY.values()) <= set(CATEGORIES)
 KINDS = tuple(CATEGORY)  # every mechanism kind the finder reports
@@ -98,6 +98,7 @@ def find_mechanisms(profile: Profile, patterns: PatternTable, facts: CodeFacts) 
     found = [
         *finder.dispatch(), *finder.indirect_calls(), *finder.plt(), *finder.atomics(),
         *finder.loops(), *finder.divisions(), *finder.libc(), *finder.jit(),
+        *finder.memory_states(),
     ]
     found = [m for m in found if m.sites]
     return MechanismTable(tuple(sorted(found, key=lambda m: (-m.share, m.id))))
@@ -695,6 +696,20 @@ class _Finder:
                            f"{name} makes {made / calls:.0%} of the calls from a loop "
                            f"({len(loop)} instructions): the loop and the stub are counted "
                            f"with it")
+
+    def memory_states(self) -> list[Mechanism]:
+        """Loops keeping their state in memory (pcscope.core.memory_state): one mechanism per
+        function, a site per loop, its figures from the heaviest loop."""
+        by_fn: dict[int, list[memory_state.LoopState]] = defaultdict(list)
+        for fn, state in memory_state.find(self.p, self.facts, self.op):
+            by_fn[fn].append(state)
+        out = []
+        for states in by_fn.values():
+            top = max(states, key=lambda s: self.share(s.rows))
+            out.append(self.mechanism("memory-state", [
+                self.site(s.rows, max(s.rows, key=lambda r: (self.count(r), -r)))
+                for s in states], memory_state.metrics(top), memory_state.checks(top)))
+        return out
 
     def jit(self) -> list[Mechanism]:
         out = []

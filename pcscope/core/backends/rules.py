@@ -245,6 +245,19 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         confirm="the routine's callers (perf record -g) and bytes per call",
     ),
     Rule(
+        "memory-state", "store-forwarding", "software",
+        "Loop state kept in memory at {asm} in {fn}",
+        "Loop state kept in memory at {asm} in {fn}",
+        "Copy the fields the loop reads and updates into local variables before the loop and "
+        "write them back after it, so the compiler can keep them in registers; `restrict` on "
+        "pointer parameters where the function receives them.",
+        sections_for("store-forwarding", "memory-state"),
+        "aliasing restrict invariant fields reload store forwarding",
+        confirm="the loop's instructions per iteration before and after (`perf stat -e "
+        "instructions`), and the reloads' latency (SPE or ALP: a reload that waits for the "
+        "store before it takes the forwarding latency)",
+    ),
+    Rule(
         "jit-code", "other", "software",
         "Hot JIT-generated code at {asm} in {fn}",
         "Hot JIT-generated code at {asm} in {fn}",
