@@ -41,6 +41,7 @@ from pcscope.core.patterns import (
     loop_trips,
 )
 from pcscope.core.profile import Profile
+from pcscope.core.stub_targets import stub_targets
 
 CATEGORY = {
     "dispatch": "indirect-branch", "indirect-call": "indirect-branch", "fp-division": "division",
@@ -52,7 +53,9 @@ CATEGORY = {
 }  # fmt: skip
 assert set(CATEGORY.values()) <= set(CATEGORIES)
 KINDS = tuple(CATEGORY)  # every mechanism kind the finder reports
-_STUBS_TO_LIBC = "stubs leading to C-library routines (matched by count): "
+_STUBS_TO_LIBC = ("stubs leading to C-library routines, counted with those routines' "
+                  "mechanisms: ")
+_STUBS_OUT = "stubs leading to functions of other modules (matched by count): "
 STUB_MATCH = 0.001  # a PLT stub's count within 0.1% of a routine's calls leads to it
 JIT_SITE = 64  # hottest instructions of a JIT region that form its site
 CHAIN_STEPS = 4  # unrolled byte-compare steps that make a compare chain
@@ -266,19 +269,29 @@ class _Finder:
 
     def plt(self) -> list[Mechanism]:
         stubs = self.aux_of("call-overhead")
-        by_module: dict[str, list[tuple[int, int]]] = defaultdict(list)
-        for row, (start, _kind) in stubs.items():
-            by_module[self.module(row)].append((row, start))
         calls = self.facts.call & (self.facts.target >= 0)
         call_rows = np.flatnonzero(calls)
         targets = self.facts.target[call_rows]
+        # a stub belongs to one mechanism: one leading to a C-library routine is counted
+        # with that routine (its idea, fewer calls, removes the stub too)
         to_libc = self._stubs_to_libc()
+        leads = stub_targets(self.p, self.facts, {row: start for row, (start, _k) in
+                                                  stubs.items() if row not in to_libc})
+        by_module: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        for row, (start, _kind) in stubs.items():
+            by_module[self.module(row)].append((row, start))
         out = []
         for _module, items in by_module.items():
             sites, callers = [], defaultdict[str, int](int)
             through = 0
             libc = {to_libc[row]: self.count(row) for row, _start in items if row in to_libc}
+            other: dict[str, int] = defaultdict(int)
+            for row, _start in items:
+                if row in leads:
+                    other[f"{leads[row].function} in {leads[row].module}"] += self.count(row)
             for row, start in items:
+                if row in to_libc:
+                    continue
                 first = self.p.row_of(start)
                 rows = list(range(first, row + 1)) if first is not None else [row]
                 sites.append(self.site(rows, row))
@@ -293,15 +306,18 @@ class _Finder:
                 Metric("calls through stubs", through, "executions", "sum of the stubs' br counts"),
                 Metric("calls per stub", round(through / len(sites), 1), "calls",
                        "calls through stubs / stubs"),
-                Metric("calls to C-library routines", sum(libc.values()), "executions",
-                       "br counts of the stubs whose count matches a C-library string or "
-                       "memory routine's entries"),
+                Metric("calls into other modules", sum(other.values()), "executions",
+                       "br counts of the stubs matched by count to a function of another "
+                       "module (pcscope.core.stub_targets)"),
+                Metric("calls counted with C-library routines", sum(libc.values()), "executions",
+                       "br counts of the stubs leading to a C-library string or memory "
+                       "routine, counted with that routine's mechanism"),
             ], ["adrp x16; ldr x17, [x16, …]; add x16, x16, …; br x17 (or a veneer ending in "
                 "br x16)"] + ([f"direct callers found: {', '.join(n for n, _ in top)}"]
                              if top else [])
-                + ([_STUBS_TO_LIBC + ", ".join(f"{name} ({n:,})" for name, n in
-                                               sorted(libc.items(), key=lambda kv: -kv[1]))]
-                   if libc else []), functions=[n for n, _ in top]))
+                + ([_STUBS_OUT + _listed(other)] if other else [])
+                + ([_STUBS_TO_LIBC + _listed(libc)] if libc else []),
+                functions=[n for n, _ in top]))
         return out
 
     def _stubs_to_libc(self) -> dict[int, str]:
@@ -627,6 +643,9 @@ class _Finder:
                     sites.append(caller.site)
                     metrics += caller.metrics
                     checks.append(caller.check)
+                else:
+                    sites.append(self.site(stub, stub[-1]))
+                    checks.append("its PLT stub is counted with it")
         return self.mechanism(kind, sites, metrics, checks,
                               functions=[name for name, _ in callers], category=category)
 
@@ -727,6 +746,10 @@ class _Finder:
                        "the whole region's share of the total"),
             ], ["code in a JIT region (module name)"]))
         return out
+
+
+def _listed(counts: dict[str, int]) -> str:
+    return ", ".join(f"{name} ({n:,})" for name, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def _tests_zero(op: shapes.Op, reg: str) -> bool:

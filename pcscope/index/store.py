@@ -42,8 +42,10 @@ from pcscope.index.parts import load_parts, save_parts
 # (mechanisms.msgpack) and code-shape-qualified patterns; 4: text index format 2 (samples,
 # windows and modules answered from files beside it, not Tantivy fields); 5: copies of one
 # loop, dispatch sequences and a C-library routine with its caller's loop are one
-# mechanism each; 6: PLT mechanisms count the calls through stubs to C-library routines
-FORMAT_VERSION = 6
+# mechanism each; 6: PLT mechanisms count the calls through stubs to C-library routines;
+# 7: loops keeping state in memory (memory-state mechanisms), a PLT stub leading to a
+# C-library routine belongs to the routine's mechanism only, stubs matched to other modules
+FORMAT_VERSION = 7
 Progress = Callable[[str], None]
 
 

@@ -176,26 +176,36 @@ def _indirect_call(m: dict, noun: str) -> tuple[str, str, str]:
 def _plt(m: dict, noun: str) -> tuple[str, str, str]:
     stubs = int(metric(m, "stubs") or 0)
     calls = metric(m, "calls through stubs") or 0
-    to_libc = metric(m, "calls to C-library routines") or 0
+    out = metric(m, "calls into other modules") or 0
     callers = [f for f in m["functions"] if not f.startswith("<unknown")][:4]
     who = f" (direct callers include {', '.join(f'`{c}`' for c in callers)})" if callers else ""
     claim = (f"Calls went through {stubs} PLT stub(s) of one module {count(calls, noun)}{who}: each "
              f"adds `adrp`, a GOT load and an indirect `br` to the call.")
-    routines = next((c.split(": ", 1)[1] for c in m["checks"]
-                     if c.startswith("stubs leading to C-library routines")), None)
-    if to_libc and routines:
-        claim += (f" {number(to_libc)} of the calls ({to_libc / calls:.0%}) go to C-library "
-                  f"routines ({routines}); those stubs are also counted by the routines' own "
-                  f"ideas, so the shares overlap.")
+    into = _check_list(m, "stubs leading to functions of other modules")
+    if out and into:
+        claim += (f" {number(out)} of the calls ({out / calls:.0%}) go into other modules "
+                  f"({into}); the rest are not matched by count to another module's function "
+                  f"(the module's own exported functions are among them).")
+    routines = _check_list(m, "stubs leading to C-library routines")
+    if routines:
+        claim += (f" The stubs to C-library string and memory routines ({routines}) are "
+                  f"counted with those routines' ideas, not here.")
     rec = ("Which fix applies depends on the callee. Calls to the library's own exported "
            "functions become direct `bl` with `-Wl,-Bsymbolic-functions`, or "
            "`-fvisibility=hidden` (export only the API) plus `-fno-semantic-interposition`; "
-           "these do nothing for calls into other libraries, such as the C library's "
-           "`strcmp`, `malloc`, `free` or `memcpy`: for those `-fno-plt` loads the GOT entry "
-           "at the call site (the call stays indirect, only the stub's `adrp`/`add` go), so "
-           "the larger saving is making fewer such calls. Check the stub count per call "
-           "site with `perf annotate` on the `.plt` section afterwards.")
+           "these do nothing for calls into other libraries"
+           + (f" ({number(out)} of these calls, {out / calls:.0%})" if out and into else
+              ", such as the C library's `malloc`, `free` or `memcpy`")
+           + ": for those `-fno-plt` loads the GOT entry at the call site (the call stays "
+           "indirect, only the stub's `adrp`/`add` go), so the larger saving is making fewer "
+           "such calls (allocate or look up once per context, not once per operation). Check "
+           "the stub count per call site with `perf annotate` on the `.plt` section afterwards.")
     return f"Calls through {stubs} PLT stubs ({number(calls)} calls)", claim, rec
+
+
+def _check_list(m: dict, prefix: str) -> str | None:
+    """The list after the colon of the check starting with ``prefix``."""
+    return next((c.rsplit(": ", 1)[1] for c in m["checks"] if c.startswith(prefix)), None)
 
 
 def _chase(m: dict, noun: str) -> tuple[str, str, str]:
