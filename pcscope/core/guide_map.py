@@ -107,6 +107,9 @@ MECHANISM_SECTIONS: dict[str, tuple[str, ...]] = {
     "libc-routine": (
         U + "memory-copy-and-set/memcpy-and-memmove", S + "copying-and-zeroing/glibc-string-variants",
         S + "copying-and-zeroing/memcpy-choices"),
+    "per-operation": (
+        U + "calls-and-returns/call-overhead", S + "calls/inlining-and-lto",
+        S + "compiler-flags/per-function-overhead-flags"),
     "memory-state": (
         S + "vectorization/aliasing-and-restrict", U + "load-and-store-unit/store-to-load-forwarding",
         S + "memory-access/store-forwarding-fixes"),

@@ -28,7 +28,7 @@ from functools import cached_property
 
 import numpy as np
 
-from pcscope.core import isa, memory_state, same_code, shapes
+from pcscope.core import call_cohorts, isa, memory_state, same_code, shapes
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
 from pcscope.core.patterns import (
@@ -49,7 +49,7 @@ CATEGORY = {
     "spin-wait": "spin-wait", "pointer-chase": "dependent-load", "byte-loop": "vectorization",
     "byte-compare": "vectorization",
     "division": "division", "libc-routine": "memcpy", "libc-lock": "atomic-contention",
-    "jit": "other", "memory-state": "store-forwarding",
+    "jit": "other", "memory-state": "store-forwarding", "per-operation": "call-overhead",
 }  # fmt: skip
 assert set(CATEGORY.values()) <= set(CATEGORIES)
 KINDS = tuple(CATEGORY)  # every mechanism kind the finder reports
@@ -104,6 +104,7 @@ def find_mechanisms(profile: Profile, patterns: PatternTable, facts: CodeFacts) 
         *finder.memory_states(),
     ]
     found = [m for m in found if m.sites]
+    found += finder.per_operation(found)
     return MechanismTable(tuple(sorted(found, key=lambda m: (-m.share, m.id))))
 
 
@@ -729,6 +730,24 @@ class _Finder:
                 self.site(s.rows, max(s.rows, key=lambda r: (self.count(r), -r)))
                 for s in states], memory_state.metrics(top), memory_state.checks(top)))
         return out
+
+    def per_operation(self, found: list[Mechanism]) -> list[Mechanism]:
+        """Per-operation call trees (pcscope.core.call_cohorts): the plumbing every operation
+        runs, less the rows the mechanisms ``found`` already count (a row is counted once)."""
+        claimed = np.zeros(len(self.p), dtype=bool)
+        pcs = np.fromiter((pc for m in found for site in m.sites for pc in site.pcs),
+                          dtype=np.uint64)
+        claimed[np.searchsorted(self.p.pc, pcs)] = True
+        return [self.mechanism("per-operation", [
+            self.site(m.rows, self._return_of(m.rows)) for m in cohort.members],
+            call_cohorts.metrics(cohort),
+            call_cohorts.checks(cohort, lambda code: self.p.function_names[code]))
+            for cohort in call_cohorts.find(self.p, claimed)]
+
+    def _return_of(self, rows: tuple[int, ...]) -> int:
+        """A function's ``ret`` (what a call costs ends there), else its hottest row."""
+        return next((r for r in rows if isa.is_return(self.op(r).mnemonic)),
+                    max(rows, key=lambda r: (self.count(r), -r)))
 
     def jit(self) -> list[Mechanism]:
         out = []

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pcscope.core.call_cohorts import PLUMBING
 from pcscope.core.mechanism_finder import is_jit_module
 from pcscope.core.mechanisms import number
 
@@ -42,6 +43,7 @@ RISK = {
     "fp-division": 0.4,
     "indirect-call": 0.45,  # targets per site are unknown without a branch profile
     "jit": 0.3,
+    "per-operation": 0.3,  # the call tree is exact; how much of it can be set up once is not
     "memory-state": 0.3,  # the loads and stores are certain; that they can stay in registers
     #   is the compiler's call (a field a callee or another thread reads must stay in memory)
 }
@@ -55,7 +57,7 @@ RULE = {
     "spin-wait": "spin-poll", "llsc": "llsc-retry", "outline-atomic": "atomic-contention",
     "libc-lock": "atomic-contention", "division": "slow-divide", "fp-division": "slow-fp-divide",
     "libc-routine": "libc-routine",
-    "jit": "jit-code", "memory-state": "memory-state",
+    "jit": "jit-code", "memory-state": "memory-state", "per-operation": "per-operation",
 }  # fmt: skip
 NOUN = {"executions": "executions", "samples": "samples", "cycles": "cycles"}
 
@@ -480,6 +482,31 @@ def _memory_state(m: dict, noun: str) -> tuple[str, str, str]:
         claim, rec
 
 
+def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
+    ops = metric(m, "operations") or 0
+    functions = int(metric(m, "functions per operation") or 0)
+    calls = metric(m, "calls per operation") or 0
+    per_op = metric(m, "instructions per operation") or 0
+    per_call = metric(m, "instructions per call") or 0
+    heaviest = _check_list(m, "heaviest") or ""
+    claim = (f"Every operation runs the same call tree: {functions} functions are entered once "
+             f"or a whole number of times per operation ({number(ops)} operations by their "
+             f"exact entry counts), {number(calls)} calls and {number(per_op)} instructions "
+             f"per operation, {number(per_call)} instructions per call — set-up, teardown, "
+             f"wrappers and lookups around the work (functions over "
+             f"{number(PLUMBING)} instructions per call, the work itself, are not counted). "
+             f"Heaviest: {heaviest}.")
+    rec = (f"Make the per-operation part smaller than the work: reuse the context or object "
+           f"across operations instead of creating, initialising and freeing it on every "
+           f"call (the functions entered once per operation above show which), pass more "
+           f"data per call so the {number(per_op)} instructions are paid less often, cache "
+           f"lookups made on every operation, and let LTO inline the small wrappers "
+           f"({number(per_call)} instructions per call on average). Measure instructions per "
+           f"operation at two payload sizes: the part that does not grow is this overhead.")
+    return (f"Per-operation overhead ({number(ops)} operations): {number(per_op)} instructions "
+            f"in {number(calls)} calls each", claim, rec)
+
+
 _WRITERS = {
     "dispatch": _dispatch, "indirect-call": _indirect_call, "plt": _plt,
     "pointer-chase": _chase, "byte-loop": _byte_loop, "byte-compare": _compare_chain,
@@ -487,4 +514,5 @@ _WRITERS = {
     "outline-atomic": _outline, "libc-lock": _locks, "division": _division,
     "fp-division": _division,
     "libc-routine": _libc, "jit": _jit_code, "memory-state": _memory_state,
+    "per-operation": _per_operation,
 }  # fmt: skip

@@ -245,6 +245,18 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         confirm="the routine's callers (perf record -g) and bytes per call",
     ),
     Rule(
+        "per-operation", "call-overhead", "software",
+        "Per-operation call overhead at {asm} in {fn}",
+        "Per-operation call overhead at {asm} in {fn}",
+        "Set up once and reuse: keep the context or object across operations instead of "
+        "creating, initialising and freeing it per call; pass more data per call; cache "
+        "lookups; inline the small wrappers (LTO).",
+        sections_for("call-overhead", "per-operation"),
+        "call overhead inlining wrappers per call",
+        confirm="instructions per operation at two payload sizes (`perf stat -e instructions` "
+        "per operation): a constant part that does not grow with the payload is the overhead",
+    ),
+    Rule(
         "memory-state", "store-forwarding", "software",
         "Loop state kept in memory at {asm} in {fn}",
         "Loop state kept in memory at {asm} in {fn}",
