@@ -28,7 +28,7 @@ from functools import cached_property
 
 import numpy as np
 
-from pcscope.core import call_cohorts, isa, memory_state, same_code, shapes
+from pcscope.core import call_cohorts, isa, memory_state, same_code, shapes, table_crc
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
 from pcscope.core.patterns import (
@@ -50,6 +50,7 @@ CATEGORY = {
     "byte-compare": "vectorization",
     "division": "division", "libc-routine": "memcpy", "libc-lock": "atomic-contention",
     "jit": "other", "memory-state": "store-forwarding", "per-operation": "call-overhead",
+    "table-crc": "vectorization",
 }  # fmt: skip
 assert set(CATEGORY.values()) <= set(CATEGORIES)
 KINDS = tuple(CATEGORY)  # every mechanism kind the finder reports
@@ -101,7 +102,7 @@ def find_mechanisms(profile: Profile, patterns: PatternTable, facts: CodeFacts) 
     found = [
         *finder.dispatch(), *finder.indirect_calls(), *finder.plt(), *finder.atomics(),
         *finder.loops(), *finder.divisions(), *finder.libc(), *finder.jit(),
-        *finder.memory_states(),
+        *finder.memory_states(), *finder.table_crcs(),
     ]
     found = [m for m in found if m.sites]
     found += finder.per_operation(found)
@@ -721,7 +722,7 @@ class _Finder:
         """Loops keeping their state in memory (pcscope.core.memory_state): one mechanism per
         function, a site per loop, its figures from the heaviest loop."""
         by_fn: dict[int, list[memory_state.LoopState]] = defaultdict(list)
-        for fn, state in memory_state.find(self.p, self.facts, self.op):
+        for fn, state in memory_state.find(self.p, self.natural_loops, self.op):
             by_fn[fn].append(state)
         out = []
         for states in by_fn.values():
@@ -730,6 +731,17 @@ class _Finder:
                 self.site(s.rows, max(s.rows, key=lambda r: (self.count(r), -r)))
                 for s in states], memory_state.metrics(top), memory_state.checks(top)))
         return out
+
+    @cached_property
+    def natural_loops(self) -> list[list[int]]:
+        """Each warm loop's own rows (pcscope.core.memory_state.loops)."""
+        return memory_state.loops(self.p, self.facts)
+
+    def table_crcs(self) -> list[Mechanism]:
+        """CRCs computed with lookup tables (pcscope.core.table_crc), one per function."""
+        return [self.mechanism("table-crc", [self.site(c.rows, max(
+            c.rows, key=lambda r: (self.count(r), -r)))], table_crc.metrics(c),
+            table_crc.checks(c)) for c in table_crc.find(self.p, self.natural_loops, self.op)]
 
     def per_operation(self, found: list[Mechanism]) -> list[Mechanism]:
         """Per-operation call trees (pcscope.core.call_cohorts): the plumbing every operation

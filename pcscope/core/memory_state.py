@@ -63,12 +63,12 @@ class LoopState:
     fraction: float  # their part of the loop's instruction executions
 
 
-def find(profile: Profile, facts: CodeFacts,
+def find(profile: Profile, loops: list[list[int]],
          op: Callable[[int], Op]) -> list[tuple[int, LoopState]]:
-    """Every hot loop keeping state in memory: (function code, its state), a loop's range
-    being its rows less those of loops nested in it."""
+    """Every hot loop keeping state in memory: (function code, its state), from ``loops``
+    (each loop's own rows, as ``loops`` below finds them)."""
     out = []
-    for rows in _loops(profile, facts):
+    for rows in loops:
         state = loop_state([op(r) for r in rows], rows,
                            [int(profile.samples[r]) for r in rows])
         if state is not None:
@@ -76,7 +76,7 @@ def find(profile: Profile, facts: CodeFacts,
     return out
 
 
-def _loops(profile: Profile, facts: CodeFacts) -> list[list[int]]:
+def loops(profile: Profile, facts: CodeFacts) -> list[list[int]]:
     """Each warm loop's own rows: the natural loop of every back edge to one head (the rows
     that reach a back edge without passing the head), less the rows of loops nested in it.
     A loop inside another whose head runs less than NESTED times as often is not nested but

@@ -43,12 +43,13 @@ RISK = {
     "fp-division": 0.4,
     "indirect-call": 0.45,  # targets per site are unknown without a branch profile
     "jit": 0.3,
+    "table-crc": 0.2,  # the CRC step is unambiguous; the polynomial is not read (data)
     "per-operation": 0.3,  # the call tree is exact; how much of it can be set up once is not
     "memory-state": 0.3,  # the loads and stores are certain; that they can stay in registers
     #   is the compiler's call (a field a callee or another thread reads must stay in memory)
 }
 EXPECTED_CHECKS = {"pointer-chase": 3, "byte-loop": 4, "spin-wait": 3, "dispatch": 2,
-                   "memory-state": 3}
+                   "memory-state": 3, "table-crc": 3}
 # The catalog rule whose guides and confirming measurement each kind shares.
 RULE = {
     "dispatch": "indirect-mispredict", "indirect-call": "indirect-mispredict",
@@ -58,6 +59,7 @@ RULE = {
     "libc-lock": "atomic-contention", "division": "slow-divide", "fp-division": "slow-fp-divide",
     "libc-routine": "libc-routine",
     "jit": "jit-code", "memory-state": "memory-state", "per-operation": "per-operation",
+    "table-crc": "table-crc",
 }  # fmt: skip
 NOUN = {"executions": "executions", "samples": "samples", "cycles": "cycles"}
 
@@ -482,6 +484,36 @@ def _memory_state(m: dict, noun: str) -> tuple[str, str, str]:
         claim, rec
 
 
+def _table_crc(m: dict, noun: str) -> tuple[str, str, str]:
+    lookups = metric(m, "table lookups") or 0
+    fn = m["functions"][0]
+    reflected = any("reflected (low byte" in c for c in m["checks"])
+    claim = (f"`{fn}` computes a CRC with lookup tables: byte-indexed 32-bit table loads ran "
+             f"{count(lookups, noun)}, each xored into the CRC (about one per input byte), and "
+             f"the function has no `crc32*` instruction. The CRC is "
+             + ("reflected (the low byte indexes the table and the CRC shifts right), the "
+                "form the `crc32*` instructions compute." if reflected else
+                "MSB-first (the top byte indexes the table and the CRC shifts left), while "
+                "`crc32*` computes the reflected form."))
+    polynomial = ("Check the polynomial in the table's source: 0x04C11DB7 (CRC-32: zlib, gzip, "
+                  "PNG, bzip2) is `crc32b/h/w/x`, 0x1EDC6F41 (CRC-32C: iSCSI, ext4) is "
+                  "`crc32cb/h/w/x`; any other needs PMULL folding.")
+    if reflected:
+        rec = ("Use the CRC32 instructions: `crc32x` folds 8 bytes per instruction "
+               "(`__crc32d` from `<arm_acle.h>`, built with `-march=armv8-a+crc` or the "
+               "`-mcpu` of any Armv8.1+ core: every Neoverse core has them); for long "
+               "buffers run three independent streams and combine them, or fold with "
+               "`pmull`/`pmull2` (as zlib-ng and ISA-L do). That is several times fewer "
+               "instructions per byte than the tables. " + polynomial)
+    else:
+        rec = ("For an MSB-first CRC use the CRC32 instructions on bit-reversed data: "
+               "`rbit` each input word and the CRC around `crc32x` (8 bytes per "
+               "instruction; `__crc32d` from `<arm_acle.h>`, `-march=armv8-a+crc`), or fold "
+               "with `pmull`/`pmull2`; either replaces one table lookup per byte. "
+               + polynomial)
+    return f"Table-driven CRC in {fn} ({number(lookups)} table lookups)", claim, rec
+
+
 def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
     ops = metric(m, "operations") or 0
     functions = int(metric(m, "functions per operation") or 0)
@@ -514,5 +546,5 @@ _WRITERS = {
     "outline-atomic": _outline, "libc-lock": _locks, "division": _division,
     "fp-division": _division,
     "libc-routine": _libc, "jit": _jit_code, "memory-state": _memory_state,
-    "per-operation": _per_operation,
+    "per-operation": _per_operation, "table-crc": _table_crc,
 }  # fmt: skip

@@ -245,6 +245,17 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         confirm="the routine's callers (perf record -g) and bytes per call",
     ),
     Rule(
+        "table-crc", "vectorization", "software",
+        "Table-driven CRC at {asm} in {fn}",
+        "Table-driven CRC at {asm} in {fn}",
+        "Compute the CRC with the CRC32 instructions (`crc32x`/`crc32cx`, 8 bytes each; "
+        "`__crc32d` from `<arm_acle.h>` with `-march=armv8-a+crc`) or PMULL folding.",
+        sections_for("vectorization", "table-crc"),
+        "crc32 instructions table lookup checksum",
+        confirm="cycles per byte of the CRC loop before and after (`perf stat` on a large "
+        "buffer)",
+    ),
+    Rule(
         "per-operation", "call-overhead", "software",
         "Per-operation call overhead at {asm} in {fn}",
         "Per-operation call overhead at {asm} in {fn}",
