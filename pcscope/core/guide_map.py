@@ -107,6 +107,9 @@ MECHANISM_SECTIONS: dict[str, tuple[str, ...]] = {
     "libc-routine": (
         U + "memory-copy-and-set/memcpy-and-memmove", S + "copying-and-zeroing/glibc-string-variants",
         S + "copying-and-zeroing/memcpy-choices"),
+    "return-zeroing": (
+        U + "front-end/front-end-stalls", S + "compiler-flags/per-function-overhead-flags",
+        S + "calls/inlining-and-lto"),
     "table-crc": (
         U + "execution-units/simd-and-fp-pipes", S + "vectorization/neon-and-sve",
         S + "compiler-flags/target-selection"),

@@ -28,7 +28,15 @@ from functools import cached_property
 
 import numpy as np
 
-from pcscope.core import call_cohorts, isa, memory_state, same_code, shapes, table_crc
+from pcscope.core import (
+    call_cohorts,
+    isa,
+    memory_state,
+    return_zeroing,
+    same_code,
+    shapes,
+    table_crc,
+)
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
 from pcscope.core.patterns import (
@@ -50,7 +58,7 @@ CATEGORY = {
     "byte-compare": "vectorization",
     "division": "division", "libc-routine": "memcpy", "libc-lock": "atomic-contention",
     "jit": "other", "memory-state": "store-forwarding", "per-operation": "call-overhead",
-    "table-crc": "vectorization",
+    "table-crc": "vectorization", "return-zeroing": "other",
 }  # fmt: skip
 assert set(CATEGORY.values()) <= set(CATEGORIES)
 KINDS = tuple(CATEGORY)  # every mechanism kind the finder reports
@@ -105,7 +113,9 @@ def find_mechanisms(profile: Profile, patterns: PatternTable, facts: CodeFacts) 
         *finder.memory_states(), *finder.table_crcs(),
     ]
     found = [m for m in found if m.sites]
-    found += finder.per_operation(found)
+    # spread over many functions, these two count only rows no other mechanism counts
+    found += finder.return_zeroing(finder.claimed(found))
+    found += finder.per_operation(finder.claimed(found))
     return MechanismTable(tuple(sorted(found, key=lambda m: (-m.share, m.id))))
 
 
@@ -743,13 +753,27 @@ class _Finder:
             c.rows, key=lambda r: (self.count(r), -r)))], table_crc.metrics(c),
             table_crc.checks(c)) for c in table_crc.find(self.p, self.natural_loops, self.op)]
 
-    def per_operation(self, found: list[Mechanism]) -> list[Mechanism]:
-        """Per-operation call trees (pcscope.core.call_cohorts): the plumbing every operation
-        runs, less the rows the mechanisms ``found`` already count (a row is counted once)."""
-        claimed = np.zeros(len(self.p), dtype=bool)
+    def claimed(self, found: list[Mechanism]) -> np.ndarray:
+        """Per row: whether a mechanism of ``found`` counts it."""
+        out = np.zeros(len(self.p), dtype=bool)
         pcs = np.fromiter((pc for m in found for site in m.sites for pc in site.pcs),
                           dtype=np.uint64)
-        claimed[np.searchsorted(self.p.pc, pcs)] = True
+        out[np.searchsorted(self.p.pc, pcs)] = True
+        return out
+
+    def return_zeroing(self, claimed: np.ndarray) -> list[Mechanism]:
+        """Registers cleared before returns in many functions (pcscope.core.return_zeroing):
+        one mechanism, a site per function."""
+        z = return_zeroing.find(self.p, self.facts, self.op, claimed)
+        if z is None:
+            return []
+        return [self.mechanism("return-zeroing", [self.site(rows, rows[-1]) for rows in
+                                                  z.runs.values()],
+                               return_zeroing.metrics(z), return_zeroing.checks(z))]
+
+    def per_operation(self, claimed: np.ndarray) -> list[Mechanism]:
+        """Per-operation call trees (pcscope.core.call_cohorts): the plumbing every operation
+        runs, less the ``claimed`` rows (a row is counted once)."""
         return [self.mechanism("per-operation", [
             self.site(m.rows, self._return_of(m.rows)) for m in cohort.members],
             call_cohorts.metrics(cohort),

@@ -43,6 +43,7 @@ RISK = {
     "fp-division": 0.4,
     "indirect-call": 0.45,  # targets per site are unknown without a branch profile
     "jit": 0.3,
+    "return-zeroing": 0.15,  # the runs are certain; whether the flag may go is policy
     "table-crc": 0.2,  # the CRC step is unambiguous; the polynomial is not read (data)
     "per-operation": 0.3,  # the call tree is exact; how much of it can be set up once is not
     "memory-state": 0.3,  # the loads and stores are certain; that they can stay in registers
@@ -59,7 +60,7 @@ RULE = {
     "libc-lock": "atomic-contention", "division": "slow-divide", "fp-division": "slow-fp-divide",
     "libc-routine": "libc-routine",
     "jit": "jit-code", "memory-state": "memory-state", "per-operation": "per-operation",
-    "table-crc": "table-crc",
+    "table-crc": "table-crc", "return-zeroing": "return-zeroing",
 }  # fmt: skip
 NOUN = {"executions": "executions", "samples": "samples", "cycles": "cycles"}
 
@@ -484,6 +485,24 @@ def _memory_state(m: dict, noun: str) -> tuple[str, str, str]:
         claim, rec
 
 
+def _return_zeroing(m: dict, noun: str) -> tuple[str, str, str]:
+    functions = int(metric(m, "functions") or 0)
+    returns = metric(m, "returns") or 0
+    cleared = metric(m, "registers cleared per return") or 0
+    hot = ", ".join(f"`{f}`" for f in m["functions"][:5])
+    claim = (f"{functions} functions clear registers just before returning: "
+             f"{number(cleared)} `mov`/`movz #0` per return on average, "
+             f"{count(returns, noun)} such returns (hottest: {hot}). Nothing in the program "
+             f"reads those registers afterwards; this is the code a hardening flag such as "
+             f"`-fzero-call-used-regs=used-gpr` adds. The cost is issue and rename slots, "
+             f"not latency: the moves are cheap, but there are many.")
+    rec = ("Keep the flag where the threat model needs it, and exempt the hot small functions "
+           "(`__attribute__((zero_call_used_regs(\"skip\")))`, or a narrower mode such as "
+           "`used-gpr-arg`) or inline them with LTO so fewer returns run. Compare instructions "
+           "per operation with and without the exemption.")
+    return f"Registers cleared on every return in {functions} functions", claim, rec
+
+
 def _table_crc(m: dict, noun: str) -> tuple[str, str, str]:
     lookups = metric(m, "table lookups") or 0
     fn = m["functions"][0]
@@ -547,4 +566,5 @@ _WRITERS = {
     "fp-division": _division,
     "libc-routine": _libc, "jit": _jit_code, "memory-state": _memory_state,
     "per-operation": _per_operation, "table-crc": _table_crc,
+    "return-zeroing": _return_zeroing,
 }  # fmt: skip

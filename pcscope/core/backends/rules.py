@@ -245,6 +245,18 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         confirm="the routine's callers (perf record -g) and bytes per call",
     ),
     Rule(
+        "return-zeroing", "other", "compiler",
+        "Registers cleared on return at {asm} in {fn}",
+        "Registers cleared on return at {asm} in {fn}",
+        "If the threat model allows, exempt the hot small functions "
+        "(`__attribute__((zero_call_used_regs(\"skip\")))`) or use a narrower mode; inline "
+        "them (LTO) so fewer returns run.",
+        sections_for("other", "return-zeroing"),
+        "zero call used registers hardening flag return",
+        confirm="the build flags (`-fzero-call-used-regs`), and instructions per operation "
+        "with the hot functions exempted",
+    ),
+    Rule(
         "table-crc", "vectorization", "software",
         "Table-driven CRC at {asm} in {fn}",
         "Table-driven CRC at {asm} in {fn}",
