@@ -107,6 +107,9 @@ MECHANISM_SECTIONS: dict[str, tuple[str, ...]] = {
     "libc-routine": (
         U + "memory-copy-and-set/memcpy-and-memmove", S + "copying-and-zeroing/glibc-string-variants",
         S + "copying-and-zeroing/memcpy-choices"),
+    "spill-block": (
+        U + "load-and-store-unit/store-to-load-forwarding", S + "vectorization/auto-vectorization",
+        S + "vectorization/neon-and-sve"),
     "return-zeroing": (
         U + "front-end/front-end-stalls", S + "compiler-flags/per-function-overhead-flags",
         S + "calls/inlining-and-lto"),

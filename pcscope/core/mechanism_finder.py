@@ -35,6 +35,7 @@ from pcscope.core import (
     return_zeroing,
     same_code,
     shapes,
+    spill_blocks,
     table_crc,
 )
 from pcscope.core.contract.categories import CATEGORIES
@@ -59,6 +60,7 @@ CATEGORY = {
     "division": "division", "libc-routine": "memcpy", "libc-lock": "atomic-contention",
     "jit": "other", "memory-state": "store-forwarding", "per-operation": "call-overhead",
     "table-crc": "vectorization", "return-zeroing": "other",
+    "spill-block": "store-forwarding",
 }  # fmt: skip
 assert set(CATEGORY.values()) <= set(CATEGORIES)
 KINDS = tuple(CATEGORY)  # every mechanism kind the finder reports
@@ -110,7 +112,7 @@ def find_mechanisms(profile: Profile, patterns: PatternTable, facts: CodeFacts) 
     found = [
         *finder.dispatch(), *finder.indirect_calls(), *finder.plt(), *finder.atomics(),
         *finder.loops(), *finder.divisions(), *finder.libc(), *finder.jit(),
-        *finder.memory_states(), *finder.table_crcs(),
+        *finder.memory_states(), *finder.table_crcs(), *finder.spill_blocks(),
     ]
     found = [m for m in found if m.sites]
     # spread over many functions, these two count only rows no other mechanism counts
@@ -752,6 +754,12 @@ class _Finder:
         return [self.mechanism("table-crc", [self.site(c.rows, max(
             c.rows, key=lambda r: (self.count(r), -r)))], table_crc.metrics(c),
             table_crc.checks(c)) for c in table_crc.find(self.p, self.natural_loops, self.op)]
+
+    def spill_blocks(self) -> list[Mechanism]:
+        """Long hot straight-line blocks that spill and reload (pcscope.core.spill_blocks)."""
+        return [self.mechanism("spill-block", [self.site(b.spills, b.spills[0])],
+                               spill_blocks.metrics(b, self.p.total), spill_blocks.checks(b))
+                for b in spill_blocks.find(self.p, self.op)]
 
     def claimed(self, found: list[Mechanism]) -> np.ndarray:
         """Per row: whether a mechanism of ``found`` counts it."""

@@ -157,7 +157,7 @@ def loop_state(ops: list[Op], rows: list[int], counts: list[int]) -> LoopState |
     stores: dict[tuple[str, int], list[int]] = defaultdict(list)
     narrow = 0
     for i, o in enumerate(ops):
-        fields = _fields(o)
+        fields = field_offsets(o)
         if fields is None:
             narrow += o.mnemonic in _NARROW_STORES and counts[i] > 0
             continue
@@ -189,12 +189,14 @@ def loop_state(ops: list[Op], rows: list[int], counts: list[int]) -> LoopState |
     )
 
 
-def _fields(o: Op) -> tuple[tuple[str, int], ...] | None:
+def field_offsets(o: Op, frame: bool = False) -> tuple[tuple[str, int], ...] | None:
     """The (base, offset) fields a plain load or store at ``[base, #imm]`` touches, or None
-    for anything else (indexed, writeback, stack, exclusive or ordered accesses)."""
+    for anything else (indexed, writeback, exclusive or ordered accesses, and stack slots
+    unless ``frame``)."""
     m = o.mnemonic
     if not m.startswith(("ldr", "ldur", "ldp", "str", "stur", "stp")) or m.startswith(
-            ("ldnp", "stnp")) or o.writeback or len(o.addr) != 1 or o.addr[0] in _FRAME:
+            ("ldnp", "stnp")) or o.writeback or len(o.addr) != 1 or \
+            (o.addr[0] in _FRAME and not frame):
         return None
     mem = next((x for x in o.operands if x.startswith("[")), None)
     if mem is None:
@@ -227,7 +229,7 @@ def _stable_base(ops: list[Op], at: int, reg: str, depth: int = 0) -> bool:
         return True
     if w.mnemonic in _MOVES and len(w.src) == 1:
         return _stable_base(ops, j, w.src[0], depth + 1)
-    pointer = _fields(w)
+    pointer = field_offsets(w)
     return w.load and pointer is not None and not _stored(ops, pointer) and \
         _stable_base(ops, j, w.addr[0], depth + 1)
 
@@ -235,7 +237,7 @@ def _stable_base(ops: list[Op], at: int, reg: str, depth: int = 0) -> bool:
 def _stored(ops: list[Op], fields: tuple[tuple[str, int], ...]) -> bool:
     """The loop stores to one of ``fields`` (by base register and offset): a pointer the
     loop advances (``next_in++``) is data, not a structure's address."""
-    return any(not o.load and (f := _fields(o)) is not None and set(f) & set(fields)
+    return any(not o.load and (f := field_offsets(o)) is not None and set(f) & set(fields)
                for o in ops)
 
 

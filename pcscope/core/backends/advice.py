@@ -43,6 +43,7 @@ RISK = {
     "fp-division": 0.4,
     "indirect-call": 0.45,  # targets per site are unknown without a branch profile
     "jit": 0.3,
+    "spill-block": 0.25,  # spills are certain; whether fewer registers are needed is not
     "return-zeroing": 0.15,  # the runs are certain; whether the flag may go is policy
     "table-crc": 0.2,  # the CRC step is unambiguous; the polynomial is not read (data)
     "per-operation": 0.3,  # the call tree is exact; how much of it can be set up once is not
@@ -61,6 +62,7 @@ RULE = {
     "libc-routine": "libc-routine",
     "jit": "jit-code", "memory-state": "memory-state", "per-operation": "per-operation",
     "table-crc": "table-crc", "return-zeroing": "return-zeroing",
+    "spill-block": "spill-block",
 }  # fmt: skip
 NOUN = {"executions": "executions", "samples": "samples", "cycles": "cycles"}
 
@@ -485,6 +487,28 @@ def _memory_state(m: dict, noun: str) -> tuple[str, str, str]:
         claim, rec
 
 
+def _spill_block(m: dict, noun: str) -> tuple[str, str, str]:
+    size = metric(m, "block instructions") or 0
+    runs = metric(m, "block runs") or 0
+    spills = metric(m, "spills and reloads") or 0
+    part = metric(m, "spill share of the block") or 0
+    block = metric(m, "block share") or 0
+    fn = m["functions"][0]
+    claim = (f"A straight-line block of {number(size)} instructions in `{fn}` ran "
+             f"{count(runs, noun)} ({number(block)}% of the total), and {number(spills)} of "
+             f"its instructions ({number(part)}%) store values to stack slots and load them "
+             f"back within the block: more live values than registers, as in a fully "
+             f"unrolled loop. The own share counts those spills and reloads.")
+    rec = ("Give the block fewer live values: unroll the source loop less (`#pragma GCC "
+           "unroll N`, `#pragma clang loop unroll_count(N)`, or no `-funroll-all-loops`), "
+           "keep the accumulation in vector registers (several sums per `add v.8h`/`v.4s`, "
+           "loads with `ldr q`) or split the loop so each part needs fewer registers. "
+           "Clang's `-Rpass-missed=regalloc` remarks show where it spills; count the block's "
+           "instructions afterwards.")
+    return (f"Register spills in a {number(size)}-instruction block in {fn} "
+            f"({number(part)}% spills)", claim, rec)
+
+
 def _return_zeroing(m: dict, noun: str) -> tuple[str, str, str]:
     functions = int(metric(m, "functions") or 0)
     returns = metric(m, "returns") or 0
@@ -566,5 +590,5 @@ _WRITERS = {
     "fp-division": _division,
     "libc-routine": _libc, "jit": _jit_code, "memory-state": _memory_state,
     "per-operation": _per_operation, "table-crc": _table_crc,
-    "return-zeroing": _return_zeroing,
+    "return-zeroing": _return_zeroing, "spill-block": _spill_block,
 }  # fmt: skip

@@ -245,6 +245,17 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         confirm="the routine's callers (perf record -g) and bytes per call",
     ),
     Rule(
+        "spill-block", "store-forwarding", "compiler",
+        "Register spills in a hot block at {asm} in {fn}",
+        "Register spills in a hot block at {asm} in {fn}",
+        "Give the block fewer live values: unroll less, keep accumulations in vector "
+        "registers, or split the loop.",
+        sections_for("store-forwarding", "spill-block"),
+        "register pressure spills unrolling",
+        confirm="the block's instructions and cycles per run after unrolling less "
+        "(`perf stat`), and Clang's `-Rpass-missed=regalloc` remarks",
+    ),
+    Rule(
         "return-zeroing", "other", "compiler",
         "Registers cleared on return at {asm} in {fn}",
         "Registers cleared on return at {asm} in {fn}",
