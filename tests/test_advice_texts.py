@@ -72,3 +72,15 @@ def test_a_c_library_routine_is_not_called_tuned_for_the_core() -> None:
     m = mech("libc-routine", {"calls": 7.9e6}, ["C-library strcmp routine (by symbol name)"],
              functions=("strcmp", "OSSL_PARAM_locate"))
     assert "tuned" not in advise(m, "executions", None).claim
+
+
+def test_wide_compare_advice_covers_interleaved_halfword_steps() -> None:
+    """A compare chain mixing byte and halfword steps (bzip2's block and quadrant arrays)
+    needs both streams widened, in the original order; a byte-only chain says nothing."""
+    mixed = mech("byte-compare", {"compare steps": 26, "bytes compared per entry": 11.35,
+                                  "halfword steps": 8}, ["26 steps"])
+    only = mech("byte-compare", {"compare steps": 26, "bytes compared per entry": 11.35,
+                                 "halfword steps": 0}, ["26 steps"])
+    rec = advise(mixed, "executions", None).recommendation
+    assert "8 of the 26 steps compare 16-bit values" in rec and "`ldr q`" in rec
+    assert "16-bit" not in advise(only, "executions", None).recommendation

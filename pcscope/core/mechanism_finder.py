@@ -80,6 +80,7 @@ _LOCKS = re.compile(r"^_*(pthread_(mutex|rwlock|spin|cond)_\w+|lll_lock_wait\w*|
                     r"lll_unlock_wake\w*|futex_\w+)$")
 _JIT = re.compile(r"^(\[jit\]|jit[-_].*|\[anon.*\]|//anon|perf-\d+\.map|.*\.jit)$", re.I)
 _COPIES = frozenset(("memcpy", "memmove", "memset", "wmemset"))
+_HALFWORD_LOADS = frozenset(("ldrh", "ldurh", "ldrsh", "ldursh"))
 _FLAGS = "nzcv"  # the condition flags, as a register a dispatch sequence may depend on
 _FLAG_READERS = frozenset(("csel", "csinc", "csinv", "csneg", "cset", "csetm", "cinc", "cinv",
                            "cneg", "ccmp", "ccmn", "adc", "adcs", "sbc", "sbcs", "fcsel"))
@@ -581,11 +582,15 @@ class _Finder:
             if not first:
                 continue
             depth = sum(self.count(r - 1) for r, _ in steps) / first
+            halves = sum(1 for _r, loads in steps
+                         if self.op(loads[0]).mnemonic in _HALFWORD_LOADS)
             out.append(self.mechanism("byte-compare", [
                 self.site([*loads, r - 1, r], loads[0]) for r, loads in steps], [
                 Metric("compare steps", len(steps), "steps", "byte compares exiting to one label"),
                 Metric("bytes compared per entry", round(depth, 2), "x",
                        "sum of the steps' compare counts / the first step's count"),
+                Metric("halfword steps", halves, "steps",
+                       "steps comparing 16-bit loads (ldrh) among the byte steps"),
             ], [f"{len(steps)} steps, each comparing two narrow loads and branching to one "
                 "exit label (an unrolled byte-by-byte compare)"]))
         return out

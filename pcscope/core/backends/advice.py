@@ -324,6 +324,12 @@ def _compare_chain(m: dict, noun: str) -> tuple[str, str, str]:
         rec = (f"Calls compare {number(depth)} bytes on average, about "
                f"{number(-(-depth // 8))} 8-byte steps instead of {number(round(depth))} "
                f"byte steps. {rec}")
+    halves = int(metric(m, "halfword steps") or 0)
+    if halves:
+        rec += (f" {halves} of the {steps} steps compare 16-bit values (`ldrh`) between the "
+                f"byte steps, so the wide version must compare both streams: 8 bytes with "
+                f"`ldr x` and the matching 8 halfwords with `ldr q` per step, and take the "
+                f"first difference in the original order (byte i before halfword i).")
     return f"Unrolled byte-by-byte compare in {fn} ({steps} steps)", claim, rec
 
 
