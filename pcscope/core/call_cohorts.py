@@ -50,33 +50,35 @@ class Cohort:
         return [r for m in self.members for r in m.rows]
 
 
+def entry_counts(profile: Profile) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the codes of the functions with rows, their first rows, their entry counts)."""
+    groups = profile.functions.groups
+    codes = np.flatnonzero(groups.sizes() > 0)
+    first = groups.rows[groups.offsets[codes]]
+    return codes, first, profile.samples[first].astype(np.int64)
+
+
 def find(profile: Profile, claimed: np.ndarray) -> list[Cohort]:
     """Every per-operation tree whose plumbing holds COHORT_SHARE of the total; ``claimed``
     marks the rows other mechanisms count (a row is counted once)."""
-    entries, work = {}, {}
-    for code in range(len(profile.function_names)):
-        rows = profile.function_rows(code)
-        if len(rows):
-            entries[code] = int(profile.samples[rows[0]])
-            work[code] = int(profile.samples[rows].sum())
-    groups = Counter(n for n in entries.values() if n >= MIN_OPERATIONS)
+    codes, _first, entries = entry_counts(profile)
+    work = profile.functions.groups.sums(profile.samples)[codes]
+    groups = Counter(entries[entries >= MIN_OPERATIONS].tolist())
     bases = sorted((b for b, n in groups.items() if n >= COHORT_FUNCTIONS),
                    key=lambda b: (-groups[b], b))
-    used: set[int] = set()
+    free = np.ones(len(codes), dtype=bool)
     out = []
     for base in bases:
+        k = np.rint(entries / base)
+        near = free & (k >= 1) & (k <= MULTIPLES) & \
+            (np.abs(entries - k * base) <= TOLERANCE * k * base)
         members = []
-        for code, n in entries.items():
-            k = round(n / base)
-            if code in used or not 1 <= k <= MULTIPLES or abs(n - k * base) > TOLERANCE * k * base:
-                continue
-            per_call = work[code] / n
-            if per_call > PLUMBING:
-                continue
-            rows = [r for r in profile.function_rows(code).tolist() if not claimed[r]]
-            if rows:
-                members.append(Member(code, k, tuple(rows), round(per_call, 1)))
-        used.update(m.code for m in members)
+        for i in np.flatnonzero(near).tolist():
+            free[i] = False
+            per_call = int(work[i]) / int(entries[i])
+            rows = [r for r in profile.function_rows(int(codes[i])).tolist() if not claimed[r]]
+            if per_call <= PLUMBING and rows:
+                members.append(Member(int(codes[i]), int(k[i]), tuple(rows), round(per_call, 1)))
         cohort = Cohort(base, tuple(members),
                         int(sum(int(profile.samples[list(m.rows)].sum()) for m in members)))
         if len(members) >= COHORT_FUNCTIONS and \

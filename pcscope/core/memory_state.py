@@ -84,12 +84,12 @@ def loops(profile: Profile, facts: CodeFacts) -> list[list[int]]:
     loop's."""
     win = profile.window.astype(np.int64)
     branches, heads = backward_branches(profile, facts, win)
-    by_head: dict[int, list[int]] = defaultdict(list)
-    for b, h in zip(branches.tolist(), heads.tolist(), strict=True):
-        if b - h < LOOP_MAX_ROWS:
-            by_head[h].append(b)
     prefix = np.concatenate(([0.0], np.cumsum(profile.value, dtype=np.float64)))
     floor = LOOP_MIN_SHARE * profile.total
+    keep = (branches - heads < LOOP_MAX_ROWS) & (prefix[branches + 1] - prefix[heads] >= floor)
+    by_head: dict[int, list[int]] = defaultdict(list)
+    for b, h in zip(branches[keep].tolist(), heads[keep].tolist(), strict=True):
+        by_head[h].append(b)
     bodies: dict[int, set[int]] = {}
     seen: set[frozenset[int]] = set()
     for h in sorted(by_head):

@@ -26,6 +26,7 @@ from pcscope.core.shapes import Op
 BLOCK_MIN = 200  # instructions of a straight-line block worth reading
 MIN_RUNS = 10_000  # executions of the block
 SPILL_FRACTION = 0.15  # spills and reloads per instruction of the block
+MIN_SHARE = 0.001  # share of the total a block needs to be read
 _STACK = frozenset(("sp", "x29"))
 
 
@@ -47,7 +48,9 @@ def find(profile: Profile, op: Callable[[int], Op]) -> list[SpillBlock]:
     cut = np.flatnonzero((counts[1:] != counts[:-1]) | (pcs[1:] != pcs[:-1] + 4)) + 1
     starts = np.concatenate(([0], cut))
     ends = np.concatenate((cut, [len(counts)]))
-    long = np.flatnonzero((ends - starts >= BLOCK_MIN) & (counts[starts] >= MIN_RUNS))
+    size = ends - starts
+    long = np.flatnonzero((size >= BLOCK_MIN) & (counts[starts] >= MIN_RUNS) &
+                          (size * profile.value[starts] >= MIN_SHARE * profile.total))
     out = []
     for i in long.tolist():
         lo, hi = int(starts[i]), int(ends[i])

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pcscope.core.call_cohorts import entry_counts
 from pcscope.core.patterns import CodeFacts
 from pcscope.core.profile import Profile
 
@@ -35,20 +36,13 @@ def stub_targets(profile: Profile, facts: CodeFacts, stubs: dict[int, int]) -> d
     tail-calls the stub is not its target (a wrapper is entered as often as what it wraps:
     ``CRYPTO_malloc`` calls ``malloc`` once per call)."""
     callers = _callers(profile, facts, set(stubs.values()))
-    codes, firsts = [], []
-    for code in range(len(profile.function_names)):
-        rows = profile.function_rows(code)
-        if len(rows):
-            codes.append(code)
-            firsts.append(int(rows[0]))
-    if not codes:
+    codes, first, entries = entry_counts(profile)
+    if not len(codes):
         return {}
-    first = np.array(firsts, dtype=np.int64)
-    entries = profile.samples[first].astype(np.int64)
     module = profile.module[first]
     order = np.argsort(entries, kind="stable")
     entries, first, module = entries[order], first[order], module[order]
-    code_of = np.array(codes, dtype=np.int64)[order]
+    code_of = codes[order]
     out = {}
     for row, start in stubs.items():
         mod = int(profile.module[row])
@@ -74,9 +68,8 @@ def stub_targets(profile: Profile, facts: CodeFacts, stubs: dict[int, int]) -> d
 
 def _callers(profile: Profile, facts: CodeFacts, starts: set[int]) -> dict[int, set[int]]:
     """Stub start PC -> the function codes of the branches (calls or jumps) to it."""
-    rows = np.flatnonzero(facts.target >= 0)
+    rows = np.flatnonzero(np.isin(facts.target, np.fromiter(starts, dtype=np.int64)))
     out: dict[int, set[int]] = {}
     for r, t in zip(rows.tolist(), facts.target[rows].tolist(), strict=True):
-        if t in starts:
-            out.setdefault(t, set()).add(int(profile.function[r]))
+        out.setdefault(t, set()).add(int(profile.function[r]))
     return out
