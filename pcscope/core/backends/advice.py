@@ -469,14 +469,17 @@ def _memory_state(m: dict, noun: str) -> tuple[str, str, str]:
     recur = next((c.split(": ", 1)[1] for c in m["checks"]
                   if c.startswith("stored value computed")), "")
     aliased = any("byte/halfword store" in c for c in m["checks"])
+    reloaded = metric(m, "fields only reloaded") or 0
     fn = m["functions"][0]
     claim = (f"A loop in `{fn}` keeps its state in memory: {number(per)} loads and stores "
              f"per iteration ({number(part)}% of the loop's instructions; "
              + (f"{number(runs)} iterations" if noun == "executions" else
                 f"the loop head {count(runs, noun)}") + ") go to fields of structures whose address the "
-             f"loop does not change; {back} are loaded and stored back every iteration"
-             + (f", and {recur} are computed from their own load, so each iteration waits for "
-                f"its previous store to forward (a recurrence through memory)" if recur else "")
+             f"loop does not change: {number(reloaded)} read-only field(s) reloaded every "
+             f"iteration, and {back} loaded and stored back every iteration"
+             + (f"; {recur} {'is' if recur.count('[') == 1 else 'are'} computed from its own load, "
+                f"so each iteration waits for its previous store to forward (a recurrence "
+                f"through memory)" if recur else "")
              + "." + (" The loop also stores bytes or halfwords through other pointers: a "
                       "`char` store may alias any field, which is why the compiler reloads "
                       "them." if aliased else ""))
