@@ -32,6 +32,7 @@ from pcscope.core import (
     call_cohorts,
     isa,
     memory_state,
+    natural_loops,
     return_zeroing,
     same_code,
     shapes,
@@ -739,7 +740,7 @@ class _Finder:
         """Loops keeping their state in memory (pcscope.core.memory_state): one mechanism per
         function, a site per loop, its figures from the heaviest loop."""
         by_fn: dict[int, list[memory_state.LoopState]] = defaultdict(list)
-        for fn, state in memory_state.find(self.p, self.natural_loops, self.op):
+        for fn, state in memory_state.find(self.p, self.loop_rows, self.op):
             by_fn[fn].append(state)
         out = []
         for states in by_fn.values():
@@ -750,15 +751,15 @@ class _Finder:
         return out
 
     @cached_property
-    def natural_loops(self) -> list[list[int]]:
-        """Each warm loop's own rows (pcscope.core.memory_state.loops)."""
-        return memory_state.loops(self.p, self.facts)
+    def loop_rows(self) -> list[list[int]]:
+        """Each warm loop's own rows (pcscope.core.natural_loops)."""
+        return natural_loops.loops(self.p, self.facts)
 
     def table_crcs(self) -> list[Mechanism]:
         """CRCs computed with lookup tables (pcscope.core.table_crc), one per function."""
         return [self.mechanism("table-crc", [self.site(c.rows, max(
             c.rows, key=lambda r: (self.count(r), -r)))], table_crc.metrics(c),
-            table_crc.checks(c)) for c in table_crc.find(self.p, self.natural_loops, self.op)]
+            table_crc.checks(c)) for c in table_crc.find(self.p, self.loop_rows, self.op)]
 
     def spill_blocks(self) -> list[Mechanism]:
         """Long hot straight-line blocks that spill and reload (pcscope.core.spill_blocks)."""

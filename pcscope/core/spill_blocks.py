@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pcscope.core.memory_state import field_offsets
 from pcscope.core.mechanisms import Metric
+from pcscope.core.memory_state import field_offsets
 from pcscope.core.profile import Profile
 from pcscope.core.shapes import Op
 

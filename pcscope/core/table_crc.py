@@ -59,7 +59,7 @@ def find(profile: Profile, loops: list[list[int]],
         loads = 0
         for rows in fn_loops:
             loop_ops = [op(r) for r in rows]
-            for i, o in enumerate(loop_ops):
+            for i in range(len(loop_ops)):
                 index = _table_index(loop_ops, i)
                 if index is None:
                     continue
