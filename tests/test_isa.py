@@ -67,10 +67,53 @@ def test_decode_lse_words(word, mnemonic):
         ("w0, [x22, x5, lsl #2]", ["w0", "[x22, x5, lsl #2]"]),
         ("4005d0 <main+0x10>", ["4005d0"]),
         ("", []),
+        # one bracket pair (the fast path): commas inside it do not split
+        ("x0, x1, [sp, #-0x10]!", ["x0", "x1", "[sp, #-0x10]!"]),
+        ("[x0, #8], x1", ["[x0, #8]", "x1"]),
+        ("w1 , [ x2 , x3 ] , #4 ,", ["w1", "[ x2 , x3 ]", "#4"]),
+        ("x0, [x1, #8] <sym+0x4>", ["x0", "[x1, #8]"]),
+        # brackets out of order or nested: the general split
+        ("x0, ]x1[, x2", ["x0", "]x1[, x2"]),
+        ("z0.d, p0/z, [x0, z1.d, lsl #3], [x2]", ["z0.d", "p0/z", "[x0, z1.d, lsl #3]", "[x2]"]),
     ],
 )
 def test_split_operands(operands, parts):
     assert isa.split_operands(operands) == parts
+
+
+@pytest.mark.parametrize(
+    ("text", "split"),
+    [
+        ("LDR X4, [X0]", ("ldr", "x4, [x0]")),
+        ("  add\tx0,  x1 , #1  \t", ("add", "x0,  x1 , #1")),
+        ("ret", ("ret", "")),
+        ("nop\u00a0", ("nop", "")),  # Unicode whitespace splits like the regex's \s
+        ("mov\u2003x0, x1", ("mov", "x0, x1")),
+        ("", ("", "")),
+        ("   ", ("", "")),
+        ("ldr x0, [x1] // comment", ("ldr", "x0, [x1]")),
+        ("b 0x40 ; comment", ("b", "0x40")),
+    ],
+)
+def test_split_asm(text, split):
+    assert isa.split_asm(text) == split
+    # the comment-free fast path and the regex path (taken when a comment is there) agree
+    assert isa.split_asm(text + " // trailing comment") == split
+
+
+@pytest.mark.parametrize("text", [
+    "ldp x0, x1, [x2], #16", "ldadda w0, w3, [x1]", "casa w0, w1, [x2]", "b.cs 0x1020",
+    "bl 4005d0 <puts@plt>", "tbz w1, #3, 0x200", "b #-0x10", "ret", "blr x3", "hint #34",
+    "ld1 {v0.16b, v1.16b}, [x0], #32", "str x1, [x2, #8]!", "ldr x0, 0x1234", "",
+])
+def test_read_answers_every_question_at_once(text):
+    m, ops = isa.canonical(text)
+    reading = isa.read(text)
+    assert (reading.mnemonic, reading.operands) == (m, ops)
+    assert reading.mem == isa.memory_operand(ops)
+    assert reading.dest == isa.dest_registers(m, ops)
+    assert reading.src == isa.source_registers(m, ops)
+    assert reading.target == (isa.branch_operand(text) if isa.is_branch(m) else None)
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 # Condition spellings that name the same flags test (objdump prints cs/cc, llvm hs/lo;
 # SVE has its own aliases). Canonical form on the right.
@@ -89,6 +90,13 @@ _RE_REG = re.compile(r"^(?:([wx])([0-9]{1,2})|([bhsdqvz])([0-9]{1,2})|(pn?)([0-9
 
 def split_asm(text: str) -> tuple[str, str]:
     """``"LDR X4, [X0] // c"`` -> ``("ldr", "x4, [x0]")``: lower case, comment dropped."""
+    if "/" not in text and ";" not in text and "\n" not in text:
+        # no comment to drop and one line: what the patterns below match, without regex
+        # (both split at the same Unicode whitespace)
+        parts = text.lower().split(None, 1)
+        if not parts:
+            return "", ""
+        return parts[0], parts[1].rstrip() if len(parts) > 1 else ""
     match = _RE_SPLIT.match(_RE_COMMENT.sub("", text).lower())
     if not match:
         return "", ""
@@ -118,11 +126,41 @@ def canonical(text: str) -> tuple[str, list[str]]:
     return normalize_mnemonic(mnemonic, operands), split_operands(operands)
 
 
+class Reading(NamedTuple):  # a tuple: built once per distinct text, cheaply
+    """Everything the register-level checks read from one instruction's text, split once
+    (``dest_registers``, ``source_registers``, ``memory_operand`` and ``branch_operand``
+    give the same values one question at a time)."""
+
+    mnemonic: str  # canonical
+    operands: list[str]
+    mem: MemOperand | None
+    dest: tuple[str, ...]
+    src: tuple[str, ...]
+    target: tuple[int, bool] | None  # branch_operand (direct branches only)
+
+
+def read(text: str) -> Reading:
+    mnemonic, operand_text = split_asm(text)
+    m = normalize_mnemonic(mnemonic, operand_text)
+    operands = split_operands(operand_text)
+    mem = memory_operand(operands)
+    return Reading(m, operands, mem, _dest_registers(m, operands, mem),
+                   _source_registers(m, operands),
+                   _target_operand(m, operand_text) if is_branch(m) else None)
+
+
 def split_operands(operands: str) -> list[str]:
     """Top-level comma split: ``"x0, [x1, #8]!"`` -> ``["x0", "[x1, #8]!"]``."""
-    text = _RE_SYMBOL.sub("", operands)
+    text = _RE_SYMBOL.sub("", operands) if "<" in operands else operands
     if "[" not in text and "{" not in text:  # no nesting: every comma splits
         return [p for p in (part.strip() for part in text.split(",")) if p]
+    if "{" not in text and "}" not in text and text.count("[") == 1 and \
+            text.count("]") == 1 and text.index("[") < text.index("]"):
+        # one memory operand (most of them): every comma outside its brackets splits
+        start, end = text.index("["), text.index("]") + 1
+        head, tail = text[:start].split(","), text[end:].split(",")
+        pieces = [*head[:-1], head[-1] + text[start:end] + tail[0], *tail[1:]]
+        return [p for p in (piece.strip() for piece in pieces) if p]
     parts: list[str] = []
     depth = 0
     start = 0
@@ -183,16 +221,21 @@ class MemOperand:
 def memory_operand(operands: list[str]) -> MemOperand | None:
     """The bracketed memory operand, or None (register-only or literal/pc-relative forms)."""
     for i, op in enumerate(operands):
-        if not op.startswith("["):
-            continue
-        inner = op[1 : op.find("]")] if "]" in op else op[1:]
-        regs = [parse_register(p) for p in inner.split(",")]
-        if not regs or regs[0] is None:
-            return None
-        index = regs[1] if len(regs) > 1 else None
-        writeback = op.endswith("!") or (op.endswith("]") and i + 1 < len(operands))
-        return MemOperand(regs[0], index, writeback)
+        if op.startswith("["):
+            return _memory_operand(op, i + 1 < len(operands))
     return None
+
+
+@lru_cache(maxsize=8192)  # memory operands repeat across instructions (``[sp, #16]``)
+def _memory_operand(op: str, more: bool) -> MemOperand | None:
+    """One bracketed operand; ``more``: operands follow it (``[x1], #8`` writes back)."""
+    inner = op[1 : op.find("]")] if "]" in op else op[1:]
+    regs = [parse_register(p) for p in inner.split(",")]
+    if not regs or regs[0] is None:
+        return None
+    index = regs[1] if len(regs) > 1 else None
+    writeback = op.endswith("!") or (op.endswith("]") and more)
+    return MemOperand(regs[0], index, writeback)
 
 
 def base_register(text: str) -> str | None:
@@ -326,17 +369,27 @@ def dest_positions(m: str) -> tuple[int, ...]:
     return (0,)
 
 
+@lru_cache(maxsize=4096)
+def _written_positions(m: str) -> frozenset[int]:
+    """Operand positions that only receive a value (not also read) for ``source_registers``."""
+    return frozenset() if m in READS_DEST or is_cas(m) else frozenset(dest_positions(m))
+
+
 def dest_registers(mnemonic: str, operands: list[str]) -> tuple[str, ...]:
     """Registers the instruction writes (canonical names, in operand order): the destination
     operand(s), ``x30`` for calls, and the base of a writeback addressing mode."""
-    m = normalize_mnemonic(mnemonic)
+    return _dest_registers(normalize_mnemonic(mnemonic), operands, memory_operand(operands))
+
+
+def _dest_registers(m: str, operands: list[str], mem: MemOperand | None) -> tuple[str, ...]:
+    """``dest_registers`` of a canonical mnemonic whose memory operand is already read
+    (``normalize_mnemonic`` gives a canonical name back unchanged)."""
     if is_call(m):
         return ("x30",)
     out: list[str] = []
     for pos in dest_positions(m):
         if pos < len(operands) and not operands[pos].startswith("["):
             out.extend(_registers_in(operands[pos]))
-    mem = memory_operand(operands)
     if mem is not None and mem.writeback:
         out.append(mem.base)
     return tuple(dict.fromkeys(r for r in out if r != "xzr"))
@@ -344,11 +397,15 @@ def dest_registers(mnemonic: str, operands: list[str]) -> tuple[str, ...]:
 
 def source_registers(mnemonic: str, operands: list[str]) -> tuple[str, ...]:
     """Registers the instruction reads (canonical names, in operand order)."""
-    m = normalize_mnemonic(mnemonic)
-    dest = set() if m in READS_DEST or is_cas(m) else set(dest_positions(m))
+    return _source_registers(normalize_mnemonic(mnemonic), operands)
+
+
+def _source_registers(m: str, operands: list[str]) -> tuple[str, ...]:
+    """``source_registers`` of a canonical mnemonic."""
+    written = _written_positions(m)
     out: list[str] = []
     for pos, op in enumerate(operands):
-        if pos not in dest or op.startswith("["):
+        if pos not in written or op.startswith("["):
             out.extend(_registers_in(op))
     if m in RETURNS and not operands:
         out.append("x30")
@@ -368,7 +425,11 @@ def branch_operand(text: str) -> tuple[int, bool] | None:
     """The PC-independent half of ``branch_target``: the target operand's value and whether
     it is relative (to be subtracted from the PC); None when the text is no direct branch."""
     mnemonic, operands = split_asm(text)
-    m = normalize_mnemonic(mnemonic, operands)
+    return _target_operand(normalize_mnemonic(mnemonic, operands), operands)
+
+
+def _target_operand(m: str, operands: str) -> tuple[int, bool] | None:
+    """``branch_operand`` of a canonical mnemonic and its operand text."""
     if m not in DIRECT and not (m.startswith("b.") or m.startswith("bc.")):
         return None
     match = _RE_TARGET.search(_RE_SYMBOL.sub("", operands))

@@ -129,13 +129,10 @@ class _Finder:
         self.patterns = patterns
         self.facts = facts
         self.counts = profile.samples
-        self.code: dict[int, shapes.Op] = {}
 
     # -- helpers ---------------------------------------------------------------------------
     def op(self, row: int) -> shapes.Op:
-        if row not in self.code:
-            self.code[row] = shapes.Op.of(int(self.p.pc[row]), self.p.asm(row))
-        return self.code[row]
+        return self.facts.code.op(row)  # read once, shared with the pattern pass
 
     def fn_name(self, row: int) -> str:
         code = int(self.p.function[row])
@@ -146,7 +143,9 @@ class _Finder:
         return self.p.modules[code] if code >= 0 else ""
 
     def share(self, rows: Iterable[int]) -> float:
-        unique = np.unique(np.fromiter(rows, dtype=np.int64))
+        # sorted(set()) rather than np.unique: a site has a few rows, where numpy's call
+        # overhead is most of the cost (the same sorted array, so the same sum)
+        unique = np.fromiter(sorted(set(rows)), dtype=np.int64)
         total = self.p.total
         return float(self.p.value[unique].sum()) / total if total and len(unique) else 0.0
 
@@ -174,8 +173,10 @@ class _Finder:
 
     def aux_of(self, category: str) -> dict[int, tuple[int, int]]:
         idx = self.patterns.indices(category)
-        return {int(self.patterns.row[i]): (int(self.patterns.aux_pc[i]), int(self.patterns.aux[i]))
-                for i in idx}
+        table = self.patterns
+        return dict(zip(table.row[idx].tolist(),
+                        zip(table.aux_pc[idx].tolist(), table.aux[idx].tolist(), strict=True),
+                        strict=True))
 
     # -- indirect branches -----------------------------------------------------------------
     def dispatch(self) -> list[Mechanism]:
@@ -443,11 +444,10 @@ class _Finder:
             return []
         win = self.p.window.astype(np.int64)
         _branch, head, _ = enclosing_loops(self.p, self.facts, rows, win)
-        back = self.back_edges()
         loads: dict[int, list[int]] = defaultdict(list)  # one loop per head
         for r, h in zip(rows.tolist(), head.tolist(), strict=True):
             loads[h].append(r)
-        loops = [_Loop(h, max(back.get(h, [max(keys)])), tuple(keys))
+        loops = [_Loop(h, self._last_back_edge(h, max(keys)), tuple(keys))
                  for h, keys in loads.items()]
         out = []
         for group in self.same_loops(loops):
@@ -520,22 +520,22 @@ class _Finder:
         return [f"the same loop code (modulo register allocation and scheduling) runs in "
                 f"{len(group)} places ({names}): one mechanism, sized by the sum"]
 
-    def back_edges(self) -> dict[int, list[int]]:
-        """Loop head row -> the rows of the backward branches (in its window) to it."""
-        if not hasattr(self, "_back"):
-            win = self.p.window.astype(np.int64)
-            branches, heads = backward_branches(self.p, self.facts, win)
-            self._back: dict[int, list[int]] = defaultdict(list)
-            for b, h in zip(branches.tolist(), heads.tolist(), strict=True):
-                self._back[h].append(b)
-        return self._back
+    @cached_property
+    def _backward(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of the backward branches (in their window) and of their loop heads."""
+        return backward_branches(self.p, self.facts, self.p.window.astype(np.int64))
+
+    def _last_back_edge(self, head: int, default: int) -> int:
+        """The last backward branch to the loop head ``head``; ``default`` when none."""
+        branches, heads = self._backward
+        mine = branches[heads == head]
+        return int(mine.max()) if len(mine) else default
 
     def _byte_loops(self) -> list[Mechanism]:
         hits = self.aux_of("vectorization")
         if not hits:
             return []
-        win = self.p.window.astype(np.int64)
-        branches, heads = backward_branches(self.p, self.facts, win)
+        branches, heads = self._backward
         loops = []
         for row in hits:
             head = self.p.row_of(hits[row][0])
@@ -616,18 +616,23 @@ class _Finder:
                 else "udiv/sdiv in the function"]))
         return out
 
+    @cached_property
+    def _libc_names(self) -> list[str | None]:
+        """Per function code, the C-library routine it is (``libc_routine_name``), or None."""
+        return [libc_routine_name(name) for name in self.p.function_names]
+
     def _libc_routines(self) -> dict[str, list[int]]:
         """The function codes of each C-library string/memory routine (all its variants)."""
         routines: dict[str, list[int]] = defaultdict(list)
-        for code, name in enumerate(self.p.function_names):
-            base = libc_routine_name(name)
+        for code, base in enumerate(self._libc_names):
             if base is not None:
                 routines[base].append(code)
         return routines
 
     def libc(self) -> list[Mechanism]:
-        locks = [code for code, name in enumerate(self.p.function_names)
-                 if libc_routine_name(name) is None and _LOCKS.match(name)]
+        locks = [code for code, (name, base) in enumerate(zip(self.p.function_names,
+                                                              self._libc_names, strict=True))
+                 if base is None and _LOCKS.match(name)]
         out = [m for m in (self._functions("libc-routine", name, codes,
                                            "memcpy" if name in _COPIES else "other")
                            for name, codes in self._libc_routines().items()) if m]

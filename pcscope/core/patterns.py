@@ -213,6 +213,7 @@ class CodeFacts:
     call: np.ndarray  # bool
     target: np.ndarray  # int64: direct branch target (-1 none)
     first: np.ndarray  # int8: the first operand's register (a br's target register)
+    code: Code  # the rows' instruction shapes, read where a check needs them
 
     def rows_named(self, names: frozenset[str] | set[str]) -> np.ndarray:
         return np.flatnonzero(self.flags(names.__contains__))
@@ -238,7 +239,7 @@ class _Hits:
 def find_patterns(profile: Profile, facts: CodeFacts | None = None) -> PatternTable:
     """Run every pattern over the profile; each hit has passed its code-shape check."""
     facts = facts or code_facts(profile)
-    code = _Code(profile)
+    code = facts.code
     stubs = _call_overheads(profile, facts)
     parts = [
         *_atomic_hits(profile, facts, code),
@@ -253,8 +254,9 @@ def find_patterns(profile: Profile, facts: CodeFacts | None = None) -> PatternTa
     return _table(profile, parts)
 
 
-class _Code:
-    """Instruction shapes (pcscope.core.shapes.Op) of rows, read once per row on demand."""
+class Code:
+    """Instruction shapes (pcscope.core.shapes.Op) of rows, read once per row on demand and
+    shared by every pattern and mechanism that looks at the row."""
 
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
@@ -266,7 +268,15 @@ class _Code:
         return self._ops[row]
 
     def ops(self, first: int, last: int) -> list[shapes.Op]:
-        return [self.op(r) for r in range(first, last + 1)]
+        """Rows ``first``..``last``; the unread ones are decoded in one slice of the column."""
+        missing = [r for r in range(first, last + 1) if r not in self._ops]
+        if missing:
+            lo, hi = missing[0], missing[-1]
+            texts = self.profile.asm_column.slice(lo, hi + 1).to_list()
+            pcs = self.profile.pc[lo : hi + 1].tolist()
+            for r in missing:
+                self._ops[r] = shapes.Op.of(pcs[r - lo], texts[r - lo])
+        return [self._ops[r] for r in range(first, last + 1)]
 
 
 def _table(profile: Profile, parts: list[_Hits]) -> PatternTable:
@@ -289,7 +299,7 @@ def _table(profile: Profile, parts: list[_Hits]) -> PatternTable:
                         aux_pc[order], aux[order])  # fmt: skip
 
 
-def _atomic_hits(profile: Profile, f: CodeFacts, code: _Code) -> list[_Hits]:
+def _atomic_hits(profile: Profile, f: CodeFacts, code: Code) -> list[_Hits]:
     """Exclusive and LSE atomics, each marked INLINE or HELPER (inside an outline-atomic
     helper: a ``__aarch64_*`` function, or the LSE-flag test then the atomic)."""
     helper_of: dict[int, bool] = {}
@@ -342,12 +352,12 @@ def _last_writer(profile: Profile, f: CodeFacts, rows: np.ndarray, regs: np.ndar
     return writer
 
 
-def _helper_at(code: _Code, row: int) -> bool:
+def _helper_at(code: Code, row: int) -> bool:
     first = max(0, row - 8)
     return shapes.outline_atomic_helper(code.ops(first, min(row + 8, len(code.profile) - 1)))
 
 
-def _indirect_branches(profile: Profile, f: CodeFacts, code: _Code, stubs: _Hits) -> _Hits:
+def _indirect_branches(profile: Profile, f: CodeFacts, code: Code, stubs: _Hits) -> _Hits:
     """Every ``br``/``blr``, classified by where its target comes from (shapes)."""
     every = f.rows_named(isa.INDIRECT)
     stub_rows = set(stubs.rows.tolist())
@@ -407,6 +417,7 @@ def code_facts(profile: Profile) -> CodeFacts:
         names, canon, dest.astype(np.int8), base, writeback,
         load=_flags(names, canon, isa.is_load), store=_flags(names, canon, isa.is_store),
         call=_flags(names, canon, isa.is_call), target=target, first=operand[:, 0].copy(),
+        code=Code(profile),
     )  # fmt: skip
 
 
@@ -445,7 +456,7 @@ def _canonical_mnemonics(profile: Profile) -> tuple[list[str], np.ndarray]:
 # --- dependent loads ----------------------------------------------------------------------
 
 
-def _dependent_loads(profile: Profile, f: CodeFacts, code: _Code) -> _Hits:
+def _dependent_loads(profile: Profile, f: CodeFacts, code: Code) -> _Hits:
     """Loop-carried dependent loads (pointer chasing, chained table lookups): a load in a
     loop whose address (base or index) comes, through registers, from its own loaded value
     of the previous iteration (shapes.loop_carried_load). Straight-line chains (GOT and
@@ -461,8 +472,16 @@ def _dependent_loads(profile: Profile, f: CodeFacts, code: _Code) -> _Hits:
     warm = (prefix[branch + 1] - prefix[head]) >= LOOP_MIN_SHARE * profile.total
     ok = np.flatnonzero(in_loop & (branch - head < LOOP_MAX) & warm)
     ok = ok[_hottest_loops(prefix, head[ok], branch[ok], LOOP_BUDGET)]
-    keep = [i for i in ok.tolist() if shapes.loop_carried_load(
-        code.ops(int(head[i]), int(branch[i])), int(cand[i] - head[i]))]
+    bodies: dict[tuple[int, int], list[shapes.Op]] = {}  # a loop holds several candidates
+
+    def body(i: int) -> list[shapes.Op]:
+        loop = (int(head[i]), int(branch[i]))
+        if loop not in bodies:
+            bodies[loop] = code.ops(*loop)
+        return bodies[loop]
+
+    keep = [i for i in ok.tolist()
+            if shapes.loop_carried_load(body(i), int(cand[i] - head[i]))]
     rows = cand[keep]
     return _Hits("dependent-load", rows, profile.pc[head[keep]], f.base[rows])
 
@@ -496,7 +515,7 @@ def enclosing_loops(profile: Profile, f: CodeFacts, rows: np.ndarray, win: np.nd
 # --- spin-wait ----------------------------------------------------------------------------
 
 
-def _spin_waits(profile: Profile, f: CodeFacts, code: _Code) -> _Hits:
+def _spin_waits(profile: Profile, f: CodeFacts, code: Code) -> _Hits:
     """Tight backward loops that poll memory (shapes.polls): loads from loop-invariant
     addresses, an exit that tests a loaded value, a conditional branch back (or ``b`` back
     with a conditional exit), optional wait hints; no stores, no stepping register."""
@@ -540,7 +559,7 @@ def _branches_back(body: list[shapes.Op]) -> bool:
 # --- byte loops ---------------------------------------------------------------------------
 
 
-def _byte_loops(profile: Profile, f: CodeFacts, code: _Code) -> _Hits:
+def _byte_loops(profile: Profile, f: CodeFacts, code: Code) -> _Hits:
     """Loops that load and test one byte or halfword per step with a stepping pointer or
     index (shapes.byte_step) and run at least MIN_TRIPS iterations per entry by the
     profile's counts. Hit: the narrow load; ``aux_pc`` the loop head, ``aux`` the trips."""
@@ -615,7 +634,12 @@ def _call_overheads(profile: Profile, f: CodeFacts) -> _Hits:
     and ``br`` inside a ``*@plt`` symbol. Rows a sampled profile lacks are tolerated in a
     PLT stub as long as its ``ldr x17`` is there."""
     found, starts, kinds = [], [], []
-    for r in f.rows_named({"br"}).tolist():
+    rows = f.rows_named({"br"})
+    # Python reads only a br through x16/x17 (or an unread register) or in a *@plt symbol;
+    # function -1 (none) reads the False at the end
+    plt_symbol = np.array([n.endswith("@plt") for n in profile.function_names] + [False])
+    maybe = np.isin(f.first[rows], (16, 17, -1)) | plt_symbol[profile.function[rows]]
+    for r in rows[maybe].tolist():
         pc = int(profile.pc[r])
         _, ops = isa.canonical(profile.asm(r))
         reg = isa.parse_register(ops[0]) if ops else None

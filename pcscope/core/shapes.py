@@ -70,8 +70,7 @@ class Op:
                 and isa.parse_register(ops[1]) == reg and bool(_RE_IMM.match(ops[2])))
 
 
-@lru_cache(maxsize=65536)  # the pattern pass and the mechanism finder read the same rows
-def _op(pc: int, asm: str) -> Op:
+def _op(pc: int, asm: str) -> Op:  # once per row: patterns.Code keeps the ops it read
     m, ops, dest, loaded, src, addr, writeback, operand = _read(asm)
     return Op(pc, m, ops, dest, loaded, src, addr, writeback, isa.resolve_target(operand, pc))
 
@@ -79,15 +78,13 @@ def _op(pc: int, asm: str) -> Op:
 @lru_cache(maxsize=65536)
 def _read(asm: str) -> tuple:
     """The PC-independent reading of one instruction's text (texts repeat a lot)."""
-    m, ops = isa.canonical(asm)
-    mem = isa.memory_operand(ops)
-    dest = isa.dest_registers(m, ops)
+    r = isa.read(asm)
+    m, mem, dest = r.mnemonic, r.mem, r.dest
     writeback = bool(mem and mem.writeback)
-    loaded = tuple(r for r in dest
-                   if isa.is_load(m) and not (writeback and mem is not None and r == mem.base))
-    addr = tuple(r for r in (mem.base, mem.index) if r) if mem else ()
-    operand = isa.branch_operand(asm) if isa.is_branch(m) else None  # a direct target
-    return m, tuple(ops), dest, loaded, isa.source_registers(m, ops), addr, writeback, operand
+    loaded = tuple(d for d in dest
+                   if isa.is_load(m) and not (writeback and mem is not None and d == mem.base))
+    addr = tuple(a for a in (mem.base, mem.index) if a) if mem else ()
+    return m, tuple(r.operands), dest, loaded, r.src, addr, writeback, r.target
 
 
 def ops_of(lines: list[tuple[int, str]]) -> list[Op]:
