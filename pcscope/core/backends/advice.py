@@ -524,8 +524,8 @@ def _return_zeroing(m: dict, noun: str) -> tuple[str, str, str]:
     cleared = metric(m, "registers cleared per return") or 0
     hot = ", ".join(f"`{f}`" for f in m["functions"][:5])
     claim = (f"{functions} functions clear registers just before returning: "
-             f"{number(cleared)} `mov`/`movz #0` per return on average, "
-             f"{count(returns, noun)} such returns (hottest: {hot}). Nothing in the program "
+             f"{number(cleared)} `mov`/`movz #0` per return on average; those returns ran "
+             f"{count(returns, noun)} (hottest: {hot}). Nothing in the program "
              f"reads those registers afterwards; this is the code a hardening flag such as "
              f"`-fzero-call-used-regs=used-gpr` adds. The cost is issue and rename slots, "
              f"not latency: the moves are cheap, but there are many.")
