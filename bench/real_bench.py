@@ -30,7 +30,7 @@ from pcscope.samples import guides
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
 MAX_IDEAS = 12
-SHAPED = {"spin-wait": "spin-wait", "vectorization": ("byte-loop", "byte-compare"),
+SHAPED = {"spin-wait": "spin-wait", "vectorization": ("byte-loop", "byte-compare", "table-crc"),
           "dependent-load": "pointer-chase"}
 
 

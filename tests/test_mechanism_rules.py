@@ -114,20 +114,49 @@ def test_routine_with_its_one_caller_is_one_mechanism(tmp_path):
     assert figures["calls from the top caller"] == 100.0
     assert figures["calls per caller entry"] == 1.0 and figures["caller entries"] == 1000
     assert len(m.pcs) == len(STRCMP) + len(STUB) + 10
-    # the PLT mechanism says which of its calls lead to the routine (counted there too)
-    (plt,) = [m for m in table if m.kind == "plt"]
-    assert {x.name: x.value for x in plt.metrics}["calls to C-library routines"] == 1000
-    assert any(c.endswith("strcmp (1,000)") for c in plt.checks)
+    # a stub belongs to one mechanism: the routine's, so no PLT mechanism is left
+    assert not [m for m in table if m.kind == "plt"]
 
 
 def test_routine_with_many_callers_stays_the_routine(tmp_path):
-    """Two callers with half the calls each: no caller's code joins the routine."""
+    """Two callers with half the calls each: no caller's code joins the routine (its stub
+    does: the stub belongs to the routine, not to a PLT mechanism)."""
     _profile, table = mechanisms_of(tmp_path, [
         ("lookup", 0x1000, 500, lookup(0x1000)), ("scan", 0x2000, 500, lookup(0x2000)),
         ("plt", 0x4000, 1000, STUB), ("strcmp", 0x5000, 1000, STRCMP)])
     (m,) = [m for m in table if m.kind == "libc-routine"]
-    assert {s.function for s in m.sites} == {"strcmp"}
+    assert {s.function for s in m.sites} == {"strcmp", "plt"}
+    assert not [m for m in table if m.kind == "plt"]
     assert "calls per caller entry" not in {x.name for x in m.metrics}
+
+
+def test_stub_leads_to_the_other_module_function_not_the_wrapper(tmp_path):
+    """A wrapper (`xmalloc`) calls `malloc` of another module once per call, so both are
+    entered as often as the stub runs: the wrapper that calls the stub is not its target.
+    A stub leading to the module's own function (`helper`) is no call into another module."""
+    wrapper = ["stp x29, x30, [sp, #-0x10]!", "bl 0x4000", "ldp x29, x30, [sp], #0x10", "ret"]
+    user = ["stp x29, x30, [sp, #-0x10]!", "bl 0x4010", "ldp x29, x30, [sp], #0x10", "ret"]
+    rows = [*[("xmalloc", "app", 0x1000 + 4 * i, 1000, a) for i, a in enumerate(wrapper)],
+            *[("user", "app", 0x2000 + 4 * i, 300, a) for i, a in enumerate(user)],
+            *[("helper", "app", 0x3000 + 4 * i, 300, a) for i, a in enumerate(["ret"])],
+            *[("plt", "app", 0x4000 + 4 * i, 1000, a) for i, a in enumerate(STUB)],
+            *[("plt", "app", 0x4010 + 4 * i, 300, a) for i, a in enumerate(STUB)],
+            *[("malloc", "libc.so.6", 0x90000 + 4 * i, 1001, a)
+              for i, a in enumerate(["mov x1, x0", "ret"])]]
+    path = tmp_path / "p.csv"
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["function", "module", "window", "pc", "samples", "asm"])
+        for fn, module, pc, count, asm in rows:
+            out.writerow([fn, module, fn, hex(pc), count, asm])
+    profile = read_profile(path)
+    facts = code_facts(profile)
+    table = find_mechanisms(profile, find_patterns(profile, facts), facts)
+    (plt,) = [m for m in table if m.kind == "plt"]
+    figures = {x.name: x.value for x in plt.metrics}
+    assert figures["calls through stubs"] == 1300
+    assert figures["calls into other modules"] == 1000
+    assert any(c.endswith(": malloc in libc.so.6 (1,000)") for c in plt.checks)
 
 
 # -- what the coverage table says of code without an idea --------------------------------

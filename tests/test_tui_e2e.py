@@ -117,6 +117,10 @@ def test_search_goto_guides_triage_and_copy_in_a_real_terminal(tmux, tmp_path) -
              "env", *[f"{k}={v}" for k, v in env.items()], *command)
     tmux.wait_for("Hot windows")
     tmux.keys("/")
+    # Textual hands a key to the focused widget's own queue: letters sent in the same burst
+    # as `/` would reach the hot-window list before the query box takes the focus.
+    tmux.wait_for("(F3: regex)")
+    time.sleep(0.3)
     tmux.type("ldr")
     tmux.keys("Enter")  # Enter takes the focus to the hits …
     tmux.wait_for("hits · query")

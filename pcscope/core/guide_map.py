@@ -107,6 +107,21 @@ MECHANISM_SECTIONS: dict[str, tuple[str, ...]] = {
     "libc-routine": (
         U + "memory-copy-and-set/memcpy-and-memmove", S + "copying-and-zeroing/glibc-string-variants",
         S + "copying-and-zeroing/memcpy-choices"),
+    "spill-block": (
+        U + "load-and-store-unit/store-to-load-forwarding", S + "vectorization/auto-vectorization",
+        S + "vectorization/neon-and-sve"),
+    "return-zeroing": (
+        U + "front-end/front-end-stalls", S + "compiler-flags/per-function-overhead-flags",
+        S + "calls/inlining-and-lto"),
+    "table-crc": (
+        U + "execution-units/simd-and-fp-pipes", S + "vectorization/neon-and-sve",
+        S + "compiler-flags/target-selection"),
+    "per-operation": (
+        U + "calls-and-returns/call-overhead", S + "calls/inlining-and-lto",
+        S + "compiler-flags/per-function-overhead-flags"),
+    "memory-state": (
+        U + "load-and-store-unit/store-to-load-forwarding", S + "vectorization/aliasing-and-restrict",
+        S + "memory-access/store-forwarding-fixes"),
     "jit": (
         U + "front-end/code-footprint", S + "jit-code/inline-caches",
         S + "jit-code/code-installation"),

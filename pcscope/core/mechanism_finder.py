@@ -28,7 +28,17 @@ from functools import cached_property
 
 import numpy as np
 
-from pcscope.core import isa, same_code, shapes
+from pcscope.core import (
+    call_cohorts,
+    isa,
+    memory_state,
+    natural_loops,
+    return_zeroing,
+    same_code,
+    shapes,
+    spill_blocks,
+    table_crc,
+)
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
 from pcscope.core.pattern_table import HELPER, PatternTable
@@ -40,6 +50,7 @@ from pcscope.core.patterns import (
     loop_trips,
 )
 from pcscope.core.profile import Profile
+from pcscope.core.stub_targets import stub_targets
 
 CATEGORY = {
     "dispatch": "indirect-branch", "indirect-call": "indirect-branch", "fp-division": "division",
@@ -47,11 +58,15 @@ CATEGORY = {
     "spin-wait": "spin-wait", "pointer-chase": "dependent-load", "byte-loop": "vectorization",
     "byte-compare": "vectorization",
     "division": "division", "libc-routine": "memcpy", "libc-lock": "atomic-contention",
-    "jit": "other",
+    "jit": "other", "memory-state": "store-forwarding", "per-operation": "call-overhead",
+    "table-crc": "vectorization", "return-zeroing": "other",
+    "spill-block": "store-forwarding",
 }  # fmt: skip
 assert set(CATEGORY.values()) <= set(CATEGORIES)
 KINDS = tuple(CATEGORY)  # every mechanism kind the finder reports
-_STUBS_TO_LIBC = "stubs leading to C-library routines (matched by count): "
+_STUBS_TO_LIBC = ("stubs leading to C-library routines, counted with those routines' "
+                  "mechanisms: ")
+_STUBS_OUT = "stubs leading to functions of other modules (matched by count): "
 STUB_MATCH = 0.001  # a PLT stub's count within 0.1% of a routine's calls leads to it
 JIT_SITE = 64  # hottest instructions of a JIT region that form its site
 CHAIN_STEPS = 4  # unrolled byte-compare steps that make a compare chain
@@ -65,6 +80,7 @@ _LOCKS = re.compile(r"^_*(pthread_(mutex|rwlock|spin|cond)_\w+|lll_lock_wait\w*|
                     r"lll_unlock_wake\w*|futex_\w+)$")
 _JIT = re.compile(r"^(\[jit\]|jit[-_].*|\[anon.*\]|//anon|perf-\d+\.map|.*\.jit)$", re.I)
 _COPIES = frozenset(("memcpy", "memmove", "memset", "wmemset"))
+_HALFWORD_LOADS = frozenset(("ldrh", "ldurh", "ldrsh", "ldursh"))
 _FLAGS = "nzcv"  # the condition flags, as a register a dispatch sequence may depend on
 _FLAG_READERS = frozenset(("csel", "csinc", "csinv", "csneg", "cset", "csetm", "cinc", "cinv",
                            "cneg", "ccmp", "ccmn", "adc", "adcs", "sbc", "sbcs", "fcsel"))
@@ -97,8 +113,12 @@ def find_mechanisms(profile: Profile, patterns: PatternTable, facts: CodeFacts) 
     found = [
         *finder.dispatch(), *finder.indirect_calls(), *finder.plt(), *finder.atomics(),
         *finder.loops(), *finder.divisions(), *finder.libc(), *finder.jit(),
+        *finder.memory_states(), *finder.table_crcs(), *finder.spill_blocks(),
     ]
     found = [m for m in found if m.sites]
+    # spread over many functions, these two count only rows no other mechanism counts
+    found += finder.return_zeroing(finder.claimed(found))
+    found += finder.per_operation(finder.claimed(found))
     return MechanismTable(tuple(sorted(found, key=lambda m: (-m.share, m.id))))
 
 
@@ -265,19 +285,29 @@ class _Finder:
 
     def plt(self) -> list[Mechanism]:
         stubs = self.aux_of("call-overhead")
-        by_module: dict[str, list[tuple[int, int]]] = defaultdict(list)
-        for row, (start, _kind) in stubs.items():
-            by_module[self.module(row)].append((row, start))
         calls = self.facts.call & (self.facts.target >= 0)
         call_rows = np.flatnonzero(calls)
         targets = self.facts.target[call_rows]
+        # a stub belongs to one mechanism: one leading to a C-library routine is counted
+        # with that routine (its idea, fewer calls, removes the stub too)
         to_libc = self._stubs_to_libc()
+        leads = stub_targets(self.p, self.facts, {row: start for row, (start, _k) in
+                                                  stubs.items() if row not in to_libc})
+        by_module: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        for row, (start, _kind) in stubs.items():
+            by_module[self.module(row)].append((row, start))
         out = []
         for _module, items in by_module.items():
             sites, callers = [], defaultdict[str, int](int)
             through = 0
             libc = {to_libc[row]: self.count(row) for row, _start in items if row in to_libc}
+            other: dict[str, int] = defaultdict(int)
+            for row, _start in items:
+                if row in leads:
+                    other[f"{leads[row].function} in {leads[row].module}"] += self.count(row)
             for row, start in items:
+                if row in to_libc:
+                    continue
                 first = self.p.row_of(start)
                 rows = list(range(first, row + 1)) if first is not None else [row]
                 sites.append(self.site(rows, row))
@@ -292,15 +322,18 @@ class _Finder:
                 Metric("calls through stubs", through, "executions", "sum of the stubs' br counts"),
                 Metric("calls per stub", round(through / len(sites), 1), "calls",
                        "calls through stubs / stubs"),
-                Metric("calls to C-library routines", sum(libc.values()), "executions",
-                       "br counts of the stubs whose count matches a C-library string or "
-                       "memory routine's entries"),
+                Metric("calls into other modules", sum(other.values()), "executions",
+                       "br counts of the stubs matched by count to a function of another "
+                       "module (pcscope.core.stub_targets)"),
+                Metric("calls counted with C-library routines", sum(libc.values()), "executions",
+                       "br counts of the stubs leading to a C-library string or memory "
+                       "routine, counted with that routine's mechanism"),
             ], ["adrp x16; ldr x17, [x16, …]; add x16, x16, …; br x17 (or a veneer ending in "
                 "br x16)"] + ([f"direct callers found: {', '.join(n for n, _ in top)}"]
                              if top else [])
-                + ([_STUBS_TO_LIBC + ", ".join(f"{name} ({n:,})" for name, n in
-                                               sorted(libc.items(), key=lambda kv: -kv[1]))]
-                   if libc else []), functions=[n for n, _ in top]))
+                + ([_STUBS_OUT + _listed(other)] if other else [])
+                + ([_STUBS_TO_LIBC + _listed(libc)] if libc else []),
+                functions=[n for n, _ in top]))
         return out
 
     def _stubs_to_libc(self) -> dict[int, str]:
@@ -549,11 +582,15 @@ class _Finder:
             if not first:
                 continue
             depth = sum(self.count(r - 1) for r, _ in steps) / first
+            halves = sum(1 for _r, loads in steps
+                         if self.op(loads[0]).mnemonic in _HALFWORD_LOADS)
             out.append(self.mechanism("byte-compare", [
                 self.site([*loads, r - 1, r], loads[0]) for r, loads in steps], [
                 Metric("compare steps", len(steps), "steps", "byte compares exiting to one label"),
                 Metric("bytes compared per entry", round(depth, 2), "x",
                        "sum of the steps' compare counts / the first step's count"),
+                Metric("halfword steps", halves, "steps",
+                       "steps comparing 16-bit loads (ldrh) among the byte steps"),
             ], [f"{len(steps)} steps, each comparing two narrow loads and branching to one "
                 "exit label (an unrolled byte-by-byte compare)"]))
         return out
@@ -630,6 +667,9 @@ class _Finder:
                     sites.append(caller.site)
                     metrics += caller.metrics
                     checks.append(caller.check)
+                else:
+                    sites.append(self.site(stub, stub[-1]))
+                    checks.append("its PLT stub is counted with it")
         return self.mechanism(kind, sites, metrics, checks,
                               functions=[name for name, _ in callers], category=category)
 
@@ -700,6 +740,69 @@ class _Finder:
                            f"({len(loop)} instructions): the loop and the stub are counted "
                            f"with it")
 
+    def memory_states(self) -> list[Mechanism]:
+        """Loops keeping their state in memory (pcscope.core.memory_state): one mechanism per
+        function, a site per loop, its figures from the heaviest loop."""
+        by_fn: dict[int, list[memory_state.LoopState]] = defaultdict(list)
+        for fn, state in memory_state.find(self.p, self.loop_rows, self.op):
+            by_fn[fn].append(state)
+        out = []
+        for states in by_fn.values():
+            top = max(states, key=lambda s: self.share(s.rows))
+            out.append(self.mechanism("memory-state", [
+                self.site(s.rows, max(s.rows, key=lambda r: (self.count(r), -r)))
+                for s in states], memory_state.metrics(top), memory_state.checks(top)))
+        return out
+
+    @cached_property
+    def loop_rows(self) -> list[list[int]]:
+        """Each warm loop's own rows (pcscope.core.natural_loops)."""
+        return natural_loops.loops(self.p, self.facts)
+
+    def table_crcs(self) -> list[Mechanism]:
+        """CRCs computed with lookup tables (pcscope.core.table_crc), one per function."""
+        return [self.mechanism("table-crc", [self.site(c.rows, max(
+            c.rows, key=lambda r: (self.count(r), -r)))], table_crc.metrics(c),
+            table_crc.checks(c)) for c in table_crc.find(self.p, self.loop_rows, self.op)]
+
+    def spill_blocks(self) -> list[Mechanism]:
+        """Long hot straight-line blocks that spill and reload (pcscope.core.spill_blocks)."""
+        return [self.mechanism("spill-block", [self.site(b.spills, b.spills[0])],
+                               spill_blocks.metrics(b, self.p.total), spill_blocks.checks(b))
+                for b in spill_blocks.find(self.p, self.op)]
+
+    def claimed(self, found: list[Mechanism]) -> np.ndarray:
+        """Per row: whether a mechanism of ``found`` counts it."""
+        out = np.zeros(len(self.p), dtype=bool)
+        pcs = np.fromiter((pc for m in found for site in m.sites for pc in site.pcs),
+                          dtype=np.uint64)
+        out[np.searchsorted(self.p.pc, pcs)] = True
+        return out
+
+    def return_zeroing(self, claimed: np.ndarray) -> list[Mechanism]:
+        """Registers cleared before returns in many functions (pcscope.core.return_zeroing):
+        one mechanism, a site per function."""
+        z = return_zeroing.find(self.p, self.facts, self.op, claimed)
+        if z is None:
+            return []
+        return [self.mechanism("return-zeroing", [self.site(rows, rows[-1]) for rows in
+                                                  z.runs.values()],
+                               return_zeroing.metrics(z), return_zeroing.checks(z))]
+
+    def per_operation(self, claimed: np.ndarray) -> list[Mechanism]:
+        """Per-operation call trees (pcscope.core.call_cohorts): the plumbing every operation
+        runs, less the ``claimed`` rows (a row is counted once)."""
+        return [self.mechanism("per-operation", [
+            self.site(m.rows, self._return_of(m.rows)) for m in cohort.members],
+            call_cohorts.metrics(cohort),
+            call_cohorts.checks(cohort, lambda code: self.p.function_names[code]))
+            for cohort in call_cohorts.find(self.p, claimed)]
+
+    def _return_of(self, rows: tuple[int, ...]) -> int:
+        """A function's ``ret`` (what a call costs ends there), else its hottest row."""
+        return next((r for r in rows if isa.is_return(self.op(r).mnemonic)),
+                    max(rows, key=lambda r: (self.count(r), -r)))
+
     def jit(self) -> list[Mechanism]:
         out = []
         for code, name in enumerate(self.p.modules):
@@ -716,6 +819,10 @@ class _Finder:
                        "the whole region's share of the total"),
             ], ["code in a JIT region (module name)"]))
         return out
+
+
+def _listed(counts: dict[str, int]) -> str:
+    return ", ".join(f"{name} ({n:,})" for name, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def _tests_zero(op: shapes.Op, reg: str) -> bool:

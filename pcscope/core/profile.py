@@ -250,6 +250,7 @@ class HotSelection:
     coverage: float
     top: int | None = None
     target: float = 0.90
+    by_weight: bool = False  # the heaviest windows up to a target (not an engineer's pick)
 
     def pcs(self, profile: Profile) -> np.ndarray:
         if not self.windows:
@@ -337,4 +338,4 @@ class Profile:
             count = min(count, top)
         chosen = [int(w) for w in order[:count]]
         covered = float(cumulative[count - 1]) if count else 0.0
-        return HotSelection(chosen, covered, top, coverage)
+        return HotSelection(chosen, covered, top, coverage, by_weight=True)

@@ -44,8 +44,10 @@ from pcscope.index.parts import load_parts, save_parts
 # loop, dispatch sequences and a C-library routine with its caller's loop are one
 # mechanism each; 6: PLT mechanisms count the calls through stubs to C-library routines;
 # 7: which mechanisms hold each PC is stored beside them (mechanisms.{pc,position,ids}.npy),
-# and the windows' order by weight (profile/windows.by_weight.npy)
-FORMAT_VERSION = 7
+# and the windows' order by weight (profile/windows.by_weight.npy); 8: loops keeping state
+# in memory (memory-state mechanisms), a PLT stub leading to a C-library routine belongs to
+# the routine's mechanism only, stubs matched to other modules
+FORMAT_VERSION = 8
 Progress = Callable[[str], None]
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pcscope.core.call_cohorts import PLUMBING
 from pcscope.core.mechanism_finder import is_jit_module
 from pcscope.core.mechanisms import number
 
@@ -42,8 +43,15 @@ RISK = {
     "fp-division": 0.4,
     "indirect-call": 0.45,  # targets per site are unknown without a branch profile
     "jit": 0.3,
+    "spill-block": 0.25,  # spills are certain; whether fewer registers are needed is not
+    "return-zeroing": 0.15,  # the runs are certain; whether the flag may go is policy
+    "table-crc": 0.2,  # the CRC step is unambiguous; the polynomial is not read (data)
+    "per-operation": 0.3,  # the call tree is exact; how much of it can be set up once is not
+    "memory-state": 0.3,  # the loads and stores are certain; that they can stay in registers
+    #   is the compiler's call (a field a callee or another thread reads must stay in memory)
 }
-EXPECTED_CHECKS = {"pointer-chase": 3, "byte-loop": 4, "spin-wait": 3, "dispatch": 2}
+EXPECTED_CHECKS = {"pointer-chase": 3, "byte-loop": 4, "spin-wait": 3, "dispatch": 2,
+                   "memory-state": 3, "table-crc": 3}
 # The catalog rule whose guides and confirming measurement each kind shares.
 RULE = {
     "dispatch": "indirect-mispredict", "indirect-call": "indirect-mispredict",
@@ -52,7 +60,9 @@ RULE = {
     "spin-wait": "spin-poll", "llsc": "llsc-retry", "outline-atomic": "atomic-contention",
     "libc-lock": "atomic-contention", "division": "slow-divide", "fp-division": "slow-fp-divide",
     "libc-routine": "libc-routine",
-    "jit": "jit-code",
+    "jit": "jit-code", "memory-state": "memory-state", "per-operation": "per-operation",
+    "table-crc": "table-crc", "return-zeroing": "return-zeroing",
+    "spill-block": "spill-block",
 }  # fmt: skip
 NOUN = {"executions": "executions", "samples": "samples", "cycles": "cycles"}
 
@@ -173,26 +183,36 @@ def _indirect_call(m: dict, noun: str) -> tuple[str, str, str]:
 def _plt(m: dict, noun: str) -> tuple[str, str, str]:
     stubs = int(metric(m, "stubs") or 0)
     calls = metric(m, "calls through stubs") or 0
-    to_libc = metric(m, "calls to C-library routines") or 0
+    out = metric(m, "calls into other modules") or 0
     callers = [f for f in m["functions"] if not f.startswith("<unknown")][:4]
     who = f" (direct callers include {', '.join(f'`{c}`' for c in callers)})" if callers else ""
     claim = (f"Calls went through {stubs} PLT stub(s) of one module {count(calls, noun)}{who}: each "
              f"adds `adrp`, a GOT load and an indirect `br` to the call.")
-    routines = next((c.split(": ", 1)[1] for c in m["checks"]
-                     if c.startswith("stubs leading to C-library routines")), None)
-    if to_libc and routines:
-        claim += (f" {number(to_libc)} of the calls ({to_libc / calls:.0%}) go to C-library "
-                  f"routines ({routines}); those stubs are also counted by the routines' own "
-                  f"ideas, so the shares overlap.")
+    into = _check_list(m, "stubs leading to functions of other modules")
+    if out and into:
+        claim += (f" {number(out)} of the calls ({out / calls:.0%}) go into other modules "
+                  f"({into}); the rest are not matched by count to another module's function "
+                  f"(the module's own exported functions are among them).")
+    routines = _check_list(m, "stubs leading to C-library routines")
+    if routines:
+        claim += (f" The stubs to C-library string and memory routines ({routines}) are "
+                  f"counted with those routines' ideas, not here.")
     rec = ("Which fix applies depends on the callee. Calls to the library's own exported "
            "functions become direct `bl` with `-Wl,-Bsymbolic-functions`, or "
            "`-fvisibility=hidden` (export only the API) plus `-fno-semantic-interposition`; "
-           "these do nothing for calls into other libraries, such as the C library's "
-           "`strcmp`, `malloc`, `free` or `memcpy`: for those `-fno-plt` loads the GOT entry "
-           "at the call site (the call stays indirect, only the stub's `adrp`/`add` go), so "
-           "the larger saving is making fewer such calls. Check the stub count per call "
-           "site with `perf annotate` on the `.plt` section afterwards.")
+           "these do nothing for calls into other libraries"
+           + (f" ({number(out)} of these calls, {out / calls:.0%})" if out and into else
+              ", such as the C library's `malloc`, `free` or `memcpy`")
+           + ": for those `-fno-plt` loads the GOT entry at the call site (the call stays "
+           "indirect, only the stub's `adrp`/`add` go), so the larger saving is making fewer "
+           "such calls (allocate or look up once per context, not once per operation). Check "
+           "the stub count per call site with `perf annotate` on the `.plt` section afterwards.")
     return f"Calls through {stubs} PLT stubs ({number(calls)} calls)", claim, rec
+
+
+def _check_list(m: dict, prefix: str) -> str | None:
+    """The list after the colon of the check starting with ``prefix``."""
+    return next((c.rsplit(": ", 1)[1] for c in m["checks"] if c.startswith(prefix)), None)
 
 
 def _chase(m: dict, noun: str) -> tuple[str, str, str]:
@@ -304,6 +324,12 @@ def _compare_chain(m: dict, noun: str) -> tuple[str, str, str]:
         rec = (f"Calls compare {number(depth)} bytes on average, about "
                f"{number(-(-depth // 8))} 8-byte steps instead of {number(round(depth))} "
                f"byte steps. {rec}")
+    halves = int(metric(m, "halfword steps") or 0)
+    if halves:
+        rec += (f" {halves} of the {steps} steps compare 16-bit values (`ldrh`) between the "
+                f"byte steps, so the wide version must compare both streams: 8 bytes with "
+                f"`ldr x` and the matching 8 halfwords with `ldr q` per step, and take the "
+                f"first difference in the original order (byte i before halfword i).")
     return f"Unrolled byte-by-byte compare in {fn} ({steps} steps)", claim, rec
 
 
@@ -434,11 +460,144 @@ def _jit_code(m: dict, noun: str) -> tuple[str, str, str]:
     return "Hot JIT-generated code", claim, _JIT_ADVICE
 
 
+def _memory_state(m: dict, noun: str) -> tuple[str, str, str]:
+    per = metric(m, "field accesses per iteration") or 0
+    runs = metric(m, "iterations") or 0
+    part = metric(m, "field access share of the loop") or 0
+    back = next((c.split(": ", 1)[1] for c in m["checks"]
+                 if c.startswith("fields loaded and stored back")), "")
+    recur = next((c.split(": ", 1)[1] for c in m["checks"]
+                  if c.startswith("stored value computed")), "")
+    aliased = any("byte/halfword store" in c for c in m["checks"])
+    reloaded = metric(m, "fields only reloaded") or 0
+    fn = m["functions"][0]
+    claim = (f"A loop in `{fn}` keeps its state in memory: {number(per)} loads and stores "
+             f"per iteration ({number(part)}% of the loop's instructions; "
+             + (f"{number(runs)} iterations" if noun == "executions" else
+                f"the loop head {count(runs, noun)}") + ") go to fields of structures whose address the "
+             f"loop does not change: {number(reloaded)} read-only field(s) reloaded every "
+             f"iteration, and {back} loaded and stored back every iteration"
+             + (f"; {recur} {'is' if recur.count('[') == 1 else 'are'} computed from its own load, "
+                f"so each iteration waits for its previous store to forward (a recurrence "
+                f"through memory)" if recur else "")
+             + "." + (" The loop also stores bytes or halfwords through other pointers: a "
+                      "`char` store may alias any field, which is why the compiler reloads "
+                      "them." if aliased else ""))
+    rec = (f"Copy the fields the loop uses ({back}, and the ones it only reads) into local "
+           f"variables before the loop and write the updated ones back after it (or before "
+           f"any call that reads them), so they stay in registers: that removes about "
+           f"{number(per)} loads and stores per iteration")
+    rec += (" and the store-to-load round trip (about 4-5 cycles of forwarding on Neoverse "
+            "cores) from every iteration's critical path." if recur else ".")
+    rec += (" `restrict` on the pointer parameters does the same where the function receives "
+            "them; a field another thread or a callback reads during the loop must stay in "
+            "memory. Count the loop's instructions per iteration before and after.")
+    return f"Loop state kept in memory in {fn} ({number(per)} field accesses per iteration)", \
+        claim, rec
+
+
+def _spill_block(m: dict, noun: str) -> tuple[str, str, str]:
+    size = metric(m, "block instructions") or 0
+    runs = metric(m, "block runs") or 0
+    spills = metric(m, "spills and reloads") or 0
+    part = metric(m, "spill share of the block") or 0
+    block = metric(m, "block share") or 0
+    fn = m["functions"][0]
+    claim = (f"A straight-line block of {number(size)} instructions in `{fn}` ran "
+             f"{count(runs, noun)} ({number(block)}% of the total), and {number(spills)} of "
+             f"its instructions ({number(part)}%) store values to stack slots and load them "
+             f"back within the block: more live values than registers, as in a fully "
+             f"unrolled loop. The own share counts those spills and reloads.")
+    rec = ("Give the block fewer live values: unroll the source loop less (`#pragma GCC "
+           "unroll N`, `#pragma clang loop unroll_count(N)`, or no `-funroll-all-loops`), "
+           "keep the accumulation in vector registers (several sums per `add v.8h`/`v.4s`, "
+           "loads with `ldr q`) or split the loop so each part needs fewer registers. "
+           "Clang's `-Rpass-missed=regalloc` remarks show where it spills; count the block's "
+           "instructions afterwards.")
+    return (f"Register spills in a {number(size)}-instruction block in {fn} "
+            f"({number(part)}% spills)", claim, rec)
+
+
+def _return_zeroing(m: dict, noun: str) -> tuple[str, str, str]:
+    functions = int(metric(m, "functions") or 0)
+    returns = metric(m, "returns") or 0
+    cleared = metric(m, "registers cleared per return") or 0
+    hot = ", ".join(f"`{f}`" for f in m["functions"][:5])
+    claim = (f"{functions} functions clear registers just before returning: "
+             f"{number(cleared)} `mov`/`movz #0` per return on average; those returns ran "
+             f"{count(returns, noun)} (hottest: {hot}). Nothing in the program "
+             f"reads those registers afterwards; this is the code a hardening flag such as "
+             f"`-fzero-call-used-regs=used-gpr` adds. The cost is issue and rename slots, "
+             f"not latency: the moves are cheap, but there are many.")
+    rec = ("Keep the flag where the threat model needs it, and exempt the hot small functions "
+           "(`__attribute__((zero_call_used_regs(\"skip\")))`, or a narrower mode such as "
+           "`used-gpr-arg`) or inline them with LTO so fewer returns run. Compare instructions "
+           "per operation with and without the exemption.")
+    return f"Registers cleared on every return in {functions} functions", claim, rec
+
+
+def _table_crc(m: dict, noun: str) -> tuple[str, str, str]:
+    lookups = metric(m, "table lookups") or 0
+    fn = m["functions"][0]
+    reflected = any("reflected (low byte" in c for c in m["checks"])
+    claim = (f"`{fn}` computes a CRC with lookup tables: byte-indexed 32-bit table loads ran "
+             f"{count(lookups, noun)}, each xored into the CRC (about one per input byte), and "
+             f"the function has no `crc32*` instruction. The CRC is "
+             + ("reflected (the low byte indexes the table and the CRC shifts right), the "
+                "form the `crc32*` instructions compute." if reflected else
+                "MSB-first (the top byte indexes the table and the CRC shifts left), while "
+                "`crc32*` computes the reflected form."))
+    polynomial = ("Check the polynomial in the table's source: 0x04C11DB7 (CRC-32: zlib, gzip, "
+                  "PNG, bzip2) is `crc32b/h/w/x`, 0x1EDC6F41 (CRC-32C: iSCSI, ext4) is "
+                  "`crc32cb/h/w/x`; any other needs PMULL folding.")
+    if reflected:
+        rec = ("Use the CRC32 instructions: `crc32x` folds 8 bytes per instruction "
+               "(`__crc32d` from `<arm_acle.h>`, built with `-march=armv8-a+crc` or the "
+               "`-mcpu` of any Armv8.1+ core: every Neoverse core has them); for long "
+               "buffers run three independent streams and combine them, or fold with "
+               "`pmull`/`pmull2` (as zlib-ng and ISA-L do). That is several times fewer "
+               "instructions per byte than the tables. " + polynomial)
+    else:
+        rec = ("For an MSB-first CRC use the CRC32 instructions on bit-reversed data: "
+               "`rbit` each input word and the CRC around `crc32x` (8 bytes per "
+               "instruction; `__crc32d` from `<arm_acle.h>`, `-march=armv8-a+crc`), or fold "
+               "with `pmull`/`pmull2`; either replaces one table lookup per byte. "
+               + polynomial)
+    return f"Table-driven CRC in {fn} ({number(lookups)} table lookups)", claim, rec
+
+
+def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
+    ops = metric(m, "operations") or 0
+    functions = int(metric(m, "functions per operation") or 0)
+    calls = metric(m, "calls per operation") or 0
+    per_op = metric(m, "instructions per operation") or 0
+    per_call = metric(m, "instructions per call") or 0
+    heaviest = _check_list(m, "heaviest") or ""
+    claim = (f"Every operation runs the same call tree: {functions} functions are entered once "
+             f"or a whole number of times per operation ({number(ops)} operations by their "
+             f"exact entry counts), {number(calls)} calls and {number(per_op)} instructions "
+             f"per operation, {number(per_call)} instructions per call — set-up, teardown, "
+             f"wrappers and lookups around the work (functions over "
+             f"{number(PLUMBING)} instructions per call, the work itself, are not counted). "
+             f"Heaviest: {heaviest}.")
+    rec = (f"Make the per-operation part smaller than the work: reuse the context or object "
+           f"across operations instead of creating, initialising and freeing it on every "
+           f"call (the functions entered once per operation above show which), pass more "
+           f"data per call so the {number(per_op)} instructions are paid less often, cache "
+           f"lookups made on every operation, and let LTO inline the small wrappers "
+           f"({number(per_call)} instructions per call on average). Measure instructions per "
+           f"operation at two payload sizes: the part that does not grow is this overhead.")
+    return (f"Per-operation overhead ({number(ops)} operations): {number(per_op)} instructions "
+            f"in {number(calls)} calls each", claim, rec)
+
+
 _WRITERS = {
     "dispatch": _dispatch, "indirect-call": _indirect_call, "plt": _plt,
     "pointer-chase": _chase, "byte-loop": _byte_loop, "byte-compare": _compare_chain,
     "spin-wait": _spin, "llsc": _llsc,
     "outline-atomic": _outline, "libc-lock": _locks, "division": _division,
     "fp-division": _division,
-    "libc-routine": _libc, "jit": _jit_code,
+    "libc-routine": _libc, "jit": _jit_code, "memory-state": _memory_state,
+    "per-operation": _per_operation, "table-crc": _table_crc,
+    "return-zeroing": _return_zeroing, "spill-block": _spill_block,
 }  # fmt: skip

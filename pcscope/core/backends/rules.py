@@ -245,6 +245,65 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         confirm="the routine's callers (perf record -g) and bytes per call",
     ),
     Rule(
+        "spill-block", "store-forwarding", "compiler",
+        "Register spills in a hot block at {asm} in {fn}",
+        "Register spills in a hot block at {asm} in {fn}",
+        "Give the block fewer live values: unroll less, keep accumulations in vector "
+        "registers, or split the loop.",
+        sections_for("store-forwarding", "spill-block"),
+        "register pressure spills unrolling",
+        confirm="the block's instructions and cycles per run after unrolling less "
+        "(`perf stat`), and Clang's `-Rpass-missed=regalloc` remarks",
+    ),
+    Rule(
+        "return-zeroing", "other", "compiler",
+        "Registers cleared on return at {asm} in {fn}",
+        "Registers cleared on return at {asm} in {fn}",
+        "If the threat model allows, exempt the hot small functions "
+        "(`__attribute__((zero_call_used_regs(\"skip\")))`) or use a narrower mode; inline "
+        "them (LTO) so fewer returns run.",
+        sections_for("other", "return-zeroing"),
+        "zero call used registers hardening flag return",
+        confirm="the build flags (`-fzero-call-used-regs`), and instructions per operation "
+        "with the hot functions exempted",
+    ),
+    Rule(
+        "table-crc", "vectorization", "software",
+        "Table-driven CRC at {asm} in {fn}",
+        "Table-driven CRC at {asm} in {fn}",
+        "Compute the CRC with the CRC32 instructions (`crc32x`/`crc32cx`, 8 bytes each; "
+        "`__crc32d` from `<arm_acle.h>` with `-march=armv8-a+crc`) or PMULL folding.",
+        sections_for("vectorization", "table-crc"),
+        "crc32 instructions table lookup checksum",
+        confirm="cycles per byte of the CRC loop before and after (`perf stat` on a large "
+        "buffer)",
+    ),
+    Rule(
+        "per-operation", "call-overhead", "software",
+        "Per-operation call overhead at {asm} in {fn}",
+        "Per-operation call overhead at {asm} in {fn}",
+        "Set up once and reuse: keep the context or object across operations instead of "
+        "creating, initialising and freeing it per call; pass more data per call; cache "
+        "lookups; inline the small wrappers (LTO).",
+        sections_for("call-overhead", "per-operation"),
+        "call overhead inlining wrappers per call",
+        confirm="instructions per operation at two payload sizes (`perf stat -e instructions` "
+        "per operation): a constant part that does not grow with the payload is the overhead",
+    ),
+    Rule(
+        "memory-state", "store-forwarding", "software",
+        "Loop state kept in memory at {asm} in {fn}",
+        "Loop state kept in memory at {asm} in {fn}",
+        "Copy the fields the loop reads and updates into local variables before the loop and "
+        "write them back after it, so the compiler can keep them in registers; `restrict` on "
+        "pointer parameters where the function receives them.",
+        sections_for("store-forwarding", "memory-state"),
+        "aliasing restrict invariant fields reload store forwarding",
+        confirm="the loop's instructions per iteration before and after (`perf stat -e "
+        "instructions`), and the reloads' latency (SPE or ALP: a reload that waits for the "
+        "store before it takes the forwarding latency)",
+    ),
+    Rule(
         "jit-code", "other", "software",
         "Hot JIT-generated code at {asm} in {fn}",
         "Hot JIT-generated code at {asm} in {fn}",

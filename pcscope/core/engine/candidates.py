@@ -38,6 +38,7 @@ from pcscope.core.workload import Workload
 
 MECHANISMS_PER_CALL = 3
 LEFT_OUT_LISTED = 20  # left-out candidates named in the report (all are counted)
+OUTSIDE_SHARE = 0.01  # own share that makes a mechanism outside the selection a candidate
 
 
 @dataclass(frozen=True)
@@ -104,13 +105,16 @@ def first_wave_calls(settings: Settings, reviewed: bool) -> int | None:
 
 
 def candidates(workload: Workload, selection: HotSelection) -> list[Candidate]:
-    """Every mechanism with a site in the selection, and every selected window holding
+    """Every mechanism with a site in the selection or, when the selection is the heaviest
+    windows up to a target, an own share of at least OUTSIDE_SHARE (such a selection can stop
+    just short of it; an engineer's pick scopes the run), and every selected window holding
     none, best score first."""
     profile = workload.profile
     selected = set(selection.windows)
     shown = measured(workload, selection.windows)
     out = [c for c in (_mechanism(profile, m, shown) for m in workload.mechanisms)
-           if selected.intersection(c.windows)]
+           if selected.intersection(c.windows) or
+           (selection.by_weight and c.share >= OUTSIDE_SHARE)]
     claimed = {w for c in out for w in c.windows}
     free = [w for w in selection.windows if w not in claimed]
     found = _window_categories(workload, free)

@@ -1,0 +1,86 @@
+"""The loops of a profile as an engineer reads them: each back edge's natural loop (the rows
+that reach it without passing the head, blocks placed after the back edge included), two heads
+of one cycle as one loop, a ``continue`` into the middle of a loop as part of it, and a loop
+nested in another taken out of the outer one's rows. Only warm loops are read."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from pcscope.core import isa
+from pcscope.core.patterns import CodeFacts, backward_branches
+from pcscope.core.profile import Profile
+
+LOOP_MIN_SHARE = 0.001  # a loop below this share of the total is not read
+LOOP_MAX_ROWS = 512  # a longer range is a function's outer loop, not one loop
+NESTED = 2.0  # head runs per outer head run from which an inner loop is a loop of its own
+
+
+def loops(profile: Profile, facts: CodeFacts) -> list[list[int]]:
+    """Each warm loop's own rows: the natural loop of every back edge to one head (the rows
+    that reach a back edge without passing the head), less the rows of loops nested in it.
+    A loop inside another whose head runs less than NESTED times as often is not nested but
+    a jump back into the middle of the same loop (a ``continue``): its rows stay the outer
+    loop's."""
+    win = profile.window.astype(np.int64)
+    branches, heads = backward_branches(profile, facts, win)
+    prefix = np.concatenate(([0.0], np.cumsum(profile.value, dtype=np.float64)))
+    floor = LOOP_MIN_SHARE * profile.total
+    keep = (branches - heads < LOOP_MAX_ROWS) & (prefix[branches + 1] - prefix[heads] >= floor)
+    by_head: dict[int, list[int]] = defaultdict(list)
+    for b, h in zip(branches[keep].tolist(), heads[keep].tolist(), strict=True):
+        by_head[h].append(b)
+    bodies: dict[int, set[int]] = {}
+    seen: set[frozenset[int]] = set()
+    for h in sorted(by_head):
+        ends = by_head[h]
+        if prefix[max(ends) + 1] - prefix[h] < floor:
+            continue
+        body = _natural_loop(profile, facts, win, h, ends)
+        if frozenset(body) not in seen:  # two heads of one cycle: one loop
+            seen.add(frozenset(body))
+            bodies[h] = body
+    counts = profile.samples
+    kept = {h: body for h, body in bodies.items()  # a subset entered as often: a re-entry
+            if not any(body < other and counts[h] < NESTED * counts[g]
+                       for g, other in bodies.items() if g != h)}
+    out = []
+    for h, body in kept.items():
+        inner = set().union(*(other for g, other in kept.items() if g != h and other < body))
+        rows = sorted((body - inner) | {h})
+        if float(profile.value[rows].sum()) >= floor:
+            out.append(rows)
+    return out
+
+
+def _natural_loop(profile: Profile, facts: CodeFacts, win: np.ndarray, head: int,
+                  ends: list[int]) -> set[int]:
+    """The head and every row of its window (up to LOOP_MAX_ROWS on) that reaches a back
+    edge without passing the head, following fall-through and direct jumps: blocks placed
+    after the back edge that jump back in are part of the loop."""
+    hi = min(head + LOOP_MAX_ROWS, len(profile) - 1)
+    while win[hi] != win[head]:
+        hi -= 1
+    pcs = profile.pc[head:hi + 1].astype(np.int64)
+    targets = facts.target[head:hi + 1]
+    to = head + np.searchsorted(pcs, targets)
+    preds: dict[int, list[int]] = defaultdict(list)
+    for k, r in enumerate(range(head, hi + 1)):
+        m = facts.names[facts.canon[r]]
+        t = int(to[k])
+        if targets[k] >= 0 and not facts.call[r] and t <= hi and pcs[t - head] == targets[k]:
+            preds[t].append(r)
+        ends_block = m == "b" or isa.is_return(m) or m in ("br", "braa", "brab")
+        if not ends_block and r < hi and pcs[k + 1] == pcs[k] + 4:
+            preds[r + 1].append(r)
+    body = {head}
+    stack = [e for e in ends if e != head]
+    while stack:
+        r = stack.pop()
+        if r in body:
+            continue
+        body.add(r)
+        stack.extend(p for p in preds[r] if p not in body)
+    return body

@@ -1,0 +1,51 @@
+"""Per-operation call trees (pcscope.core.call_cohorts): many small functions entered
+exactly as often as each other (or a whole number of times as often) are one mechanism;
+the function doing the work, functions whose counts only look alike, and too few
+functions stay out."""
+
+from __future__ import annotations
+
+import pytest
+
+from pcscope.core.backends.advice import advise
+from pcscope.core.engine.tools import _mechanism_data
+from tests.test_mechanism_rules import mechanisms_of
+
+
+def small(n: int) -> list[str]:
+    return [f"add x{i % 8}, x{i % 8}, #1" for i in range(n - 1)] + ["ret"]
+
+
+def tree(counts: list[int], size: int = 10) -> list:
+    blocks = [(f"f{i}", 0x10000 * (i + 1), c, small(size)) for i, c in enumerate(counts)]
+    work = ("kernel", 0x900000, counts[0], small(300))  # the operation's work: 300 per call
+    return [*blocks, work, ("main", 0x800000, 1, small(4))]
+
+
+def operations(tmp_path, blocks):
+    profile, table = mechanisms_of(tmp_path, blocks)
+    return profile, [m for m in table if m.kind == "per-operation"]
+
+
+def test_small_functions_entered_once_per_operation_are_one_tree(tmp_path):
+    counts = [2000] * 8 + [4000, 2001]  # one called twice per operation; one from start-up too
+    profile, (m,) = operations(tmp_path, tree(counts))
+    figures = {x.name: x.value for x in m.metrics}
+    assert figures["operations"] == 2000 and figures["functions per operation"] == 10
+    assert figures["calls per operation"] == 11
+    assert "kernel" not in m.functions  # over 256 instructions per call: the work
+    assert m.share == pytest.approx(10 * sum(counts) / profile.total)
+    assert m.sites[0].pc == 0x10000 * 9 + 4 * 9  # keyed on the function's ret
+    advice = advise(_mechanism_data(m), "executions", None)
+    assert advice is not None and advice.rule == "per-operation"
+    assert "reuse the context" in advice.recommendation
+
+
+def test_counts_that_only_look_alike_are_no_tree(tmp_path):
+    _profile, found = operations(tmp_path, tree([2000 + 37 * i for i in range(10)]))
+    assert found == []
+
+
+def test_too_few_functions_are_no_tree(tmp_path):
+    _profile, found = operations(tmp_path, tree([2000] * 7))
+    assert found == []

@@ -1,0 +1,90 @@
+"""Loop state kept in memory (pcscope.core.memory_state): a loop that reloads and stores back
+fields of a structure every iteration is one mechanism, sized by those loads and stores;
+look-alikes that walk or advance their base, spill to the stack, or call out on every
+iteration stay quiet."""
+
+from __future__ import annotations
+
+import pytest
+
+from pcscope.core.backends.advice import advise
+from pcscope.core.engine.tools import _mechanism_data
+from tests.test_mechanism_rules import mechanisms_of
+
+AT = 0x1000
+
+
+def stream_loop(base_step: str = "nop", extra: str = "nop") -> list[str]:
+    """Per byte: reload the stream and its pointer/count fields, copy one byte, store the
+    fields back; the CRC-like state at [x19, #0x288] is read, updated and stored back."""
+    return [
+        "ldr x0, [x19]",  # s->strm (a pointer kept in the state, not stored in the loop)
+        "ldr w1, [x0, #8]",  # strm->avail_in
+        f"cbz w1, {hex(AT + 0x80)}",
+        "ldr x2, [x0]",  # strm->next_in (advanced and stored back: data, not a structure)
+        "ldrb w9, [x2]",
+        "ldr w3, [x19, #0x288]",
+        "eor w3, w3, w9",
+        "lsl w3, w3, #1",
+        "str w3, [x19, #0x288]",  # the state, computed from its own load
+        "ldr x4, [x19, #0x40]",
+        "strb w9, [x4, x5]",  # a byte store through another pointer
+        "add x2, x2, #1",
+        "sub w1, w1, #1",
+        "str x2, [x0]",
+        "str w1, [x0, #8]",
+        base_step,
+        extra,
+        f"b {hex(AT)}",
+    ]
+
+
+def memory_states(tmp_path, lines, count=1000):
+    profile, table = mechanisms_of(tmp_path, [("copy", AT, count, lines)])
+    return profile, [m for m in table if m.kind == "memory-state"]
+
+
+def test_fields_reloaded_and_stored_back_are_one_mechanism(tmp_path):
+    profile, (m,) = memory_states(tmp_path, stream_loop())
+    figures = {x.name: x.value for x in m.metrics}
+    # loads [x19], [x0,#8], [x0], [x19,#0x288], [x19,#0x40]; stores [x19,#0x288], [x0], [x0,#8]
+    assert figures["field accesses per iteration"] == 8
+    assert figures["fields stored back"] == 3
+    assert m.share == pytest.approx(8 * 1000 / profile.total)
+    checks = " ".join(m.checks)
+    assert "[x19, #0x288]" in checks and "recurrence through memory" in checks
+    assert "byte/halfword store" in checks
+    # the byte read through the advanced pointer is the loop's work, not a field
+    assert profile.row_of(AT + 4 * 4) not in {profile.row_of(pc) for pc in m.pcs}
+    advice = advise(_mechanism_data(m), "executions", None)
+    assert advice is not None and advice.rule == "memory-state"
+    assert "local variables" in advice.recommendation and "forwarding" in advice.recommendation
+
+
+def test_advancing_base_is_an_array_walk_not_state(tmp_path):
+    """The same loop over an array of structures (its base steps by the structure size
+    every iteration) updates a different element each time: quiet."""
+    lines = [line.replace("x19", "x21") for line in stream_loop("add x21, x21, #0x300")]
+    _profile, found = memory_states(tmp_path, lines)
+    assert found == []
+
+
+def test_list_walk_updating_nodes_is_quiet(tmp_path):
+    """node->count++ on each node of a list: the base is loaded from itself."""
+    lines = ["ldr w1, [x0, #8]", "add w1, w1, #1", "str w1, [x0, #8]",
+             "ldr w2, [x0, #12]", "add w2, w2, w1", "str w2, [x0, #12]",
+             "ldr x0, [x0]", f"cbnz x0, {hex(AT)}"]
+    _profile, found = memory_states(tmp_path, lines)
+    assert found == []
+
+
+def test_call_on_every_iteration_forces_the_reloads(tmp_path):
+    _profile, found = memory_states(tmp_path, stream_loop(extra="bl 0x9000"))
+    assert found == []
+
+
+def test_stack_spills_are_not_fields(tmp_path):
+    lines = [line.replace("x19", "sp") for line in stream_loop()]
+    lines = [line.replace("[x0", "[sp") for line in lines]
+    _profile, found = memory_states(tmp_path, lines)
+    assert found == []
