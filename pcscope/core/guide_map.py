@@ -110,6 +110,8 @@ MECHANISM_SECTIONS: dict[str, tuple[str, ...]] = {
     "jit": (
         U + "front-end/code-footprint", S + "jit-code/inline-caches",
         S + "jit-code/code-installation"),
+    "byte-swap-store": (S + "vectorization/neon-and-sve", S + "memory-access/alignment"),
+    "store-loop": (S + "copying-and-zeroing/memset-choices", U + "memory-copy-and-set/memset"),
 }
 
 

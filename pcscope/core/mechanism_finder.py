@@ -28,8 +28,9 @@ from functools import cached_property
 
 import numpy as np
 
-from pcscope.core import isa, same_code, shapes
+from pcscope.core import byte_swap, isa, same_code, shapes, store_loops
 from pcscope.core.contract.categories import CATEGORIES
+from pcscope.core.dispatch_merge import merged_into_index
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
 from pcscope.core.patterns import (
     HELPER,
@@ -48,7 +49,7 @@ CATEGORY = {
     "spin-wait": "spin-wait", "pointer-chase": "dependent-load", "byte-loop": "vectorization",
     "byte-compare": "vectorization",
     "division": "division", "libc-routine": "memcpy", "libc-lock": "atomic-contention",
-    "jit": "other",
+    "jit": "other", "byte-swap-store": "other", "store-loop": "memcpy",
 }  # fmt: skip
 assert set(CATEGORY.values()) <= set(CATEGORIES)
 KINDS = tuple(CATEGORY)  # every mechanism kind the finder reports
@@ -98,6 +99,7 @@ def find_mechanisms(profile: Profile, patterns: PatternTable, facts: CodeFacts) 
     found = [
         *finder.dispatch(), *finder.indirect_calls(), *finder.plt(), *finder.atomics(),
         *finder.loops(), *finder.divisions(), *finder.libc(), *finder.jit(),
+        *byte_swap.find(finder), *store_loops.find(finder),
     ]
     found = [m for m in found if m.sites]
     return MechanismTable(tuple(sorted(found, key=lambda m: (-m.share, m.id))))
@@ -197,6 +199,11 @@ class _Finder:
                 Metric("stack reloads in the sequence",
                        per_dispatch(lambda op: op.load and op.addr[:1] in (("sp",), ("x29",))),
                        "loads", "loads off sp/x29 among them (spilled state), per dispatch"),
+                Metric("merged into the opcode", round(sum(
+                    self.count(q[0]) * merged_into_index([self.op(r) for r in q], _reads, _writes)
+                    for q in sequences) / dispatches, 1), "instructions",
+                       "instructions of the sequence that only merge other state (flags) into "
+                       "the opcode, per dispatch"),
             ], [
                 "target loaded from a table indexed by a register (ldr xT, [table, idx, lsl #3]) "
                 "then br",
@@ -226,8 +233,7 @@ class _Finder:
             written = need.intersection(_writes(op))
             if written:
                 out.append(row)
-                need = (need - written) | set(op.src) | \
-                    ({_FLAGS} if op.mnemonic in _FLAG_READERS else set())
+                need = (need - written) | _reads(op)
         return out
 
     @cached_property
@@ -726,6 +732,11 @@ def _tests_zero(op: shapes.Op, reg: str) -> bool:
         return False
     return op.mnemonic in ("cbz", "cbnz") or \
         (op.mnemonic == "cmp" and op.operands[1:] in (["#0"], ["#0x0"], ("#0",), ("#0x0",)))
+
+
+def _reads(op: shapes.Op) -> set[str]:
+    """The registers ``op`` reads, the condition flags (``_FLAGS``) included."""
+    return set(op.src) | ({_FLAGS} if op.mnemonic in _FLAG_READERS else set())
 
 
 def _writes(op: shapes.Op) -> tuple[str, ...]:

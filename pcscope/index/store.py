@@ -43,7 +43,9 @@ from pcscope.index.parts import load_parts, save_parts
 # windows and modules answered from files beside it, not Tantivy fields); 5: copies of one
 # loop, dispatch sequences and a C-library routine with its caller's loop are one
 # mechanism each; 6: PLT mechanisms count the calls through stubs to C-library routines
-FORMAT_VERSION = 6
+# (7 is taken by the quality branch); 8: dispatch mechanisms count the instructions merged
+# into the opcode
+FORMAT_VERSION = 8
 Progress = Callable[[str], None]
 
 

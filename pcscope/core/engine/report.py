@@ -109,7 +109,7 @@ def markdown_report(report: dict, workload: Workload) -> str:
             f"{h['id']} ({h['scope']}): {h['text']}" for h in run["hints"]))
     out += ["", *_coverage_md(coverage.get("table", []))]
     out += [f"## Ideas ({len(report['ideas'])}, ranked by expected upside: own share × "
-            f"modelled penalty × confidence)", ""]
+            f"modelled penalty (or the part the advice deletes) × confidence)", ""]
     if not report["ideas"]:
         out += ["No idea passed validation.", ""]
     for rank, idea in enumerate(report["ideas"], 1):
