@@ -81,3 +81,30 @@ def test_a_c_library_fill_is_left_to_its_routine(tmp_path):
     loop = ["strb w1, [x0], #1", "subs x2, x2, #1", "b.ne #0x1000"]
     _profile, table = mechanisms_of(tmp_path, [("memset", 0x1000, 10000, loop)])
     assert not [m for m in table if m.kind == "store-loop"]
+
+
+def unrolled(n: int, stack_every: int) -> list[str]:
+    """A straight-line block of ``n`` instructions, one in ``stack_every`` off sp."""
+    return [f"ldr x{i % 8}, [sp, #{8 * (i % 32)}]" if i % stack_every == 0
+            else f"add x{i % 8}, x{(i + 1) % 8}, x9" for i in range(n)] + ["ret"]
+
+
+def test_a_long_block_full_of_stack_traffic_is_register_spills(tmp_path):
+    profile, table = mechanisms_of(tmp_path, [("cost", 0x1000, 1000, unrolled(300, 4))])
+    (m,) = [m for m in table if m.kind == "spill-block"]
+    figures = {x.name: x.value for x in m.metrics}
+    # the block ends with its branch (the `ret`)
+    assert figures["block instructions"] == 301 and figures["stack loads and stores"] == 75
+    advice = advise(as_dict(m), "executions", None)
+    assert advice.removes == round(75 / 301, 3) and "unroll" in advice.recommendation
+
+
+@pytest.mark.parametrize("lines", [
+    unrolled(150, 4),  # short: a big expression, not an unrolled loop
+    unrolled(300, 10),  # long, 10% stack accesses: a few frame slots
+    # long and stack-heavy, but a branch target splits it into short blocks
+    unrolled(120, 4)[:-1] + ["cbz x0, #0x1200"] + unrolled(120, 4)[:-1] + ["ret"],
+])
+def test_short_or_lightly_spilled_blocks_stay_quiet(tmp_path, lines):
+    _profile, table = mechanisms_of(tmp_path, [("f", 0x1000, 1000, lines)])
+    assert not [m for m in table if m.kind == "spill-block"]

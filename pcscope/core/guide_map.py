@@ -112,6 +112,8 @@ MECHANISM_SECTIONS: dict[str, tuple[str, ...]] = {
         S + "jit-code/code-installation"),
     "byte-swap-store": (S + "vectorization/neon-and-sve", S + "memory-access/alignment"),
     "store-loop": (S + "copying-and-zeroing/memset-choices", U + "memory-copy-and-set/memset"),
+    "spill-block": (S + "vectorization/auto-vectorization", S + "compiler-flags/optimization-levels",
+                    S + "vectorization/neon-and-sve"),
 }
 
 

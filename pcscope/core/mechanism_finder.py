@@ -28,7 +28,7 @@ from functools import cached_property
 
 import numpy as np
 
-from pcscope.core import byte_swap, isa, same_code, shapes, store_loops
+from pcscope.core import byte_swap, isa, same_code, shapes, spills, store_loops
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.dispatch_merge import merged_into_index
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
@@ -49,7 +49,7 @@ CATEGORY = {
     "spin-wait": "spin-wait", "pointer-chase": "dependent-load", "byte-loop": "vectorization",
     "byte-compare": "vectorization",
     "division": "division", "libc-routine": "memcpy", "libc-lock": "atomic-contention",
-    "jit": "other", "byte-swap-store": "other", "store-loop": "memcpy",
+    "jit": "other", "byte-swap-store": "other", "store-loop": "memcpy", "spill-block": "other",
 }  # fmt: skip
 assert set(CATEGORY.values()) <= set(CATEGORIES)
 KINDS = tuple(CATEGORY)  # every mechanism kind the finder reports
@@ -99,7 +99,7 @@ def find_mechanisms(profile: Profile, patterns: PatternTable, facts: CodeFacts) 
     found = [
         *finder.dispatch(), *finder.indirect_calls(), *finder.plt(), *finder.atomics(),
         *finder.loops(), *finder.divisions(), *finder.libc(), *finder.jit(),
-        *byte_swap.find(finder), *store_loops.find(finder),
+        *byte_swap.find(finder), *store_loops.find(finder), *spills.find(finder),
     ]
     found = [m for m in found if m.sites]
     return MechanismTable(tuple(sorted(found, key=lambda m: (-m.share, m.id))))

@@ -44,6 +44,7 @@ RISK = {
     "jit": 0.3,
     "byte-swap-store": 0.1,  # the shifts and byte stores are certain; only the width is read
     "store-loop": 0.2,  # the loop is certain; the bytes per call decide what wider stores save
+    "spill-block": 0.3,  # stack traffic is certain; some of it may be a local array, not spills
 }
 EXPECTED_CHECKS = {"pointer-chase": 3, "byte-loop": 4, "spin-wait": 3, "dispatch": 2}
 # The catalog rule whose guides and confirming measurement each kind shares.
@@ -55,6 +56,7 @@ RULE = {
     "libc-lock": "atomic-contention", "division": "slow-divide", "fp-division": "slow-fp-divide",
     "libc-routine": "libc-routine",
     "jit": "jit-code", "byte-swap-store": "byte-swap-store", "store-loop": "store-loop",
+    "spill-block": "spill-block",
 }  # fmt: skip
 NOUN = {"executions": "executions", "samples": "samples", "cycles": "cycles"}
 
@@ -499,10 +501,33 @@ def _store_loop_removes(m: dict) -> float | None:
     return round(1 - width / WIDE_STORE, 3) if 0 < width < WIDE_STORE else None
 
 
+def _spills(m: dict, noun: str) -> tuple[str, str, str]:
+    size = int(metric(m, "block instructions") or 0)
+    stack = int(metric(m, "stack loads and stores") or 0)
+    fn = m["functions"][0]
+    claim = (f"`{fn}` runs a straight-line block of {number(size)} instructions "
+             f"{count(metric(m, 'block runs') or 0, noun)}; {number(stack)} of them "
+             f"({stack / size:.0%}) load or store off `sp`/`x29`: more values are live than "
+             f"registers hold, so the compiler spills and reloads them (a fully unrolled loop "
+             f"or a large inlined expression).")
+    rec = ("Lower the register pressure: unroll the loop this block came from less "
+           "(`#pragma GCC unroll 4`, `#pragma clang loop unroll_count(4)`) so each iteration's "
+           "values fit in registers, or keep the accumulations in vector registers — several "
+           "16- or 32-bit sums per `add v.8h`/`add v.4s`, a row of small costs per `ldr q` — so "
+           "fewer scalars are live. clang's `-Rpass-missed=regalloc` reports the spills and "
+           "reloads per loop; check the stack accesses drop after the change.")
+    return f"Register spills in a {number(size)}-instruction block in {fn}", claim, rec
+
+
+def _spill_removes(m: dict) -> float | None:
+    """With the values in registers the stack loads and stores go."""
+    return metric(m, "stack share of the block") or None
+
+
 # What part of its own share a kind's advice deletes, where that (not the category's
 # penalty) sizes the upside.
 _REMOVES = {"dispatch": _dispatch_removes, "byte-swap-store": _byte_swap_removes,
-            "store-loop": _store_loop_removes}
+            "store-loop": _store_loop_removes, "spill-block": _spill_removes}
 
 _WRITERS = {
     "dispatch": _dispatch, "indirect-call": _indirect_call, "plt": _plt,
@@ -511,5 +536,5 @@ _WRITERS = {
     "outline-atomic": _outline, "libc-lock": _locks, "division": _division,
     "fp-division": _division,
     "libc-routine": _libc, "jit": _jit_code, "byte-swap-store": _byte_swap,
-    "store-loop": _store_loop,
+    "store-loop": _store_loop, "spill-block": _spills,
 }  # fmt: skip

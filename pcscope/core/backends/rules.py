@@ -287,4 +287,15 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         confirm="bytes per call (the loop's trips per entry) and the store bandwidth "
         "(STALL_BACKEND, SPE store latency)",
     ),
+    Rule(
+        "spill-block", "other", "software",
+        "Register spills in a long block at {asm} in {fn}",
+        "Register spills in a long block at {asm} in {fn}",
+        "Unroll less or keep the accumulations in vector registers so the values fit in "
+        "registers.",
+        sections_for("other", "spill-block"),
+        "register pressure spills unrolling vectorization",
+        confirm="the compiler's spill report (clang -Rpass-missed=regalloc) and the "
+        "block's stack loads that forward from stores (SPE latency)",
+    ),
 )}
