@@ -68,7 +68,7 @@ def _swapped_store(finder: _Finder, first: int) -> list[int] | None:
     """The rows (shifts and byte stores) of a big-endian store of one register whose first
     byte store is ``first``, or None."""
     p = finder.p
-    stores: dict[int, tuple[int, str]] = {}  # offset -> (row, stored register)
+    stores: dict[int, tuple[int, str | None]] = {}  # offset -> (row, stored register)
     base = None
     for row in range(first, min(first + SPAN, len(p))):
         if int(p.pc[row]) != int(p.pc[first]) + 4 * (row - first):
@@ -85,9 +85,9 @@ def _swapped_store(finder: _Finder, first: int) -> list[int] | None:
     for n in (8, 4):
         if len(offsets) >= n and offsets[n - 1] - offsets[0] == n - 1:
             bytes_ = [stores[o] for o in offsets[:n]]
-            shifts = [_shift_of(finder, row, reg, first) for row, reg in bytes_]
-            sources = {s[1] for s in shifts if s is not None}
-            if None in shifts or len(sources) != 1:
+            shifts = [s for row, reg in bytes_
+                      if (s := _shift_of(finder, row, reg, first)) is not None]
+            if len(shifts) < n or len({s[1] for s in shifts}) != 1:
                 continue
             if [s[0] for s in shifts] == [8 * (n - 1 - i) for i in range(n)]:
                 return sorted({s[2] for s in shifts if s[2] is not None}
