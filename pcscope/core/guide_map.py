@@ -110,10 +110,13 @@ MECHANISM_SECTIONS: dict[str, tuple[str, ...]] = {
     "jit": (
         U + "front-end/code-footprint", S + "jit-code/inline-caches",
         S + "jit-code/code-installation"),
-    "byte-swap-store": (S + "vectorization/neon-and-sve", S + "memory-access/alignment"),
-    "store-loop": (S + "copying-and-zeroing/memset-choices", U + "memory-copy-and-set/memset"),
-    "spill-block": (S + "vectorization/auto-vectorization", S + "compiler-flags/optimization-levels",
-                    S + "vectorization/neon-and-sve"),
+    "byte-swap-store": (
+        U + "load-and-store-unit/store-buffer", S + "vectorization/neon-and-sve",
+        S + "memory-access/alignment"),
+    "store-loop": (U + "memory-copy-and-set/memset", S + "copying-and-zeroing/memset-choices"),
+    "spill-block": (
+        U + "load-and-store-unit/store-to-load-forwarding", S + "vectorization/auto-vectorization",
+        S + "compiler-flags/optimization-levels"),
 }
 
 

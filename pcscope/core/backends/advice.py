@@ -21,6 +21,7 @@ from typing import Any
 
 from pcscope.core.mechanism_finder import is_jit_module
 from pcscope.core.mechanisms import number
+from pcscope.core.store_loops import WIDE
 
 MIN_SHARE = 0.005  # own share a profile-only mechanism needs to become an idea
 MIN_SHARE_BY_KIND = {"spin-wait": 0.002, "libc-routine": 0.01, "store-loop": 0.01}
@@ -481,8 +482,8 @@ def _store_loop(m: dict, noun: str) -> tuple[str, str, str]:
              f"almost no loads: it iterated {count(metric(m, 'iterations') or 0, noun)}, "
              f"{number(metric(m, 'iterations per entry') or 0)} iterations per entry, about "
              f"{number(per_entry)} bytes per entry.")
-    rec = (f"Store {WIDE_STORE} bytes per instruction: `stp xzr, xzr` (or `stp` of a "
-           f"replicated value) cuts the iterations to {width}/{WIDE_STORE} of today, `stp q` "
+    rec = (f"Store {WIDE} bytes per instruction: `stp xzr, xzr` (or `stp` of a "
+           f"replicated value) cuts the iterations to {width}/{WIDE} of today, `stp q` "
            "of a zeroed/`dup` vector to half of that; for whole zeroed cache lines (sizes of "
            "hundreds of bytes and more) `dc zva`. A `memset` call gets this from the C "
            "library's tuned routine. If the loop clears secrets, keep the clear in a form the "
@@ -492,13 +493,10 @@ def _store_loop(m: dict, noun: str) -> tuple[str, str, str]:
     return f"Narrow store loop in {fn} ({width}-byte stores)", claim, rec
 
 
-WIDE_STORE = 16  # bytes of `stp` of two general registers
-
-
 def _store_loop_removes(m: dict) -> float | None:
-    """Stores of ``WIDE_STORE`` bytes run the loop width/WIDE_STORE as often."""
+    """Stores of ``WIDE`` bytes run the loop width/WIDE as often."""
     width = metric(m, "store width") or 0
-    return round(1 - width / WIDE_STORE, 3) if 0 < width < WIDE_STORE else None
+    return round(1 - width / WIDE, 3) if 0 < width < WIDE else None
 
 
 def _spills(m: dict, noun: str) -> tuple[str, str, str]:
