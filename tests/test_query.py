@@ -4,10 +4,11 @@ import json
 
 import pytest
 
+from pcscope.core.asmtext import distinct_texts
 from pcscope.core.errors import UsageError
 from pcscope.core.patterns import find_patterns
 from pcscope.core.readers.profile_csv import read_profile
-from pcscope.index.query import MAX_LIMIT, QueryEngine, distinct_texts
+from pcscope.index.query import MAX_LIMIT, QueryEngine
 from pcscope.index.text import TextIndex
 
 # Total samples: 1000.

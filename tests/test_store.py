@@ -163,6 +163,25 @@ def test_pcscope_index_leaves_search_ready(tmp_path, profile, capsys):
     assert again.text_ready and total == 2 and sorted(rows.tolist()) == [0, 1]
 
 
+def test_text_index_of_another_format_is_built_anew(tmp_path, profile):
+    """An index whose text part an older pcscope wrote is searched after a rebuild of that
+    part, never read as the new format."""
+    import json
+
+    from pcscope.index.text import FORMAT, META
+
+    idx = tmp_path / "idx"
+    assert open_workload(profile, index_dir=idx).text.search("ldr", 10)[1] == 2
+    meta_path = open_workload(profile, index_dir=idx).folder / "text" / META
+    meta = json.loads(meta_path.read_text())
+    meta["format"] = FORMAT - 1
+    meta_path.write_text(json.dumps(meta))
+    again = open_workload(profile, index_dir=idx)
+    rows, total = again.text.search("ldr", 10)
+    assert total == 2 and sorted(rows.tolist()) == [0, 1]
+    assert json.loads((again.folder / "text" / META).read_text())["format"] == FORMAT
+
+
 def test_concurrent_first_uses_build_the_text_index_once(tmp_path, profile, monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
 

@@ -6,7 +6,8 @@ import pytest
 from pcscope.core.errors import UsageError
 from pcscope.core.readers.guides import GuideSection
 from pcscope.core.readers.profile_csv import read_profile
-from pcscope.index.text import TextIndex, instruction_documents, normalize_query
+from pcscope.index.instructions import InstructionIndex
+from pcscope.index.text import TextIndex, normalize_query
 
 CSV = """\
 function,window,pc,samples,asm,module
@@ -189,20 +190,14 @@ def test_reopen(index, tmp_path):
         TextIndex.open(tmp_path / "missing")
 
 
-def test_documents_are_json_of_each_row(index):
-    import json
-
-    profile, _ = index
-    docs = [json.loads(d) for d in instruction_documents(profile).to_list()]
-    assert docs[0] == {"asm": "LDR X4, [X0]", "row": 0, "rank": 2,
-                       "mnemonic": "ldr", "base": "x0", "function": "main"}
-    assert docs[9] == {"asm": "dmb ish", "row": 9, "rank": 9, "mnemonic": "dmb"}
-    ranks = [d["rank"] for d in docs]
-    assert sorted(ranks) == list(range(10))
-    # rank order = samples desc, then pc asc
-    by_rank = [profile.pc[d["row"]] for d in sorted(docs, key=lambda d: d["rank"])]
+def test_rank_order_is_samples_descending_then_pc(index):
+    profile, text = index
+    arrays = InstructionIndex.open(text.directory / "instructions")
     expected = sorted(range(10), key=lambda r: (-int(profile.samples[r]), int(profile.pc[r])))
-    assert by_rank == [profile.pc[r] for r in expected]
+    assert arrays.rank_rows.tolist() == expected
+    assert [int(arrays.row_ranks[r]) for r in expected] == list(range(10))
+    texts = {profile.asm(r) for r in range(10)}
+    assert arrays.texts == len(texts) == 10
 
 
 def test_empty_guides_and_no_hits(tmp_path):
@@ -238,3 +233,47 @@ def test_empty_guides_and_no_hits(tmp_path):
 )
 def test_normalize_query(query, normalized):
     assert normalize_query(query) == normalized
+
+
+TEXTS = ["LDR X4, [X0]", "ldr x17, [x16, #0xe10]", "b.eq 0x1000", "movz w0, #0x7",
+         "bl 0x10 <Ünïcode_ẞtraße@plt>", "bl 0x20 <ΣΑΣ_ς>", "adr x0, " + "a" * 39 + " x1",
+         "adr x0, " + "b" * 40 + " x1", "nop", "#", "ldr   x0 ,x1", "ldr x0 x0 x1 ldr x0",
+         "ldr\tx0,\u00a0x1", "add x1, x1, x1"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["ldr", "x0", '"ldr x0"', '"x0 x1"', '"x0 ldr x0"', '"x1 ldr x0"', "ünïcode", "ẞtraße",
+     "straße", '"bl 0x20 σας"', "σας_ς", '"adr x0 x1"', "a" * 39, "b" * 40, '"x0 x1 ldr"',
+     "asm:[a TO c]", "asm:[b TO c]", '"adr x0 ' + "b" * 40 + ' x1"', "asm:{ldr TO x0]",
+     "asm:[x TO *]", "asm:[* TO 0x1}", '"ldr x0 x0 x1 ldr"', "x1 -ldr", "ldr OR nop",
+     "e10 OR 0xe10"],
+)
+def test_texts_match_what_tantivy_matches(tmp_path, query):
+    """The asm terms answer as a Tantivy index of the same texts does: tokens (Unicode
+    letters, tokens of 40 bytes dropped but counted in phrase positions), phrases,
+    term ranges, boolean queries."""
+    import tantivy
+
+    from pcscope.index.text import _instruction_schema, _register
+
+    lines = ["pc,samples,asm"] + [f'{0x10 + 4 * i:#x},{i + 1},"{t}"' for i, t in enumerate(TEXTS)]
+    (tmp_path / "p.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    profile = read_profile(tmp_path / "p.csv")
+    assert [profile.asm(r) for r in range(len(profile))] == TEXTS
+    if " " not in query and ":" not in query:
+        query = f"asm:{query}"
+    ours = TextIndex.build(tmp_path / "idx", profile).matching_rows(query)
+    reference = _register(tantivy.Index(_instruction_schema()))
+    writer = reference.writer(heap_size=15_000_000, num_threads=1)
+    for row, text in enumerate(TEXTS):
+        doc = tantivy.Document()
+        doc.add_text("asm", text)
+        doc.add_unsigned("row", row)
+        writer.add_document(doc)
+    writer.commit()
+    writer.wait_merging_threads()
+    reference.reload()
+    parsed = reference.parse_query(query, ["asm"], conjunction_by_default=True)
+    hits = reference.searcher().search(parsed, 100, order_by_field="row", order=tantivy.Order.Asc).hits
+    assert ours.tolist() == sorted(row for row, _ in hits)

@@ -121,16 +121,17 @@ def query_engine(workload: Workload) -> Queries:
 
 
 def open_text_index(target: Path, profile: Profile, sections: list[GuideSection], cls):
-    """Open the Tantivy index, building it first (into a temp folder, then renamed) under
-    the index's writer lock, so two processes never build it at once."""
-    if (target / "done").exists():
+    """Open the text index, building it first (into a temp folder, then renamed) under
+    the index's writer lock, so two processes never build it at once; one of another
+    format is built anew."""
+    if (target / "done").exists() and cls.current(target):
         return cls.open(target)   # reading needs no lock, nor a writable folder
     if not os.access(target.parent, os.W_OK):
         raise InputError(str(target.parent), None, "index folder is read-only and has no "
-                         "text index yet: search it once where it is writable, or give "
-                         "another --index-dir")
+                         "current text index: search it once where it is writable, or "
+                         "give another --index-dir")
     with writer_lock(target.parent.parent):
-        if (target / "done").exists():   # another process built it meanwhile
+        if (target / "done").exists() and cls.current(target):   # built meanwhile
             return cls.open(target)
         tmp = Path(tempfile.mkdtemp(prefix=".text-", dir=target.parent))
         try:

@@ -29,7 +29,7 @@ from functools import cached_property
 import numpy as np
 import polars as pl
 
-from pcscope.core.asmtext import asm_series
+from pcscope.core.asmtext import asm_series, distinct_texts
 from pcscope.core.errors import UsageError
 from pcscope.core.ids import fn_id, hex_pc, pc_id, win_id
 from pcscope.core.isa import normalize_mnemonic
@@ -271,7 +271,7 @@ class QueryEngine:
 
     def hits(self, rows: np.ndarray) -> list[Hit]:
         p = self.profile
-        first_pcs = p.windows.first_pcs()
+        first_rows = p.windows.first_row  # one window's first PC each (not all: 56k at 1M rows)
         out = []
         for r in (int(x) for x in rows):
             f, m = int(p.function[r]), int(p.module[r])
@@ -279,7 +279,7 @@ class QueryEngine:
             out.append(Hit(
                 id=pc_id(pc), pc=hex_pc(pc), asm=p.asm(r),
                 function=p.function_names[f] if f >= 0 else None,
-                window=win_id(int(first_pcs[p.window[r]])), samples=int(p.samples[r]),
+                window=win_id(int(p.pc[first_rows[p.window[r]]])), samples=int(p.samples[r]),
                 share=_share(p.value[r], p.total), module=p.modules[m] if m >= 0 else None,
             ))  # fmt: skip
         return out
@@ -306,17 +306,6 @@ def _first_pcs(p: Profile) -> np.ndarray:
     return p.pc[p.functions.first_row].astype(np.int64) if len(p.function_names) else (
         np.zeros(0, dtype=np.int64)
     )
-
-
-def distinct_texts(texts: pl.Series, hashes: np.ndarray) -> tuple[pl.Series, np.ndarray]:
-    """The distinct texts, and each row's index among them: rows grouped by ``hashes``
-    (numpy's sort of 64-bit keys is 4x faster than polars' string Enum cast), then
-    checked, so a collision costs only speed: then every row stands for itself."""
-    _, first, codes = np.unique(hashes, return_index=True, return_inverse=True)
-    distinct = texts.gather(first)
-    if not (distinct.gather(codes) == texts).all():
-        return texts.rechunk(), np.arange(len(texts))
-    return distinct.rechunk(), codes.reshape(-1)
 
 
 _COUNTED = re.compile(r"\{(\d+)(?:,(\d*))?\}")

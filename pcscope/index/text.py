@@ -1,18 +1,18 @@
-"""Tantivy full-text index of instructions and guide sections.
+"""Full-text search of instructions and guide sections.
 
-One document per profile row (the instruction), fields:
+Instructions (pcscope.index.instructions answers them from arrays beside the index): the
+query is Tantivy's syntax, parsed by Tantivy against this schema, whose fields are
 
 - ``asm``: the text in lower-case words of letters and digits (``ldr``, ``x17``, ``0xe10``;
   ``b.eq`` is the phrase ``b eq``), positions kept for phrase queries. ``operands:`` in a
-  query is read as ``asm:`` — a field of its own cost a third of the build time and finds
-  nothing ``asm`` does not;
+  query is read as ``asm:``;
 - ``mnemonic``: the canonical mnemonic (``b.cs`` and ``b.hs`` are both ``b.hs``, ``movz``
   is ``mov``; queries are canonicalised the same way), exact;
 - ``base``: the memory operand's base register (``x16`` also for ``w16``); a query term
   ``[x16`` means ``base:x16``;
 - ``function`` (name): exact, case-insensitive (pcscope.index.query resolves ``fn:`` IDs
   to names first);
-- ``row`` and ``rank`` (u64 fast: the row in the profile, and its place in
+- ``row`` and ``rank`` (numbers: the row in the profile, and its place in
   samples-descending, PC-ascending order, so a top-N search is exact and deterministic).
 
 ``samples``, ``window`` and ``module`` are no fields, they are rewritten before parsing:
@@ -20,17 +20,11 @@ samples fall as rank rises, so ``samples:>1000`` is the range of ranks below the
 rows with more than 1000 samples (``SampleRanks``, from the samples of the rows kept
 beside the index); a window (``win:`` ID, exact) and a module (name, case-insensitive) are
 runs of consecutive rows, so ``module:libc.so.6`` is a union of ``row`` ranges
-(``ValueRows``, kept beside the index). As fields they cost ~50% of the build.
-
-Every field value is single (a second spelling or ID per field cost ~15% of the build)
-and PCs are not indexed (a unique numeric term per row cost ~20%): PC lookup is exact
+(``ValueRows``, kept beside the index). PCs are not searchable terms: PC lookup is exact
 through the profile arrays.
 
-Nothing is stored: hits map back to profile rows. Guide sections live in a second index
-(``id``, ``doc``, ``heading``, ``text`` with English stemming; all stored).
-
-Building is bound by tantivy-py's per-document work: documents are JSON lines made by
-polars in one vectorised pass and fed to ``add_json`` in chunks; only the fields above.
+Guide sections live in a Tantivy index (``id``, ``doc``, ``heading``, ``text`` with English
+stemming; all stored), searched by BM25 with snippets.
 """
 
 from __future__ import annotations
@@ -41,26 +35,28 @@ import re
 import tempfile
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import polars as pl
 import tantivy
 
 from pcscope.core import isa
-from pcscope.core.asmtext import AsmScan, asm_series
 from pcscope.core.errors import UsageError
 from pcscope.core.ids import win_id
 from pcscope.core.profile import Profile
 from pcscope.core.readers.guides import GuideSection
+from pcscope.index.instructions import FIELDS, InstructionIndex
+from pcscope.index.parsed_query import Node, UnknownQuery, read_parsed
 
-FORMAT = 2  # 2: no samples field (samples ranges are rank ranges)
+FORMAT = 3  # 3: instructions answered from arrays (2: Tantivy documents per row)
 META = "text.json"
 SAMPLES = "samples_by_rank.npy"  # every row's samples, ascending (= rank order reversed)
-ROWS = "{}_rows.json"  # per window / module: its value's row runs
+ROWS = "{}_rows.npz"  # per window / module: its value's row runs
 DEFAULT_FIELDS = ("asm", "function")
 EXACT_FIELDS = ("mnemonic", "base", "function")
 ROW_FIELDS = ("window", "module")  # answered as row ranges
@@ -68,8 +64,6 @@ NUMERIC_FIELDS = ("samples", "row", "rank")
 FIELD_ALIASES = {"operands": "asm"}
 GUIDE_FIELDS = ("heading", "text")
 SNIPPET_CHARS = 160  # characters of the best fragment shown per guide match
-_CHUNK = 50_000  # documents per Python list (bounds the memory of JSON strings)
-_REGISTER_NAMES = [f"x{n}" for n in range(31)] + ["sp"]  # by asmtext.register_code
 
 Progress = Callable[[str], None]
 
@@ -86,14 +80,15 @@ def _register(index: tantivy.Index) -> tantivy.Index:
 
 
 def _instruction_schema() -> tantivy.Schema:
+    """The fields queries are parsed against (their analyzers tokenise query values)."""
     b = tantivy.SchemaBuilder()
-    # Tantivy's "default" analyzer: split on non-alphanumerics, lower case (a regex
-    # tokenizer keeping `_` measured 40% slower to build).
-    b.add_text_field("asm", tokenizer_name="default", index_option="position")
-    for name in EXACT_FIELDS:
-        b.add_text_field(name, tokenizer_name="exact_lower", index_option="basic")
-    b.add_unsigned_field("row", fast=True)
-    b.add_unsigned_field("rank", fast=True)
+    for name in FIELDS:  # in pcscope.index.instructions' order: parsed fields are numbers
+        if name == "asm":  # Tantivy's "default" analyzer, positions for phrases
+            b.add_text_field(name, tokenizer_name="default", index_option="position")
+        elif name in EXACT_FIELDS:
+            b.add_text_field(name, tokenizer_name="exact_lower", index_option="basic")
+        else:
+            b.add_unsigned_field(name, fast=True)
     return b.build()
 
 
@@ -131,21 +126,20 @@ class BuildStats:
     instructions: int
     guides: int
     seconds: float
-    documents_seconds: float  # making the JSON documents
-    adding_seconds: float  # add_json calls
-    commit_seconds: float  # commit + merges
+    instructions_seconds: float  # the arrays of pcscope.index.instructions
+    guides_seconds: float  # the Tantivy guide index
 
 
 class TextIndex:
     """Open with ``TextIndex.open(dir)``; make with ``TextIndex.build(dir, profile, guides)``."""
 
-    def __init__(self, directory: Path, instructions: tantivy.Index,
+    def __init__(self, directory: Path, instructions: InstructionIndex,
                  guides: tantivy.Index, meta: dict) -> None:  # fmt: skip
         self.directory = directory
         self.meta = meta
         self.rows = int(meta["instructions"])
         self._instructions = instructions
-        self._searcher = instructions.searcher()
+        self._parser = _register(tantivy.Index(_instruction_schema()))  # in memory, no documents
         self._samples = SampleRanks(np.load(directory / SAMPLES, mmap_mode="r"))
         self._rows: dict[str, ValueRows] = {}  # read on first use (windows: ~2 MB at 1M rows)
         self.guides = GuideIndex(guides, int(meta["guides"]))
@@ -159,44 +153,37 @@ class TextIndex:
         profile: Profile,
         guides: Sequence[GuideSection] = (),
         *,
-        threads: int = 1,
-        heap_mb: int = 128,
         progress: Progress | None = None,
     ) -> TextIndex:
-        """Index into ``directory`` (created if missing; must hold no other index).
-
-        One writer thread by default: on two cores the Python thread feeding ``add_json``
-        needs the other one, and two writer threads measured no faster."""
+        """Index into ``directory`` (created if missing; must hold no other index)."""
         say = progress or (lambda _msg: None)
         directory = Path(directory)
         started = time.perf_counter()
-        (directory / "instructions").mkdir(parents=True)
-        (directory / "guides").mkdir()
+        directory.mkdir(parents=True, exist_ok=True)
         say("indexing instructions")
-        path = str(directory / "instructions")
-        index = _register(tantivy.Index(_instruction_schema(), path=path))
-        writer = index.writer(heap_size=heap_mb * 1_000_000, num_threads=threads)
-        t0 = time.perf_counter()
-        documents = instruction_documents(profile)
+        InstructionIndex.build(directory / "instructions", profile)
         np.save(directory / SAMPLES, np.sort(profile.samples), allow_pickle=False)
         for field, rows in ValueRows.of(profile).items():
             rows.save(directory / ROWS.format(field))
         t1 = time.perf_counter()
-        for start in range(0, documents.len(), _CHUNK):
-            for doc in documents.slice(start, _CHUNK).to_list():
-                writer.add_json(doc)
-        t2 = time.perf_counter()
-        writer.commit()
-        writer.wait_merging_threads()
-        t3 = time.perf_counter()
         say("indexing guides")
+        (directory / "guides").mkdir()
         GuideIndex.build(guides, directory / "guides")
-        stats = BuildStats(len(profile), len(guides), time.perf_counter() - started,
-                           t1 - t0, t2 - t1, t3 - t2)  # fmt: skip
+        t2 = time.perf_counter()
+        stats = BuildStats(len(profile), len(guides), t2 - started, t1 - started, t2 - t1)
         meta = {"format": FORMAT, "instructions": len(profile), "total": profile.total,
                 "guides": len(guides), "build": stats.__dict__}  # fmt: skip
         (directory / META).write_text(json.dumps(meta, indent=1), encoding="utf-8")
         return cls.open(directory)
+
+    @staticmethod
+    def current(directory: str | Path) -> bool:
+        """Whether ``directory`` holds a text index of this format (else: build anew)."""
+        try:
+            meta = json.loads((Path(directory) / META).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        return isinstance(meta, dict) and meta.get("format") == FORMAT
 
     @classmethod
     def open(cls, directory: str | Path) -> TextIndex:
@@ -208,11 +195,10 @@ class TextIndex:
         if meta.get("format") != FORMAT:
             raise FileNotFoundError(f"text index in {directory} has another format")
         readable = directory
-        if not os.access(directory / "instructions", os.W_OK):
+        if not os.access(directory / "guides", os.W_OK):
             readable = _linked_copy(directory)
-        instructions = _register(tantivy.Index.open(str(readable / "instructions")))
         guides = _register(tantivy.Index.open(str(readable / "guides")))
-        index = cls(directory, instructions, guides, meta)
+        index = cls(directory, InstructionIndex.open(directory / "instructions"), guides, meta)
         if readable != directory:   # the links go when the index does
             weakref.finalize(index, _remove_links, readable)
         return index
@@ -223,9 +209,10 @@ class TextIndex:
 
     # --- instructions -------------------------------------------------------------------
 
-    def parse(self, query: str) -> tantivy.Query:
+    def parse(self, query: str) -> Node:
         """A query in Tantivy syntax (terms AND-ed, ``field:value``, ``"phrases"``, ``OR``,
-        ``-term``, ``samples:>N``), after ``normalize_query``; UsageError if malformed."""
+        ``-term``, ``samples:>N``), after ``normalize_query``, as Tantivy parses it;
+        UsageError if malformed."""
         if len(query) > MAX_QUERY:
             raise UsageError(f"bad query: longer than {MAX_QUERY} characters")
         outside_phrases = re.sub(r'"[^"]*"', "", query)
@@ -236,11 +223,13 @@ class TextIndex:
             raise UsageError("empty query")
         text = " ".join(self._rewrite(token, query) for token in QUERY_TOKEN.findall(text))
         try:
-            return self._instructions.parse_query(
+            parsed = self._parser.parse_query(
                 text, list(DEFAULT_FIELDS), conjunction_by_default=True
             )
         except ValueError as exc:
             raise UsageError(f"bad query {query!r}: {exc}") from None
+        with _answering(query):
+            return read_parsed(repr(parsed))
 
     def _rewrite(self, token: str, query: str) -> str:
         """A normalized ``samples:``, ``window:`` or ``module:`` term as the fields that
@@ -263,20 +252,14 @@ class TextIndex:
     def search(self, query: str, limit: int) -> tuple[np.ndarray, int]:
         """Rows of the ``limit`` best hits (samples descending, then PC) and the total."""
         parsed = self.parse(query)
-        result = self._searcher.search(parsed, limit, count=True, order_by_field="rank",
-                                       order=tantivy.Order.Asc)  # fmt: skip
-        addresses = [address for _, address in result.hits]
-        rows = self._searcher.fast_field_values("row", addresses) if addresses else []
-        return np.array(rows, dtype=np.int64), int(result.count)  # type: ignore[attr-defined]
+        with _answering(query):
+            return self._instructions.top(parsed, limit)
 
     def matching_rows(self, query: str) -> np.ndarray:
         """Every row the query matches, ascending."""
         parsed = self.parse(query)
-        if self.rows == 0:
-            return np.zeros(0, dtype=np.int64)
-        result = self._searcher.search(parsed, self.rows, count=False, order_by_field="row",
-                                       order=tantivy.Order.Asc)  # fmt: skip
-        return np.fromiter((row for row, _ in result.hits), dtype=np.int64, count=len(result.hits))
+        with _answering(query):
+            return self._instructions.matching_rows(parsed)
 
     # --- guides -------------------------------------------------------------------------
 
@@ -343,51 +326,6 @@ def _char_spans(text: str, byte_spans: list[tuple[int, int]]) -> tuple[tuple[int
         return len(raw[:at].decode("utf-8", errors="ignore"))
 
     return tuple((chars(start), chars(end)) for start, end in byte_spans)
-
-
-# --- documents -------------------------------------------------------------------------
-
-
-def instruction_documents(profile: Profile) -> pl.Series:
-    """One JSON object per row, made column-wise in one ``concat_str`` (no Python per row)."""
-    n = len(profile)
-    if n == 0:
-        return pl.Series("doc", [], dtype=pl.String)
-    rank = np.empty(n, dtype=np.int64)
-    rank[np.lexsort((profile.pc, -profile.samples))] = np.arange(n)
-    base = AsmScan(profile.asm_column).memory_bases().astype(np.int64)
-    names: dict[str, tuple[np.ndarray, Sequence[str]]] = {  # per dictionary code, the JSON
-        # member ('' where a row has none)
-        "mnemonic": (profile.mnemonic, [isa.normalize_mnemonic(m) for m in profile.mnemonics]),
-        "base": (base, _REGISTER_NAMES),
-        "function": (profile.function, profile.function_names),
-    }
-    parts = [pl.lit('{"asm":'), pl.lit(_json_strings(profile))]
-    for name, values in (("row", np.arange(n)), ("rank", rank)):
-        parts += [pl.lit(f',"{name}":'), pl.lit(pl.Series(values)).cast(pl.String)]
-    for name, (codes, spelt) in names.items():
-        members = [f",{json.dumps(name)}:{json.dumps(v)}" for v in spelt]
-        parts.append(pl.lit(_by_code(codes, members)))
-    parts.append(pl.lit("}"))
-    return pl.select(pl.concat_str(parts)).to_series()
-
-
-def _json_strings(profile: Profile) -> pl.Series:
-    """The asm column as JSON string literals."""
-    asm = asm_series(profile.asm_column)
-    blob = profile.asm_column.blob
-    if not ((blob < 0x20) | (blob == ord('"')) | (blob == ord("\\"))).any():
-        return pl.select(pl.concat_str(pl.lit('"'), pl.lit(asm), pl.lit('"'))).to_series()
-    encoded = asm.to_frame("a").select(pl.struct("a").struct.json_encode()).to_series()
-    return encoded.str.strip_prefix('{"a":').str.strip_suffix("}")
-
-
-def _by_code(codes: np.ndarray, fragments: list[str]) -> pl.Series:
-    """Per row, the JSON fragment of its dictionary code ('' for code -1)."""
-    table = pl.Series([*fragments, ""], dtype=pl.String)
-    known = (codes >= 0) & (codes < len(fragments))
-    index = np.where(known, codes, len(fragments)).astype(np.int64)
-    return table.gather(index)
 
 
 # --- query text ------------------------------------------------------------------------
@@ -468,11 +406,14 @@ class ValueRows:
     """The rows of each value of a per-row field, as runs of consecutive rows: windows
     and modules are a run or a few each, so a term is a short union of ``row`` ranges."""
 
-    runs: dict[str, list[tuple[int, int]]]  # lower-case value -> [(first row, end row)]
+    names: list[str]  # per code, lower case (matched case-insensitively)
+    codes: np.ndarray  # per run of rows: its code, ascending
+    starts: np.ndarray  # per run: first row (ascending within a code)
+    ends: np.ndarray  # per run: end row
 
     @classmethod
     def of(cls, profile: Profile) -> dict[str, ValueRows]:
-        window_ids = [win_id(int(pc)) for pc in profile.windows.first_pcs()]
+        window_ids = [win_id(pc) for pc in profile.windows.first_pcs().tolist()]
         return {"window": cls.from_codes(profile.window, window_ids),
                 "module": cls.from_codes(profile.module, profile.modules)}  # fmt: skip
 
@@ -480,23 +421,38 @@ class ValueRows:
     def from_codes(cls, codes: np.ndarray, names: Sequence[str]) -> ValueRows:
         starts = np.flatnonzero(np.diff(codes, prepend=np.int64(-2)))
         ends = np.append(starts[1:], len(codes))
-        runs: dict[str, list[tuple[int, int]]] = {}
-        for code, start, end in zip(codes[starts].tolist(), starts.tolist(), ends.tolist(), strict=True):
-            if code >= 0:  # rows without a value have no term
-                runs.setdefault(names[code].lower(), []).append((start, end))
-        return cls({value: sorted(spans) for value, spans in runs.items()})
+        run_codes = codes[starts]
+        valued = run_codes >= 0  # rows without a value have no term
+        order = np.lexsort((starts[valued], run_codes[valued]))
+        return cls([n.lower() for n in names], run_codes[valued][order].astype(np.int64),
+                   starts[valued][order].astype(np.int64), ends[valued][order].astype(np.int64))
 
     def save(self, path: Path) -> None:
-        path.write_text(json.dumps(self.runs), encoding="utf-8")
+        with path.open("wb") as f:
+            np.savez(f, codes=self.codes, starts=self.starts, ends=self.ends,
+                     names=np.array(json.dumps(self.names)))  # fmt: skip
 
     @classmethod
     def read(cls, path: Path) -> ValueRows:
-        runs = json.loads(path.read_text(encoding="utf-8"))
-        return cls({value: [(start, end) for start, end in spans] for value, spans in runs.items()})
+        with np.load(path) as saved:
+            return cls(json.loads(str(saved["names"])), saved["codes"], saved["starts"],
+                       saved["ends"])  # fmt: skip
+
+    @cached_property
+    def _codes_of(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for code, name in enumerate(self.names):
+            out.setdefault(name, []).append(code)
+        return out
 
     def as_ranges(self, value: str) -> str:
         """The rows holding ``value`` (case-insensitive) as ``row`` ranges."""
-        ranges = [f"row:[{start} TO {end}}}" for start, end in self.runs.get(value.lower(), ())]
+        spans = sorted(
+            (int(self.starts[i]), int(self.ends[i]))
+            for code in self._codes_of.get(value.lower(), ())
+            for i in range(*np.searchsorted(self.codes, [code, code + 1]).tolist())
+        )
+        ranges = [f"row:[{start} TO {end}}}" for start, end in spans]
         if not ranges:
             return "row:[0 TO 0}"  # matches nothing
         return ranges[0] if len(ranges) == 1 else f"({' OR '.join(ranges)})"
@@ -512,23 +468,30 @@ def _unquote(value: str, query: str) -> str:
     return re.sub(r"\\(.)", r"\1", quoted.group(1))
 
 
+@contextmanager
+def _answering(query: str) -> Iterator[None]:
+    """A parsed form pcscope cannot answer, as the user's error (never a wrong answer)."""
+    try:
+        yield
+    except UnknownQuery as exc:
+        raise UsageError(f"bad query {query!r}: cannot answer Tantivy's {exc}") from None
+
+
 def _linked_copy(directory: Path) -> Path:
     """Tantivy takes a lock file beside the index even to read it, so an index in a folder
     this user cannot write is opened through a private folder of symlinks to its files."""
     links = Path(tempfile.mkdtemp(prefix="pcscope-text-"))
-    for part in ("instructions", "guides"):
-        (links / part).mkdir()
-        for f in (directory / part).iterdir():
-            if not f.name.startswith(".tantivy-"):   # lock files are made anew
-                os.symlink(f.resolve(), links / part / f.name)
+    (links / "guides").mkdir()
+    for f in (directory / "guides").iterdir():
+        if not f.name.startswith(".tantivy-"):   # lock files are made anew
+            os.symlink(f.resolve(), links / "guides" / f.name)
     return links
 
 
 def _remove_links(links: Path) -> None:
-    for part in ("instructions", "guides"):
-        for f in (links / part).iterdir():
-            f.unlink()
-        (links / part).rmdir()
+    for f in (links / "guides").iterdir():
+        f.unlink()
+    (links / "guides").rmdir()
     links.rmdir()
 
 
