@@ -33,6 +33,17 @@ def test_big_endian_byte_stores_are_one_rev_and_str(tmp_path):
     assert advice.removes == round(5 / 7, 3)
 
 
+def test_a_doubleword_stored_big_endian_is_one_rev_x(tmp_path):
+    shifts = [f"lsr x{9 - k}, x0, #{8 * k}" for k in range(7, 0, -1)]
+    stores = [f"strb w{9 - k}, [x1, #{7 - k}]" for k in range(7, 0, -1)] + ["strb w0, [x1, #7]"]
+    _profile, table = mechanisms_of(tmp_path, [("put64", 0x1000, 1000, [*shifts, *stores,
+                                                                         "ret"])])
+    (m,) = [m for m in table if m.kind == "byte-swap-store"]
+    assert len(m.sites[0].pcs) == 15
+    advice = advise(as_dict(m), "executions", None)
+    assert advice.removes == round(13 / 15, 3) and advice.title.endswith("put64")
+
+
 @pytest.mark.parametrize("lines", [
     # little-endian order: the bytes land where one `str` would put them — not a swap
     ["ldr w0, [x20], #4", "lsr w3, w0, #0x18", "lsr w2, w0, #0x10", "lsr w1, w0, #8",

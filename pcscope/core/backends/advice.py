@@ -457,7 +457,8 @@ def _byte_swap(m: dict, noun: str) -> tuple[str, str, str]:
     words = metric(m, "words stored") or 0
     per = metric(m, "instructions per word") or 0
     fn = m["functions"][0]
-    claim = (f"{sites} place(s) in `{fn}` store a register's bytes one `strb` at a time, most "
+    where = "One place stores" if sites == 1 else f"{sites} places store"
+    claim = (f"{where} in `{fn}` a register's bytes one `strb` at a time, most "
              f"significant byte first, after `lsr` by 8/16/24(…): a big-endian store written "
              f"out, {count(words, noun)}, {number(per)} instructions per word.")
     rec = ("Swap the bytes in a register and store once: `rev w` (`rev x` for 8 bytes) and one "
@@ -465,7 +466,8 @@ def _byte_swap(m: dict, noun: str) -> tuple[str, str, str]:
            "compilers turn into `rev` + `str` (an unaligned `str` is fine on AArch64). For a "
            "whole block of words (a digest, a key schedule) `ldr q` + `rev32 v.16b` + `str q` "
            "does four words at a time.")
-    return f"Byte-by-byte big-endian store in {fn} ({sites} site(s))", claim, rec
+    return (f"Byte-by-byte big-endian store in {fn}" + (f" ({sites} sites)" if sites > 1
+                                                         else ""), claim, rec)
 
 
 def _byte_swap_removes(m: dict) -> float | None:
