@@ -1,8 +1,11 @@
 """Import hygiene: a command loads only the libraries it uses (start-up is mostly imports).
 
 Each check runs in a fresh interpreter and reads ``sys.modules`` afterwards: a reopen plus
-one lookup needs numpy and msgspec, not the parser (polars), the models (pydantic), the
-model SDK (anthropic), the text index (tantivy) or any UI; the explorer's first frame needs
+one lookup needs numpy, not the parser (polars), the models (pydantic), the model SDK
+(anthropic), the text index (tantivy), any UI, nor the msgpack codec (msgspec: the
+mechanisms at a PC are named from arrays, the guides decode on first use), the guide
+readers or the pattern pass (the pattern table is a module of its own); the explorer's
+first frame needs
 Textual, not the analysis engine's libraries, the text index or the Markdown renderer (all
 loaded after the first frame, in workers).
 """
@@ -15,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_mechanism_store import walks
 from test_store import PROFILE
 
 import pcscope
@@ -23,6 +27,10 @@ from pcscope.index.store import open_workload
 REPO = Path(pcscope.__path__[0]).parent
 ENGINE = ("polars", "pydantic", "anthropic", "tantivy", "httpx", "mcp")
 UI = ("textual", "rich", "markdown_it", "pygments")
+# What a reopen for one PC leaves out besides: the msgpack codec, the guide readers, the
+# pattern pass's instruction tables and regular expressions, temporary folders.
+LOOKUP = ("msgspec", "pcscope.core.readers.guides", "pcscope.core.patterns", "pcscope.core.isa",
+          "tempfile")
 
 
 @pytest.fixture()
@@ -34,10 +42,10 @@ def indexed(tmp_path) -> tuple[Path, Path]:
     return profile, index_dir
 
 
-def loaded_after(code: str, tmp_path: Path) -> tuple[list[str], list[str]]:
-    """Run ``code`` in a fresh interpreter: (its output lines, every top-level package of
-    ENGINE and UI it loaded)."""
-    watched = ENGINE + UI
+def loaded_after(code: str, tmp_path: Path,
+                 watched: tuple[str, ...] = ENGINE + UI) -> tuple[list[str], list[str]]:
+    """Run ``code`` in a fresh interpreter: (its output lines, every module of ``watched``
+    it loaded)."""
     script = (f"{code}\nimport json, sys\n"
               f"print(json.dumps(sorted(m for m in {watched!r} if m in sys.modules)))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
@@ -52,9 +60,21 @@ def test_show_on_an_indexed_profile_loads_no_engine_or_ui_library(indexed, tmp_p
     lines, loaded = loaded_after(
         "from pcscope.cli.main import main\n"
         f"assert main(['show', {str(profile)!r}, '0x1004', '--index-dir', "
-        f"{str(index_dir)!r}]) == 0", tmp_path)
+        f"{str(index_dir)!r}]) == 0", tmp_path, ENGINE + UI + LOOKUP)
     assert any(line.startswith(">") and "0x1004" in line for line in lines)  # it did show
     assert loaded == []
+
+
+def test_show_of_a_mechanism_loads_the_codec_it_needs(tmp_path):
+    """The LOOKUP check can fail: a mechanism ID needs the decoded table."""
+    profile, index_dir = walks(tmp_path), tmp_path / "idx"
+    mechanism = next(iter(open_workload(profile, index_dir=index_dir).mechanisms))
+    lines, loaded = loaded_after(
+        "from pcscope.cli.main import main\n"
+        f"assert main(['show', {str(profile)!r}, {mechanism.id!r}, '--index-dir', "
+        f"{str(index_dir)!r}]) == 0", tmp_path, LOOKUP)
+    assert lines[0].startswith(mechanism.id)
+    assert loaded == ["msgspec"]
 
 
 def test_show_error_path_loads_no_engine_or_ui_library(tmp_path):

@@ -8,12 +8,8 @@ import pytest
 
 from pcscope.core import isa
 from pcscope.core.asmtext import register_code
-from pcscope.core.patterns import (
-    PATTERN_CATEGORIES,
-    PatternTable,
-    code_facts,
-    find_patterns,
-)
+from pcscope.core.pattern_table import PATTERN_CATEGORIES, PatternTable
+from pcscope.core.patterns import code_facts, find_patterns
 from pcscope.core.readers.profile_csv import read_profile
 
 

@@ -201,3 +201,18 @@ def test_concurrent_first_uses_build_the_text_index_once(tmp_path, profile, monk
         opened = list(pool.map(lambda _: loader(), range(4)))
     assert len(builds) == 1
     assert all(t.rows == 4 for t in opened)
+
+
+def test_reopen_reads_the_window_order_by_weight_stored_at_build(tmp_path):
+    """Equal weights tie by the lower first PC; the order is read, not sorted again."""
+    path = tmp_path / "w.csv"
+    rows = [("a", 0x3000, 5), ("a", 0x3004, 5), ("b", 0x1000, 10), ("c", 0x2000, 10),
+            ("d", 0x4000, 30), ("e", 0x500, 1)]
+    path.write_text("function,window,pc,samples,asm\n" + "".join(
+        f"{w},{w},{hex(pc)},{n},nop\n" for w, pc, n in rows))
+    open_workload(path, index_dir=tmp_path / "idx")
+    p = open_workload(path, index_dir=tmp_path / "idx").profile
+    assert isinstance(p.windows_by_weight(), np.memmap)
+    assert [p.windows[int(w)].label for w in p.windows_by_weight()] == ["d", "b", "c", "a", "e"]
+    fresh = np.lexsort((p.windows.first_pcs(), -p.windows.value))
+    assert np.array_equal(p.windows_by_weight(), fresh)

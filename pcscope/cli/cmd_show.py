@@ -48,14 +48,14 @@ def run(args: argparse.Namespace) -> int:
         pc = mechanism.anchor
     view = store.asm_around(pc, args.before, args.after)
     record = store.alp(pc)
-    mechanisms = workload.mechanisms.at(pc)
+    mechanisms = workload.mechanisms.ids_at(pc)
     data = {
         "pc": hex_pc(pc),
         "function": view.function,
         "window": view.window,
         "instructions": [i.to_json() for i in view.instructions],
         "alp": record.to_json(rounded=True) if record is not None else None,
-        "mechanisms": [m.id for m in mechanisms],
+        "mechanisms": mechanisms,
     }
     if args.json:
         print_json(data)

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from pcscope import __version__
+from pcscope.core.collector import collector_paused
 from pcscope.core.errors import InputError, PcscopeError, UsageError
 
 DESCRIPTION = """\
@@ -74,8 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         argv = argv or default_command()
         module = f"cmd_{argv[0]}"
-        parser = build_parser(module if module in command_modules() else None)
-        args = parser.parse_args(argv)
+        with collector_paused():  # the command's imports: long-lived objects only
+            parser = build_parser(module if module in command_modules() else None)
+            args = parser.parse_args(argv)
         return args.func(args)
     except KeyboardInterrupt:
         print("pcscope: interrupted", file=sys.stderr)

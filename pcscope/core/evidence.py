@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from pcscope.core.errors import EvidenceError
 from pcscope.core.ids import alp_id, hex_pc, kind_of, mca_id, parse_pc, pc_id, win_id
 from pcscope.core.mechanisms import describe
 from pcscope.core.profile import Function, Window
-from pcscope.core.readers.guides import section_index
 from pcscope.core.workload import Workload
+
+if TYPE_CHECKING:
+    from pcscope.core.readers.guides import GuideSection
 
 
 @dataclass(frozen=True)
@@ -55,8 +59,12 @@ class EvidenceStore:
     workload: Workload
     registered: dict[str, Evidence] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        self._guides = section_index(self.workload.guides)
+    @cached_property
+    def _guides(self) -> dict[str, GuideSection]:
+        # The guide readers load with the first guide ID (a PC lookup needs none of them).
+        from pcscope.core.readers.guides import section_index
+
+        return section_index(self.workload.guides)
 
     @property
     def profile(self):

@@ -32,10 +32,9 @@ from pcscope.core import byte_swap, isa, same_code, shapes, spills, store_loops
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.dispatch_merge import merged_into_index
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
+from pcscope.core.pattern_table import HELPER, PatternTable
 from pcscope.core.patterns import (
-    HELPER,
     CodeFacts,
-    PatternTable,
     backward_branches,
     enclosing_loops,
     libc_routine_name,

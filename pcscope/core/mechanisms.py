@@ -11,9 +11,10 @@ pattern table lives beside it, and the index stores them with the profile.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+
+import numpy as np
 
 from pcscope.core.ids import hex_pc
 
@@ -63,31 +64,76 @@ class Mechanism:
 
 
 @dataclass(frozen=True)
-class MechanismTable:
-    """Every mechanism of a workload, heaviest first."""
+class MechanismSites:
+    """Which mechanisms hold each PC: (PC, table position) pairs in ascending order, and
+    every mechanism's ID by position. An index stores them beside its mechanisms, so the
+    mechanisms at one PC are named without decoding the table (`pcscope show`)."""
 
-    mechanisms: tuple[Mechanism, ...] = ()
+    ids: tuple[str, ...]
+    pc: np.ndarray  # uint64, ascending
+    position: np.ndarray  # int32: table position of the mechanism holding ``pc[i]``
+
+    @classmethod
+    def of(cls, mechanisms: Sequence[Mechanism]) -> MechanismSites:
+        pairs = sorted({(pc, i) for i, m in enumerate(mechanisms)
+                        for site in m.sites for pc in site.pcs})
+        return cls(tuple(m.id for m in mechanisms),
+                   np.array([pc for pc, _ in pairs], dtype=np.uint64),
+                   np.array([i for _, i in pairs], dtype=np.int32))
+
+    def positions(self, pc: int) -> list[int]:
+        """Table positions of the mechanisms holding ``pc``, ascending (heaviest first)."""
+        if not 0 <= pc < 1 << 64:
+            return []
+        key = np.uint64(pc)
+        lo, hi = np.searchsorted(self.pc, key, "left"), np.searchsorted(self.pc, key, "right")
+        return [int(i) for i in self.position[lo:hi]]
+
+
+class MechanismTable:
+    """Every mechanism of a workload, heaviest first.
+
+    Made in memory from ``mechanisms``, or reopened from an index from its ``sites`` and a
+    ``decode`` that makes the mechanisms on first use: counting them and naming those at a
+    PC (``ids_at``) decode nothing (an 800 KB table took a third of `pcscope show`)."""
+
+    def __init__(self, mechanisms: Sequence[Mechanism] = (), *,
+                 sites: MechanismSites | None = None,
+                 decode: Callable[[], tuple[Mechanism, ...]] | None = None) -> None:
+        self._mechanisms = tuple(mechanisms) if decode is None else None
+        self._decode = decode
+        self._sites = sites
+
+    @property
+    def mechanisms(self) -> tuple[Mechanism, ...]:
+        if self._mechanisms is None:
+            assert self._decode is not None  # a table without mechanisms has a decode
+            self._mechanisms = self._decode()
+        return self._mechanisms
+
+    @property
+    def sites(self) -> MechanismSites:
+        if self._sites is None:
+            self._sites = MechanismSites.of(self.mechanisms)
+        return self._sites
 
     def __len__(self) -> int:
-        return len(self.mechanisms)
+        return len(self.sites.ids)
 
     def __iter__(self) -> Iterator[Mechanism]:
         return iter(self.mechanisms)
 
     def get(self, mechanism_id: str) -> Mechanism | None:
-        return next((m for m in self.mechanisms if m.id == mechanism_id), None)
+        ids = self.sites.ids
+        return self.mechanisms[ids.index(mechanism_id)] if mechanism_id in ids else None
 
     def at(self, pc: int) -> list[Mechanism]:
         """The mechanisms one of whose sites holds ``pc`` (heaviest first)."""
-        return [self.mechanisms[i] for i in self._by_pc.get(pc, ())]
+        return [self.mechanisms[i] for i in self.sites.positions(pc)]
 
-    @cached_property
-    def _by_pc(self) -> dict[int, tuple[int, ...]]:
-        out: dict[int, list[int]] = {}
-        for i, m in enumerate(self.mechanisms):
-            for pc in m.pcs:
-                out.setdefault(pc, []).append(i)
-        return {pc: tuple(ix) for pc, ix in out.items()}
+    def ids_at(self, pc: int) -> list[str]:
+        """The IDs of ``at(pc)``, without decoding a reopened table."""
+        return [self.sites.ids[i] for i in self.sites.positions(pc)]
 
 
 def describe(mechanism: Mechanism) -> str:

@@ -278,6 +278,9 @@ class Profile:
     extras: dict[str, StringColumn] = field(default_factory=dict)
     window_state: dict[str, np.ndarray] | None = None
     function_state: dict[str, np.ndarray] | None = None
+    # ``windows_by_weight()`` as stored by the index: the explorer's first screen lists
+    # windows in this order, and a reopen need not sort them again.
+    by_weight: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.value = self.cycles if self.cycles is not None else self.samples
@@ -289,7 +292,6 @@ class Profile:
             self, self.window_labels, self.window_label_code, self.window_state
         )
         self.functions = FunctionTable(self, self.function_names, self.function_state)
-        self._by_weight: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.pc)
@@ -315,11 +317,11 @@ class Profile:
 
     def windows_by_weight(self) -> np.ndarray:
         """Window indices by descending weight; ties by lower first PC (docs/formats.md §1)."""
-        if self._by_weight is None:
-            self._by_weight = np.lexsort(
+        if self.by_weight is None:
+            self.by_weight = np.lexsort(
                 (self.windows.first_pcs(), -self.windows.value)
             ).astype(np.int32)
-        return self._by_weight
+        return self.by_weight
 
     def hot_windows(self, top: int | None = None, coverage: float = 0.90) -> HotSelection:
         """Descending weight until ``top`` windows or ``coverage`` is reached, whichever first;

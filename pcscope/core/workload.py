@@ -14,18 +14,18 @@ from pcscope.core.profile import HotSelection, Profile
 if TYPE_CHECKING:
     from pcscope.core.alp import AlpTable
     from pcscope.core.mechanisms import MechanismTable
-    from pcscope.core.patterns import PatternTable
+    from pcscope.core.pattern_table import PatternTable
     from pcscope.core.queries import Queries
     from pcscope.core.readers.guides import GuideSection
 
 
 @dataclass
 class Workload:
-    """The profile is memory-mapped; the ALP and the text index load on first use."""
+    """The profile is memory-mapped; the guides, ALP and text index load on first use."""
 
     profile: Profile
     patterns: PatternTable
-    guides: list[GuideSection]
+    guide_loader: Callable[[], list[GuideSection]] = field(repr=False)
     folder: Path
     alp_loader: Callable[[], AlpTable | None] = field(repr=False)
     text_loader: Callable[[], Any] = field(repr=False)
@@ -35,6 +35,10 @@ class Workload:
     query_loader: Callable[[Workload], Queries] | None = field(repr=False, default=None)
     alp_path: Path | None = None
     guide_paths: tuple[Path, ...] = ()
+
+    @cached_property
+    def guides(self) -> list[GuideSection]:
+        return self.guide_loader()
 
     @cached_property
     def alp(self) -> AlpTable | None:

@@ -43,6 +43,7 @@ def save_profile(profile: Profile, folder: Path) -> None:
         _save_strings(folder, f"extra.{i}", profile.extras[name])
     for name, array in profile.windows.arrays().items():
         _save(folder, f"windows.{name}", array)
+    _save(folder, "windows.by_weight", profile.windows_by_weight())
     for name, array in profile.functions.arrays().items():
         _save(folder, f"functions.{name}", array)
     tables = {
@@ -84,4 +85,5 @@ def load_profile(folder: Path) -> Profile:
         function_state={
             name: _load(folder, f"functions.{name}") for name in FunctionTable.STATE
         },
+        by_weight=_load(folder, "windows.by_weight"),
     )

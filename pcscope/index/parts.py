@@ -4,34 +4,35 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import msgspec
 import numpy as np
 
+from pcscope.core.collector import collector_paused
 from pcscope.core.errors import InputError
-from pcscope.core.mechanisms import Mechanism, MechanismTable
-from pcscope.core.patterns import PatternTable
+from pcscope.core.pattern_table import PatternTable
 from pcscope.core.profile import Profile
-from pcscope.core.readers.guides import GuideSection
 from pcscope.core.workload import Workload
 from pcscope.index.lock import writer_lock
+from pcscope.index.mechanism_store import load_mechanisms, save_mechanisms
 from pcscope.index.memory import return_free_memory
 
 if TYPE_CHECKING:
     from pcscope.core.alp import AlpTable
     from pcscope.core.inputs import Inputs
     from pcscope.core.queries import Queries
+    from pcscope.core.readers.guides import GuideSection
 
 Progress = Callable[[str], None]
 
 
 def save_parts(build: Path, profile: Profile, inputs: Inputs, say: Progress) -> None:
-    # Readers and finders are imported here: a reopen needs none of them, and they cost
-    # start-up time.
+    # Readers, finders and the msgpack codec are imported here: a reopen for one lookup
+    # needs none of them, and they cost start-up time.
+    import msgspec
+
     from pcscope.core.importers.mca import read_mca
     from pcscope.core.mechanism_finder import find_mechanisms
     from pcscope.core.patterns import code_facts, find_patterns
@@ -49,7 +50,7 @@ def save_parts(build: Path, profile: Profile, inputs: Inputs, say: Progress) -> 
     return_free_memory()  # the pattern pass's temporaries
     say("grouping mechanisms")
     mechanisms = find_mechanisms(profile, patterns, facts)
-    (build / "mechanisms.msgpack").write_bytes(msgspec.msgpack.encode(mechanisms.mechanisms))
+    save_mechanisms(mechanisms, build)
     sections: list[GuideSection] = []
     for guide in inputs.guides:
         say(f"reading guide {guide.name}")
@@ -69,9 +70,19 @@ def load_parts(folder: Path, profile: Profile, inputs: Inputs) -> Workload:
         p.stem: np.load(p, mmap_mode="r", allow_pickle=False)
         for p in (folder / "patterns").glob("*.npy")
     }
-    sections = msgspec.msgpack.decode(
-        (folder / "guides.msgpack").read_bytes(), type=list[GuideSection]
-    )
+    # Read now, decoded on first use: a workload opened from a fresh build keeps working
+    # after a later open moves that build folder, and a lookup that needs no guides never
+    # imports the msgpack codec.
+    guides = (folder / "guides.msgpack").read_bytes()
+
+    def load_guides() -> list[GuideSection]:
+        import msgspec
+
+        from pcscope.core.readers.guides import GuideSection
+
+        with collector_paused():  # what it makes lives as long as the workload
+            return msgspec.msgpack.decode(guides, type=list[GuideSection])
+
     def load_alp_part() -> AlpTable | None:
         if not (folder / "alp").exists():
             return None
@@ -83,34 +94,31 @@ def load_parts(folder: Path, profile: Profile, inputs: Inputs) -> Workload:
         path = folder / "mca.msgpack"
         if not path.exists():
             return {}
+        import msgspec
+
         return msgspec.msgpack.decode(path.read_bytes(), type=dict[int, dict])
 
-    # Read now, like the guides: a workload opened from a fresh build keeps working after
-    # a later open moves that build folder (the planner reads mechanisms of every run).
-    mechanisms = MechanismTable(msgspec.msgpack.decode(
-        (folder / "mechanisms.msgpack").read_bytes(), type=tuple[Mechanism, ...]))
-
-    def load_mechanisms() -> MechanismTable:
-        return mechanisms
+    mechanisms = load_mechanisms(folder)
 
     def open_text():
         from pcscope.index.text import TextIndex
 
-        return open_text_index(folder / "text", profile, sections, TextIndex)
+        return open_text_index(folder / "text", profile, workload.guides, TextIndex)
 
-    return Workload(
+    workload = Workload(
         profile=profile,
         patterns=PatternTable.from_arrays(pattern_arrays, profile),
-        guides=sections,
+        guide_loader=load_guides,
         folder=folder,
         alp_loader=load_alp_part,
         text_loader=open_text,
         mca_loader=load_mca,
-        mechanism_loader=load_mechanisms,
+        mechanism_loader=lambda: mechanisms,
         query_loader=query_engine,
         alp_path=inputs.alp,
         guide_paths=inputs.guides,
     )
+    return workload
 
 
 def query_engine(workload: Workload) -> Queries:
@@ -130,6 +138,8 @@ def open_text_index(target: Path, profile: Profile, sections: list[GuideSection]
         raise InputError(str(target.parent), None, "index folder is read-only and has no "
                          "current text index: search it once where it is writable, or "
                          "give another --index-dir")
+    import tempfile  # only a build makes temporary folders: a reopen never loads it
+
     with writer_lock(target.parent.parent):
         if (target / "done").exists() and cls.current(target):   # built meanwhile
             return cls.open(target)

@@ -33,7 +33,7 @@ from pcscope.core.asmtext import asm_series, distinct_texts
 from pcscope.core.errors import UsageError
 from pcscope.core.ids import fn_id, hex_pc, pc_id, win_id
 from pcscope.core.isa import normalize_mnemonic
-from pcscope.core.patterns import PATTERN_CATEGORIES, PatternTable
+from pcscope.core.pattern_table import PATTERN_CATEGORIES, PatternTable
 from pcscope.core.profile import Profile
 from pcscope.core.queries import (
     Field,

@@ -23,7 +23,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,9 +41,11 @@ from pcscope.index.parts import load_parts, save_parts
 # (mechanisms.msgpack) and code-shape-qualified patterns; 4: text index format 2 (samples,
 # windows and modules answered from files beside it, not Tantivy fields); 5: copies of one
 # loop, dispatch sequences and a C-library routine with its caller's loop are one
-# mechanism each; 6: PLT mechanisms count the calls through stubs to C-library routines
-# (7 is taken by the quality branch); 8: dispatch mechanisms count the instructions merged
-# into the opcode
+# mechanism each; 6: PLT mechanisms count the calls through stubs to C-library routines;
+# 7: which mechanisms hold each PC is stored beside them (mechanisms.{pc,position,ids}.npy),
+# and the windows' order by weight (profile/windows.by_weight.npy); 8: dispatch mechanisms
+# count the instructions merged into the opcode, and the byte-swap-store, store-loop and
+# spill-block mechanisms are found
 FORMAT_VERSION = 8
 Progress = Callable[[str], None]
 
@@ -265,6 +266,8 @@ def _stored_meta(current: Path) -> dict | None:
 
 
 def _build(home: Path, inputs: Inputs, meta: dict, say: Progress) -> Path:
+    import tempfile  # only a build makes temporary folders: a reopen never loads it
+
     home.mkdir(parents=True, exist_ok=True)
     # Parsing needs polars; reopening does not, so its import waits until a build.
     from pcscope.core.readers.profile_csv import read_profile
