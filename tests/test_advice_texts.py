@@ -18,13 +18,32 @@ def test_threaded_dispatch_keeps_only_what_the_sites_leave_to_do() -> None:
     redesign; the reloads merged into each dispatch and the mispredict measurement stay."""
     m = mech("dispatch", {"dispatch sites": 162, "dispatches": 1e7,
                           "instructions per dispatch": 37.8, "dispatch sequence": 11,
-                          "stack reloads in the sequence": 1.2},
+                          "stack reloads in the sequence": 1.2, "merged into the opcode": 7},
              ["threaded: every handler ends in its own ldr+br"])
-    rec = advise(m, "executions", None).recommendation
+    advice = advise(m, "executions", None)
+    rec = advice.recommendation
     assert "crossjumping" not in rec and "super-instruction" not in rec
     assert "specialised opcodes" not in rec
     assert "162 separate" in rec and "BR_MIS_PRED_RETIRED" in rec
-    assert "reloads state from the stack" in rec
+    assert "7 of the 11 instructions" in rec and "reloaded from the stack" in rec
+    # the upside is the merging it deletes, not a mispredict penalty it ruled out
+    assert advice.removes == round(7 / 11, 3)
+
+
+def test_dispatch_that_merges_nothing_keeps_the_category_penalty() -> None:
+    """A lean threaded dispatch (opcode fetch, table load, br) has nothing to delete: no
+    flag advice, no removed fraction; a switch dispatch gets the threading advice."""
+    lean = mech("dispatch", {"dispatch sites": 40, "dispatches": 1e7,
+                             "instructions per dispatch": 20, "dispatch sequence": 3,
+                             "merged into the opcode": 0},
+                ["threaded: every handler ends in its own ldr+br"])
+    advice = advise(lean, "executions", None)
+    assert advice.removes is None and "Those instructions are the lever" not in \
+        advice.recommendation
+    switch = mech("dispatch", {"dispatch sites": 1, "dispatches": 1e7,
+                               "instructions per dispatch": 20, "dispatch sequence": 9,
+                               "merged into the opcode": 4}, ["one shared dispatch jump"])
+    assert advise(switch, "executions", None).removes is None
 
 
 def test_a_short_walk_is_not_capped_but_its_misses_are_hidden() -> None:

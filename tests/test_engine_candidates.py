@@ -9,6 +9,7 @@ import pytest
 from engine_helpers import run
 
 from pcscope.core.engine.candidates import candidates, first_wave_calls, plan
+from pcscope.core.engine.coverage import coverage_rows
 from pcscope.core.engine.penalties import PENALTIES, UNEXPLAINED
 from pcscope.core.engine.presets import load_preset
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Site
@@ -56,7 +57,9 @@ def big(tmp_path_factory):
 @pytest.mark.parametrize("preset", ["quick", "standard", "deep"])
 def test_the_call_bound_holds_for_the_whole_run_at_every_preset(big, preset, tmp_path):
     settings = load_preset(preset)
+    # every candidate worth a call (min_share 0): the long tail exceeds the bound
     result = run(big, "scripted:question", session=tmp_path / "s.sqlite", preset=preset,
+                 min_share=0.0,
                  **{k: getattr(settings, k) for k in ("max_calls", "coverage", "depth",
                                                       "max_questions", "windows_per_slice")})
     assert len(result.selection.windows) > 4 * settings.max_calls  # slices would not fit
@@ -214,7 +217,7 @@ def test_calls_no_question_needs_go_to_what_the_first_wave_left_out(big, tmp_pat
     settings = load_preset("standard")
     bound = {k: getattr(settings, k) for k in ("max_calls", "coverage", "depth",
                                                "max_questions", "windows_per_slice")}
-    result = run(big, "scripted:ok", session=tmp_path / "s.sqlite", **bound)
+    result = run(big, "scripted:ok", session=tmp_path / "s.sqlite", min_share=0.0, **bound)
     first = [c for c in result.calls if c.wave == 1]
     more = [c for c in result.calls if c.wave == 2]
     assert len(first) == settings.max_calls - settings.max_questions
@@ -224,3 +227,31 @@ def test_calls_no_question_needs_go_to_what_the_first_wave_left_out(big, tmp_pat
     assert len(planned) == len(set(planned))  # nothing examined twice
     assert not set(planned) & {c.id for c in result.plan.left_out}
     assert [c.id for c in more] == [f"w2.c{n}" for n in range(1, len(more) + 1)]
+
+
+def test_a_flat_profile_stops_when_nothing_worth_a_call_is_left(big, tmp_path):
+    """The long tail below min_share with nothing measured gets no call (review: deep spent
+    69 calls on a flat profile for what quick found in 4); the hottest candidate of every
+    category still does, and the report counts what was not examined."""
+    settings = load_preset("deep")
+    selection = big.hot(coverage=settings.coverage)
+    ranked = candidates(big, selection)
+    made = plan(big, selection, calls=first_wave_calls(settings, False),
+                windows_per_call=settings.windows_per_slice, min_share=0.005)
+    planned = {c.id for g in made.calls for c in g.candidates}
+    assert not made.left_out and made.small
+    assert all(c.share < 0.005 and not c.measured for c in made.small)
+    assert {c.id for c in ranked if c.share >= 0.005} <= planned
+    for category in {cat for c in ranked for cat in c.categories}:
+        assert next(c for c in ranked if category in c.categories).id in planned
+    assert len(planned) + len(made.small) == len(ranked)
+    coverage = made.to_json()
+    assert coverage["small_count"] == len(made.small) and coverage["small_floor"] == 0.005
+    result = run(big, "scripted:ok", session=tmp_path / "s.sqlite", preset="deep",
+                 **{k: getattr(settings, k) for k in ("max_calls", "coverage", "depth",
+                                                      "max_questions", "windows_per_slice")})
+    assert result.stop_reason == "complete" and len(result.calls) < settings.max_calls // 4
+    # a top function whose windows were all too small says so, not "not a candidate"
+    statuses = {r.status for r in coverage_rows(result, big)}
+    assert "too small to examine (each of its candidates below 0.5%, nothing measured)" \
+        in statuses

@@ -129,6 +129,22 @@ def test_ideas_rank_by_own_share_times_penalty_times_confidence(profile):
     assert ideas[-1].window_weight == pytest.approx((820000 + 818000 + 818000) / total)
 
 
+def test_advice_that_deletes_instructions_is_sized_by_them_not_by_the_penalty(profile):
+    """An idea whose recommendation deletes part of its own share (the flags merged into a
+    threaded dispatch) ranks by that part; its upside line names no penalty it ruled out."""
+    plain = accepted(profile, "w1.c1.f1", "indirect-branch", [0x2004], confidence=0.5)
+    finding = plain.finding.model_copy(update={"removes": 0.6})
+    deleting = Accepted("finding:w1.c2.f1", "w1.c2", 1, "test", finding, plain.pcs,
+                        plain.windows)
+    (idea,) = merge([deleting], profile)
+    assert idea.score == pytest.approx(idea.weight * 0.6 * 0.5)
+    assert "0.60 (the part of it the recommendation deletes)" in idea.upside_how()
+    assert "modelled penalty" not in idea.upside_how()
+    (kept,) = merge([plain], profile)
+    assert kept.score == pytest.approx(kept.weight * penalty("indirect-branch").fraction * 0.5)
+    assert "threaded dispatch" in kept.upside_how()
+
+
 def test_questions_follow_idea_rank_once_per_text_within_the_limit(profile):
     a = accepted(profile, "w1.c1.f1", "other", [0x1000], confidence=0.1,
                  questions=["Why?", "What feeds it?"])

@@ -66,6 +66,16 @@ class Mix:
                 stores[size] = stores.get(size, 0.0) + weight
         return cls(total, crypto, vector, scalar_fp, conditional, memory, stores)
 
+    @property
+    def store_width(self) -> int | None:
+        """The usual store width in bytes when the code is a store loop (a fill or clear:
+        mostly stores, almost no loads), else None."""
+        stored = sum(self.stores.values())
+        if not self.total or stored / self.total < STORE_SHARE or \
+                stored < STORES_OF_MEMORY * self.memory:
+            return None
+        return max(self.stores, key=lambda n: self.stores[n])
+
 
 def _store_bytes(mnemonic: str, operands: str) -> int | None:
     """Bytes one plain store writes (`str xzr` 8, `strb` 1, `stp q` 32), None when the
@@ -113,9 +123,9 @@ def describe(code: Iterable[tuple[str, float]]) -> Character:
                          f"-Rpass-missed=loop-vectorize says why the compiler did not "
                          f"vectorise it")
     branches, memory = mix.conditional / mix.total, mix.memory / mix.total
-    stored = sum(mix.stores.values())
-    if stored / mix.total >= STORE_SHARE and stored >= STORES_OF_MEMORY * mix.memory:
-        width = max(mix.stores, key=lambda n: mix.stores[n])
+    width = mix.store_width
+    if width is not None:
+        stored = sum(mix.stores.values())
         wider = ("wider stores (`stp` of two registers, `stp q` of 32 bytes, or `dc zva` "
                  "for whole zeroed lines)" if width < 32 else "fewer or smaller fills")
         return Character(f"store loop: {stored / mix.total:.0%} of its executions are "

@@ -125,6 +125,10 @@ MECHANISM_SECTIONS: dict[str, tuple[str, ...]] = {
     "jit": (
         U + "front-end/code-footprint", S + "jit-code/inline-caches",
         S + "jit-code/code-installation"),
+    "byte-swap-store": (
+        U + "load-and-store-unit/store-buffer", S + "vectorization/neon-and-sve",
+        S + "memory-access/alignment"),
+    "store-loop": (U + "memory-copy-and-set/memset", S + "copying-and-zeroing/memset-choices"),
 }
 
 

@@ -29,6 +29,7 @@ from functools import cached_property
 import numpy as np
 
 from pcscope.core import (
+    byte_swap,
     call_cohorts,
     isa,
     memory_state,
@@ -37,9 +38,11 @@ from pcscope.core import (
     same_code,
     shapes,
     spill_blocks,
+    store_loops,
     table_crc,
 )
 from pcscope.core.contract.categories import CATEGORIES
+from pcscope.core.dispatch_merge import merged_into_index
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
 from pcscope.core.pattern_table import HELPER, PatternTable
 from pcscope.core.patterns import (
@@ -60,7 +63,7 @@ CATEGORY = {
     "division": "division", "libc-routine": "memcpy", "libc-lock": "atomic-contention",
     "jit": "other", "memory-state": "store-forwarding", "per-operation": "call-overhead",
     "table-crc": "vectorization", "return-zeroing": "other",
-    "spill-block": "store-forwarding",
+    "spill-block": "store-forwarding", "byte-swap-store": "other", "store-loop": "memcpy",
 }  # fmt: skip
 assert set(CATEGORY.values()) <= set(CATEGORIES)
 KINDS = tuple(CATEGORY)  # every mechanism kind the finder reports
@@ -114,6 +117,7 @@ def find_mechanisms(profile: Profile, patterns: PatternTable, facts: CodeFacts) 
         *finder.dispatch(), *finder.indirect_calls(), *finder.plt(), *finder.atomics(),
         *finder.loops(), *finder.divisions(), *finder.libc(), *finder.jit(),
         *finder.memory_states(), *finder.table_crcs(), *finder.spill_blocks(),
+        *byte_swap.find(finder), *store_loops.find(finder),
     ]
     found = [m for m in found if m.sites]
     # spread over many functions, these two count only rows no other mechanism counts
@@ -216,6 +220,11 @@ class _Finder:
                 Metric("stack reloads in the sequence",
                        per_dispatch(lambda op: op.load and op.addr[:1] in (("sp",), ("x29",))),
                        "loads", "loads off sp/x29 among them (spilled state), per dispatch"),
+                Metric("merged into the opcode", round(sum(
+                    self.count(q[0]) * merged_into_index([self.op(r) for r in q], _reads, _writes)
+                    for q in sequences) / dispatches, 1), "instructions",
+                       "instructions of the sequence that only merge other state (flags) into "
+                       "the opcode, per dispatch"),
             ], [
                 "target loaded from a table indexed by a register (ldr xT, [table, idx, lsl #3]) "
                 "then br",
@@ -245,8 +254,7 @@ class _Finder:
             written = need.intersection(_writes(op))
             if written:
                 out.append(row)
-                need = (need - written) | set(op.src) | \
-                    ({_FLAGS} if op.mnemonic in _FLAG_READERS else set())
+                need = (need - written) | _reads(op)
         return out
 
     @cached_property
@@ -832,6 +840,11 @@ def _tests_zero(op: shapes.Op, reg: str) -> bool:
         return False
     return op.mnemonic in ("cbz", "cbnz") or \
         (op.mnemonic == "cmp" and op.operands[1:] in (["#0"], ["#0x0"], ("#0",), ("#0x0",)))
+
+
+def _reads(op: shapes.Op) -> set[str]:
+    """The registers ``op`` reads, the condition flags (``_FLAGS``) included."""
+    return set(op.src) | ({_FLAGS} if op.mnemonic in _FLAG_READERS else set())
 
 
 def _writes(op: shapes.Op) -> tuple[str, ...]:

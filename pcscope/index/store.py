@@ -46,7 +46,8 @@ from pcscope.index.parts import load_parts, save_parts
 # 7: which mechanisms hold each PC is stored beside them (mechanisms.{pc,position,ids}.npy),
 # and the windows' order by weight (profile/windows.by_weight.npy); 8: loops keeping state
 # in memory (memory-state mechanisms), a PLT stub leading to a C-library routine belongs to
-# the routine's mechanism only, stubs matched to other modules
+# the routine's mechanism only, stubs matched to other modules; dispatch mechanisms count
+# the instructions merged into the opcode; byte-swap-store and store-loop mechanisms
 FORMAT_VERSION = 8
 Progress = Callable[[str], None]
 

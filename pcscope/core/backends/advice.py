@@ -22,9 +22,10 @@ from typing import Any
 from pcscope.core.call_cohorts import PLUMBING
 from pcscope.core.mechanism_finder import is_jit_module
 from pcscope.core.mechanisms import number
+from pcscope.core.store_loops import WIDE
 
 MIN_SHARE = 0.005  # own share a profile-only mechanism needs to become an idea
-MIN_SHARE_BY_KIND = {"spin-wait": 0.002, "libc-routine": 0.01}
+MIN_SHARE_BY_KIND = {"spin-wait": 0.002, "libc-routine": 0.01, "store-loop": 0.01}
 CEILING = {"executions": 0.6, "samples": 0.5, "cycles": 0.5}
 # Known false-positive risk of each profile-only mechanism idea (what fraction of such ideas
 # an experienced reviewer rejected or sent back on real programs; higher = less sure).
@@ -49,6 +50,8 @@ RISK = {
     "per-operation": 0.3,  # the call tree is exact; how much of it can be set up once is not
     "memory-state": 0.3,  # the loads and stores are certain; that they can stay in registers
     #   is the compiler's call (a field a callee or another thread reads must stay in memory)
+    "byte-swap-store": 0.1,  # the shifts and byte stores are certain; only the width is read
+    "store-loop": 0.2,  # the loop is certain; the bytes per call decide what wider stores save
 }
 EXPECTED_CHECKS = {"pointer-chase": 3, "byte-loop": 4, "spin-wait": 3, "dispatch": 2,
                    "memory-state": 3, "table-crc": 3}
@@ -62,6 +65,7 @@ RULE = {
     "libc-routine": "libc-routine",
     "jit": "jit-code", "memory-state": "memory-state", "per-operation": "per-operation",
     "table-crc": "table-crc", "return-zeroing": "return-zeroing",
+    "byte-swap-store": "byte-swap-store", "store-loop": "store-loop",
     "spill-block": "spill-block",
 }  # fmt: skip
 NOUN = {"executions": "executions", "samples": "samples", "cycles": "cycles"}
@@ -75,6 +79,7 @@ class Advice:
     recommendation: str
     pcs: tuple[int, ...]  # the mechanism's hottest sites' PCs, key instruction first
     confidence: float
+    removes: float | None = None  # of the own share the recommendation deletes outright
 
 
 def count(n: float, noun: str) -> str:
@@ -101,14 +106,15 @@ def advise(m: dict[str, Any], basis: str, module: str | None) -> Advice | None:
     if text is None:
         return None
     title, claim, recommendation = text
+    removes = _REMOVES[kind](m) if kind in _REMOVES else None
     if kind not in ("jit",) and _jit(module):
-        recommendation = _JIT_ADVICE
+        recommendation, removes = _JIT_ADVICE, None
     pcs = tuple(pc for site in m["site_pcs"] for pc in site)
     fn = ", ".join(f"`{f}`" for f in m["functions"][:3])
     claim = (f"{claim} Own share {m['share']:.2%} ({len(m['site_pcs'])} of {m['sites']} "
              f"site(s) cited) in {fn}. Checks passed: {'; '.join(m['checks'])}.")
     return Advice(RULE[kind], title, claim, recommendation, pcs,
-                  confidence(kind, basis, len(m["checks"])))
+                  confidence(kind, basis, len(m["checks"])), removes)
 
 
 def recommendation_for(rule, module: str | None) -> str:
@@ -153,12 +159,16 @@ def _dispatch(m: dict, noun: str) -> tuple[str, str, str]:
                "apart changes nothing. Measure the mispredict rate of the hottest `br` sites "
                "(BR_MIS_PRED_RETIRED via `perf record -e`, or SPE) before changing the "
                "interpreter: a well-predicted dispatch costs only its own instructions.")
-        if reloads:
-            rec += (" Those instructions are the lever: the dispatch sequence reloads state "
-                    "from the stack and merges it into the opcode before every `br` (the "
-                    "sites' `ldr …, [sp, …]`): test such flags only where they can change "
-                    "(backward jumps, calls) or keep them in a register, which shortens "
-                    "every dispatch.")
+        merged = metric(m, "merged into the opcode") or 0
+        if merged:
+            rec += (f" Those instructions are the lever: {number(merged)} of the "
+                    f"{number(sequence or 0)} instructions of every dispatch only merge other "
+                    f"state into the opcode before the `br` ("
+                    + ("reloaded from the stack: the sites' `ldr …, [sp, …]`, " if reloads
+                       else "")
+                    + "tested and `orr`ed in): test such flags only where they can change "
+                      "(backward jumps, calls) or keep them in a register, which removes "
+                      "those instructions from every dispatch.")
     else:
         rec = ("Use threaded dispatch (computed goto: a label table and `goto *table[op]` at the "
                "end of every handler) so each handler has its own `br` and its own history; "
@@ -591,6 +601,67 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
             f"in {number(calls)} calls each", claim, rec)
 
 
+def _dispatch_removes(m: dict) -> float | None:
+    """Threaded dispatch that merges flags into the opcode: the advice deletes the merging."""
+    merged, sequence = metric(m, "merged into the opcode"), metric(m, "dispatch sequence")
+    threaded = any("threaded" in c for c in m["checks"])
+    return round(merged / sequence, 3) if threaded and merged and sequence else None
+
+
+def _byte_swap(m: dict, noun: str) -> tuple[str, str, str]:
+    sites = int(metric(m, "byte-swapped stores") or 0)
+    words = metric(m, "words stored") or 0
+    per = metric(m, "instructions per word") or 0
+    fn = m["functions"][0]
+    where = "One place stores" if sites == 1 else f"{sites} places store"
+    claim = (f"{where} in `{fn}` a register's bytes one `strb` at a time, most "
+             f"significant byte first, after `lsr` by 8/16/24(…): a big-endian store written "
+             f"out, {count(words, noun)}, {number(per)} instructions per word.")
+    rec = ("Swap the bytes in a register and store once: `rev w` (`rev x` for 8 bytes) and one "
+           "`str` — in C `__builtin_bswap32`/`htobe32` then `memcpy` to the destination, which "
+           "compilers turn into `rev` + `str` (an unaligned `str` is fine on AArch64). For a "
+           "whole block of words (a digest, a key schedule) `ldr q` + `rev32 v.16b` + `str q` "
+           "does four words at a time.")
+    return (f"Byte-by-byte big-endian store in {fn}" + (f" ({sites} sites)" if sites > 1
+                                                         else ""), claim, rec)
+
+
+def _byte_swap_removes(m: dict) -> float | None:
+    """`rev` + `str` replace the shifts and byte stores of each word."""
+    per = metric(m, "instructions per word") or 0
+    return round((per - 2) / per, 3) if per > 2 else None
+
+
+def _store_loop(m: dict, noun: str) -> tuple[str, str, str]:
+    width = int(metric(m, "store width") or 0)
+    per_entry = metric(m, "bytes per entry") or 0
+    fn = m["functions"][0]
+    claim = (f"A fill or clear loop in `{fn}` stores {width} byte(s) per store instruction with "
+             f"almost no loads: it iterated {count(metric(m, 'iterations') or 0, noun)}, "
+             f"{number(metric(m, 'iterations per entry') or 0)} iterations per entry, about "
+             f"{number(per_entry)} bytes per entry.")
+    rec = (f"Store {WIDE} bytes per instruction: `stp xzr, xzr` (or `stp` of a "
+           f"replicated value) cuts the iterations to {width}/{WIDE} of today, `stp q` "
+           "of a zeroed/`dup` vector to half of that; for whole zeroed cache lines (sizes of "
+           "hundreds of bytes and more) `dc zva`. A `memset` call gets this from the C "
+           "library's tuned routine. If the loop clears secrets, keep the clear in a form the "
+           "compiler cannot drop (`explicit_bzero`, `memset_explicit`, or the wider stores "
+           "through a `volatile` pointer). Fewer bytes or calls (clear only what was written) "
+           "help as much.")
+    return f"Narrow store loop in {fn} ({width}-byte stores)", claim, rec
+
+
+def _store_loop_removes(m: dict) -> float | None:
+    """Stores of ``WIDE`` bytes run the loop width/WIDE as often."""
+    width = metric(m, "store width") or 0
+    return round(1 - width / WIDE, 3) if 0 < width < WIDE else None
+
+
+# What part of its own share a kind's advice deletes, where that (not the category's
+# penalty) sizes the upside.
+_REMOVES = {"dispatch": _dispatch_removes, "byte-swap-store": _byte_swap_removes,
+            "store-loop": _store_loop_removes}
+
 _WRITERS = {
     "dispatch": _dispatch, "indirect-call": _indirect_call, "plt": _plt,
     "pointer-chase": _chase, "byte-loop": _byte_loop, "byte-compare": _compare_chain,
@@ -600,4 +671,5 @@ _WRITERS = {
     "libc-routine": _libc, "jit": _jit_code, "memory-state": _memory_state,
     "per-operation": _per_operation, "table-crc": _table_crc,
     "return-zeroing": _return_zeroing, "spill-block": _spill_block,
+    "byte-swap-store": _byte_swap, "store-loop": _store_loop,
 }  # fmt: skip

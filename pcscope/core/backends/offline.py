@@ -211,6 +211,7 @@ class OfflineAnalyst:
             confidence=advice.confidence,
             basis="profile-only",
             questions=[],
+            removes=advice.removes,
         )
 
     # -- deeper waves: one open question -------------------------------------------------
@@ -242,6 +243,7 @@ class OfflineAnalyst:
             claim=(data["claim"] + answer)[:2000], recommendation=data["recommendation"],
             pcs=pcs[:32], evidence=list(dict.fromkeys(evidence))[:64],
             confidence=data["confidence"], basis=data["basis"], questions=[],
+            removes=data.get("removes"),
         )]
 
 

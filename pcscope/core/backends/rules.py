@@ -325,4 +325,25 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         confirm="cycles per byte and the mispredict rate of the loop's compare branch (ALP or "
         "SPE); wide compares pay off when the loop runs many bytes per call",
     ),
+    Rule(
+        "byte-swap-store", "other", "software",
+        "Byte-by-byte big-endian store at {asm} in {fn}",
+        "Byte-by-byte big-endian store at {asm} in {fn}",
+        "Byte-swap in a register (`rev`/`rev32`) and store the word once.",
+        sections_for("other", "byte-swap-store"),
+        "byte swap rev big endian store",
+        confirm="the instruction count of the function after the change (the store is "
+        "exactly counted; its cycles are not)",
+    ),
+    Rule(
+        "store-loop", "memcpy", "software",
+        "Narrow store loop at {asm} in {fn}",
+        "Narrow store loop at {asm} in {fn}",
+        "Store 16 or 32 bytes per instruction (`stp`, `stp q`, `dc zva` for whole lines), or "
+        "call the C library's `memset`.",
+        sections_for("memcpy", "store-loop"),
+        "memset zeroing loop stp dc zva",
+        confirm="bytes per call (the loop's trips per entry) and the store bandwidth "
+        "(STALL_BACKEND, SPE store latency)",
+    ),
 )}

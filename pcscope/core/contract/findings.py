@@ -31,6 +31,11 @@ class Finding(BaseModel):
     basis: Basis
     questions: list[str] = Field(default_factory=list, max_length=5,
                                  description="open questions for a deeper call")
+    removes: float | None = Field(
+        default=None, gt=0.0, le=1.0,
+        description="when the recommendation deletes instructions rather than removing a "
+                    "stall: the fraction of the idea's own share it deletes (sizes the upside "
+                    "instead of the category's modelled penalty)")
 
 
 class CallOutput(BaseModel):

@@ -80,6 +80,8 @@ class Plan:
     examined_share: float  # share of the selected cycles the calls examine
     examined_windows: frozenset[int]  # of window candidates (a mechanism's are its sites)
     examined_mechanisms: frozenset[str]
+    small: tuple[Candidate, ...] = ()  # not worth a call (below min_share, nothing measured)
+    min_share: float = 0.0
 
     def to_json(self) -> dict:
         """The report's ``run.coverage`` (what the first wave examined, what it left out)."""
@@ -93,6 +95,9 @@ class Plan:
             "left_out_count": len(self.left_out),
             "left_out_share": round(sum(c.share for c in self.left_out), 6),
             "left_out": [c.to_json() for c in self.left_out[:LEFT_OUT_LISTED]],
+            "small_floor": self.min_share,
+            "small_count": len(self.small),
+            "small_share": round(sum(c.share for c in self.small), 6),
         }
 
 
@@ -130,14 +135,22 @@ def candidates(workload: Workload, selection: HotSelection) -> list[Candidate]:
 
 
 def plan(workload: Workload, selection: HotSelection, *, calls: int | None,
-         windows_per_call: int, hints: Sequence[Hint] = ()) -> Plan:
+         windows_per_call: int, hints: Sequence[Hint] = (), min_share: float = 0.0) -> Plan:
+    """Calls on the ranked candidates. One with nothing measured whose own share is below
+    ``min_share`` gets none (no idea that small is reported): a flat profile stops when
+    nothing above it is left instead of spending its bound, and the report says so; the
+    hottest candidate of every category and every one a note names still get theirs."""
     ranked = candidates(workload, selection)
     ranked += _hinted_windows(workload, ranked, hints)
     forced = _forced(ranked, _hinted_ids(workload, ranked, hints))
-    order = [c for c in ranked if c.id in forced] + [c for c in ranked if c.id not in forced]
+    small = [c for c in ranked if c.id not in forced and not c.measured
+             and c.share < min_share]
+    too_small = {c.id for c in small}
+    worth = [c for c in ranked if c.id not in too_small]
+    order = [c for c in worth if c.id in forced] + [c for c in worth if c.id not in forced]
     groups, left_out = _pack(order, forced, calls, windows_per_call)
     made = [CallGroup(n, tuple(g)) for n, g in enumerate(groups, 1)]
-    return _plan_of(workload, selection, made, left_out, len(order))
+    return _plan_of(workload, selection, made, left_out, len(ranked), tuple(small), min_share)
 
 
 def extend(workload: Workload, selection: HotSelection, done: Plan, *, calls: int,
@@ -147,11 +160,12 @@ def extend(workload: Workload, selection: HotSelection, done: Plan, *, calls: in
     groups, left_out = _pack(list(done.left_out), set(), calls, windows_per_call)
     more = [CallGroup(n, tuple(g)) for n, g in enumerate(groups, len(done.calls) + 1)]
     return _plan_of(workload, selection, [*done.calls, *more], left_out,
-                    done.candidates), more
+                    done.candidates, done.small, done.min_share), more
 
 
 def _plan_of(workload: Workload, selection: HotSelection, groups: list[CallGroup],
-             left_out: list[Candidate], count: int) -> Plan:
+             left_out: list[Candidate], count: int, small: tuple[Candidate, ...],
+             min_share: float) -> Plan:
     examined = frozenset(w for g in groups for c in g.candidates if c.mechanism is None
                          for w in c.windows)
     mechanisms = [c.mechanism for g in groups for c in g.candidates if c.mechanism is not None]
@@ -161,6 +175,7 @@ def _plan_of(workload: Workload, selection: HotSelection, groups: list[CallGroup
         calls=tuple(groups), left_out=tuple(left_out), candidates=count,
         selected_share=selected_share, examined_share=examined_share,
         examined_windows=examined, examined_mechanisms=frozenset(m.id for m in mechanisms),
+        small=small, min_share=min_share,
     )
 
 

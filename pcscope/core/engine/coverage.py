@@ -5,6 +5,8 @@ idea came of it, or why not:
 - no rule matched: examined, but nothing was measured there (no ALP) and no code-shape
   rule fired — not a verdict of health;
 - out of budget: a candidate the call bound left out;
+- too small to examine: its candidates were each below the share worth a call, with nothing
+  measured (the preset's ``min_share``);
 - not a candidate: hot, but with no pattern, mechanism or measured cost to examine;
 - outside the hot selection (cold).
 
@@ -30,6 +32,7 @@ TOP_MECHANISMS = 10
 IDEA, COLD, HEALTHY, OUT_OF_BUDGET = "idea", "outside the hot selection", "healthy figures", "out of budget"
 NO_RULE = "no rule matched (nothing measured)"
 NOT_CANDIDATE = "not a candidate (no pattern, mechanism or measured cost)"
+SMALL = "too small to examine (each of its candidates below {floor:.1%}, nothing measured)"
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,9 @@ def coverage_rows(result: RunResult, workload: Workload) -> list[CoverageRow]:
     left_windows = {w for c in plan.left_out if c.mechanism is None for w in c.windows} \
         if plan else set()
     left_mechs = {c.id for c in plan.left_out} if plan else set()
+    small_windows = {w for c in plan.small if c.mechanism is None for w in c.windows} \
+        if plan else set()
+    small_mechs = {c.id for c in plan.small} if plan else set()
     mechanisms = list(workload.mechanisms)
     selected = frozenset(result.selection.windows)
     alp = workload.alp
@@ -71,13 +77,15 @@ def coverage_rows(result: RunResult, workload: Workload) -> list[CoverageRow]:
         in_mechs = {m.id for m in mechanisms if fn.name in m.functions}
         examined = bool(windows & examined_windows or in_mechs & examined_mechs)
         left = bool(windows & left_windows or in_mechs & left_mechs)
+        small = plan.min_share if plan and (windows & small_windows or
+                                            in_mechs & small_mechs) else None
         fn_rows = profile.function_rows(fn.index)
         measured = _measured(alp, profile.pc[fn_rows])
         code = code_character.Character("") if ranks else code_character.describe(
             (profile.asm(r), float(profile.value[r])) for r in fn_rows.tolist())
         rows.append(CoverageRow("function", fn.id, fn.name or fn.id, fn.weight,
                                 _status(ranks, examined, left, measured,
-                                        bool(windows & selected)), ranks, code.what,
+                                        bool(windows & selected), small), ranks, code.what,
                                 code.decides))
     for m in mechanisms[:TOP_MECHANISMS]:
         pcs = set(m.pcs)
@@ -87,19 +95,23 @@ def coverage_rows(result: RunResult, workload: Workload) -> list[CoverageRow]:
                  (profile.row_of(pc) for pc in m.pcs) if r is not None}
         rows.append(CoverageRow("mechanism", m.id, f"{m.kind} ({m.category})", m.share,
                                 _status(ranks, m.id in examined_mechs, m.id in left_mechs,
-                                        _measured(alp, m.pcs), bool(sites & selected)),
+                                        _measured(alp, m.pcs), bool(sites & selected),
+                                        plan.min_share if plan is not None and
+                                        m.id in small_mechs else None),
                                 ranks))
     return rows
 
 
 def _status(ranks: tuple[int, ...], examined: bool, left_out: bool, measured: bool,
-            selected: bool) -> str:
+            selected: bool, small: float | None = None) -> str:
     if ranks:
         return IDEA
     if examined:
         return HEALTHY if measured else NO_RULE
     if left_out:
         return OUT_OF_BUDGET
+    if small is not None:
+        return SMALL.format(floor=small)
     return NOT_CANDIDATE if selected else COLD
 
 

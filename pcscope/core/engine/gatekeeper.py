@@ -140,6 +140,7 @@ def _idea(group: list[Accepted], profile: Profile, mechanisms: MechanismTable,
         merged_from=tuple(a.id for a in group),
         questions=questions,
         mechanisms=tied,
+        removes=f.removes,
     )
 
 

@@ -60,6 +60,7 @@ class Idea:
     merged_from: tuple[str, ...]
     questions: tuple[str, ...] = ()
     mechanisms: tuple[str, ...] = ()  # mech: IDs it is about
+    removes: float | None = None  # of the own share the recommendation deletes outright
 
     @property
     def penalty(self) -> Penalty:
@@ -67,10 +68,16 @@ class Idea:
 
     @property
     def score(self) -> float:
-        """The expected upside: own share × modelled penalty × confidence."""
-        return self.weight * self.penalty.fraction * self.confidence
+        """The expected upside: own share × modelled penalty × confidence, where advice
+        that deletes instructions gives back their part of the share instead of the
+        penalty of the category (whose usual fix the advice may have ruled out)."""
+        fraction = self.removes if self.removes is not None else self.penalty.fraction
+        return self.weight * fraction * self.confidence
 
     def upside_how(self) -> str:
+        if self.removes is not None:
+            return (f"own share {self.weight:.2%} × {self.removes:.2f} (the part of it the "
+                    f"recommendation deletes) × confidence {self.confidence:.2f}")
         return (f"own share {self.weight:.2%} × modelled penalty {self.penalty.fraction:.2f} "
                 f"({self.category}: {self.penalty.why}) × confidence {self.confidence:.2f}")
 

@@ -385,7 +385,8 @@ class Orchestrator:
         clock = time.perf_counter()
         self.plan = plan_calls(self.workload, selection,
                                calls=first_wave_calls(s, self._reviewer is not None),
-                               windows_per_call=s.windows_per_slice, hints=hints)
+                               windows_per_call=s.windows_per_slice, hints=hints,
+                               min_share=s.min_share)
         plans = self._briefed(list(self.plan.calls), 1, 0, hints)
         self.plan_seconds = time.perf_counter() - clock
         return plans

@@ -35,6 +35,9 @@ class Settings:
     max_tokens: int | None = 8_000_000
     max_seconds: float | None = 3600.0
     max_questions: int = 12  # deeper calls per wave (within max_calls)
+    # own share below which a candidate with nothing measured gets no call: no idea that
+    # small is reported (the offline analyst's smallest is 0.5% of the total)
+    min_share: float = 0.005
     focus: tuple[str, ...] = ()  # categories to concentrate on (empty: all)
     guides: tuple[str, ...] = ()  # guide files used when none are given on the command line
 
@@ -47,6 +50,8 @@ class Settings:
     def validate(self) -> Settings:
         if not 0.0 < self.coverage <= 1.0:
             raise UsageError(f"coverage {self.coverage} must be in (0, 1]")
+        if not 0.0 <= self.min_share < 1.0:
+            raise UsageError(f"min-share {self.min_share} must be in [0, 1)")
         for name in ("depth", "concurrency", "windows_per_slice", "slice_tokens"):
             if getattr(self, name) < 1:
                 raise UsageError(f"{name.replace('_', '-')} must be at least 1")

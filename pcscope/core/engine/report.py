@@ -104,12 +104,19 @@ def markdown_report(report: dict, workload: Workload) -> str:
                    f"{coverage['left_out_count']:,} candidates holding "
                    f"{coverage['left_out_share']:.2%} of the total; the rest of the selection "
                    f"held no pattern, mechanism or measured cost to examine")
+        if coverage.get("small_count"):
+            floor = coverage["small_floor"]
+            out.append(f"- Not examined: {coverage['small_count']:,} candidates below "
+                       f"{floor:.1%} each with nothing measured ({coverage['small_share']:.2%} "
+                       f"of the total together), as no idea that small is reported"
+                       + (f"; no candidate above {floor:.1%} was left without a look"
+                          if not coverage["left_out_count"] else ""))
     if run["hints"]:
         out.append("- Engineers' notes: " + "; ".join(
             f"{h['id']} ({h['scope']}): {h['text']}" for h in run["hints"]))
     out += ["", *_coverage_md(coverage.get("table", []))]
     out += [f"## Ideas ({len(report['ideas'])}, ranked by expected upside: own share × "
-            f"modelled penalty × confidence)", ""]
+            f"modelled penalty (or the part the advice deletes) × confidence)", ""]
     if not report["ideas"]:
         out += ["No idea passed validation.", ""]
     for rank, idea in enumerate(report["ideas"], 1):
