@@ -103,3 +103,17 @@ def test_explorer_first_frame_loads_only_textual(indexed, tmp_path):
         "MainScreen(prepared, request, TuiConfig(path=None))\n", tmp_path)
     assert [m for m in loaded if m not in ("textual", "rich")] == []
     assert "textual" in loaded  # the check sees what was imported
+
+
+def test_building_without_alp_or_mca_loads_neither_reader(tmp_path):
+    profile = tmp_path / "p.csv"
+    profile.write_text(PROFILE)
+    readers = ("pcscope.core.readers.alp", "pcscope.index.alp_store",
+               "pcscope.core.importers.mca")
+    lines, _ = loaded_after(
+        "import sys\n"
+        "from pcscope.index.store import open_workload\n"
+        f"open_workload({str(profile)!r}, index_dir={str(tmp_path / 'idx')!r})\n"
+        "assert 'pcscope.core.patterns' in sys.modules  # it did build\n"
+        f"print([m for m in {readers!r} if m in sys.modules])", tmp_path)
+    assert lines == ["[]"]

@@ -283,3 +283,55 @@ def test_a_labelled_window_takes_the_function_holding_most_of_it(tmp_path):
     p = read_profile(write(tmp_path, text))
     names = {w.id: p.function_names[w.function] for w in p.windows}
     assert names == {"win:0x1000": "f", "win:0x2000": "b"}
+
+
+def test_a_quoted_newline_in_a_number_moves_the_lines_after_it(tmp_path):
+    # the tolerant read strips the newline; the rows after it still start a line lower
+    text = 'pc,samples,asm\n0x10,"1\n",nop\n0x14,2,nop\n'
+    assert list(read_profile(write(tmp_path, text)).line) == [2, 4]
+    with pytest.raises(InputError) as err:
+        read_profile(write(tmp_path, text + "0x18,3,\n"))
+    assert err.value.line == 5 and "asm is empty" in err.value.what
+
+
+def test_a_non_ascii_mnemonic_is_cut_at_its_first_whitespace(tmp_path):
+    text = 'pc,samples,asm\n0x10,1,"ÄDD\tX0, X1"\n0x14,1,"Ädd X0, X1"\n0x18,1,ÄDD\n'
+    p = read_profile(write(tmp_path, text))
+    assert [p.mnemonics[c] for c in p.mnemonic] == ["ädd", "ädd", "ädd"]
+
+
+def reference_windows(rows: list[tuple[int, str, str]]) -> dict[str, list[int]]:
+    """docs/formats.md §1 for unlabelled rows (pc, function, module), by hand: per module
+    in PC order, a new window where the function changes or the gap exceeds 64 bytes."""
+    out: dict[str, list[int]] = {}
+    for module in {m for _, _, m in rows}:
+        current: list[int] = []
+        last = None
+        for pc, fn, _ in sorted(r for r in rows if r[2] == module):
+            if last is not None and (fn != last[1] or pc - last[0] > 64):
+                out[f"win:{current[0]:#x}"] = current
+                current = []
+            current.append(pc)
+            last = (pc, fn)
+        out[f"win:{current[0]:#x}"] = current
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 400), st.sampled_from(["", "f", "g"])),
+             min_size=1, max_size=80, unique_by=lambda r: r[0]),
+    st.sampled_from(["runs", "interleaved"]),
+)
+def test_derived_windows_match_the_rule_whether_modules_interleave_or_not(
+        tmp_path_factory, rows, layout):
+    def module(slot: int) -> str:
+        if layout == "runs":  # each module one range of PCs (the usual profile)
+            return "" if slot < 50 else "m1" if slot < 200 else "m2"
+        return ["", "m1", "m2"][slot % 3]
+
+    pcs = [(0x4000 + 8 * slot, fn, module(slot)) for slot, fn in rows]
+    text = "function,module,pc,samples,asm\n" + "".join(
+        f"{fn},{mod},{pc:#x},1,nop\n" for pc, fn, mod in pcs)
+    p = read_profile(write(tmp_path_factory.mktemp("win"), text))
+    assert windows_of(p) == reference_windows(pcs)

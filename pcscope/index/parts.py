@@ -29,16 +29,14 @@ Progress = Callable[[str], None]
 
 
 def save_parts(build: Path, profile: Profile, inputs: Inputs, say: Progress) -> None:
-    # Readers, finders and the msgpack codec are imported here: a reopen for one lookup
-    # needs none of them, and they cost start-up time.
+    # Readers, finders and the msgpack codec are imported here, each reader only when its
+    # input is given: a reopen for one lookup needs none of them, and they cost start-up
+    # time.
     import msgspec
 
-    from pcscope.core.importers.mca import read_mca
     from pcscope.core.mechanism_finder import find_mechanisms
     from pcscope.core.patterns import code_facts, find_patterns
-    from pcscope.core.readers.alp import read_alp
     from pcscope.core.readers.guides import read_guide
-    from pcscope.index.alp_store import save_alp
 
     say("finding patterns")
     facts = code_facts(profile)
@@ -57,9 +55,14 @@ def save_parts(build: Path, profile: Profile, inputs: Inputs, say: Progress) -> 
         sections += read_guide(guide)
     (build / "guides.msgpack").write_bytes(msgspec.msgpack.encode(sections))
     if inputs.mca:
+        from pcscope.core.importers.mca import read_mca
+
         say(f"reading llvm-mca evidence {inputs.mca.name}")
         (build / "mca.msgpack").write_bytes(msgspec.msgpack.encode(read_mca(inputs.mca)))
     if inputs.alp:
+        from pcscope.core.readers.alp import read_alp
+        from pcscope.index.alp_store import save_alp
+
         say(f"aggregating ALP {inputs.alp.name}")
         table = read_alp(inputs.alp, profile_pcs=profile.pc, skip_bad_lines=inputs.skip_bad_lines)
         save_alp(table, build / "alp")

@@ -126,24 +126,33 @@ def _record_lines(path: str, sep: str, width: int) -> np.ndarray:
     return np.array(starts[1:], dtype=np.int64)
 
 
-def _cleaned(col: str) -> pl.Expr:
+def _cleaned(labels: pl.Series) -> pl.Series:
     """Stripped text, with empty cells as null."""
-    s = pl.col(col).str.strip_chars()
-    return pl.when(s == "").then(None).otherwise(s)
+    s = labels.str.strip_chars()
+    return s.set(s == "", None)
 
 
-def _encode(labels: pl.Series) -> tuple[np.ndarray, list[str]]:
-    """Dictionary encoding of a Categorical column: int32 codes in sorted label order (-1 for
-    null) and the labels. The parse made the column Categorical (4 bytes a row rather than
-    a 16-byte string view); its codes are renumbered here in label order."""
+def _mnemonic(heads: pl.Series) -> pl.Series:
+    """The first word of a stripped asm head (_columns), lower-cased."""
+    return heads.str.extract(r"^(\S*)").str.to_lowercase()
+
+
+def _encode(labels: pl.Series, clean: Callable[[pl.Series], pl.Series]) -> tuple[
+        np.ndarray, list[str]]:
+    """Dictionary encoding of a Categorical column of raw labels: int32 codes in the sorted
+    order of the cleaned labels (-1 for null, or a label cleaned to null) and those labels.
+    The parse made the column Categorical (4 bytes a row rather than a 16-byte string view)
+    and ``clean`` runs here on the distinct labels only, not on every row; labels that clean
+    to the same text share a code."""
     present = labels.unique().drop_nulls()
-    names = present.cast(pl.String).to_list()
-    order = sorted(range(len(names)), key=names.__getitem__)  # code-point order = polars'
+    cleaned = clean(present.cast(pl.String)).to_list()
+    names = sorted({c for c in cleaned if c is not None})  # code-point order = polars'
+    index = {name: i for i, name in enumerate(names)}
     physical = present.to_physical().to_numpy().astype(np.int64)
     renumber = np.full(int(physical.max(initial=-1)) + 2, -1, dtype=np.int32)  # last: null
-    renumber[physical[order]] = np.arange(len(order), dtype=np.int32)
+    renumber[physical] = [index.get(c, -1) for c in cleaned]
     codes = labels.to_physical().fill_null(len(renumber) - 1).to_numpy()
-    return renumber[codes], [names[i] for i in order]
+    return renumber[codes], names
 
 
 def _pc_expr(fast: bool) -> pl.Expr:
@@ -176,35 +185,50 @@ def _numeric(names: list[str]) -> list[str]:
 
 def _columns(names: list[str]) -> list[pl.Expr]:
     """Every derived column, so polars runs them in one pass. Numbers are read the fast way
-    (see _slow_numbers for cells that fail)."""
+    (see _slow_numbers for cells that fail); labels are kept raw as Categorical and cleaned
+    per distinct label (_encode)."""
     asm = pl.col("asm").str.strip_chars()
     exprs = [
         pl.col("_row"),
         _pc_expr(fast=True).alias("pc_value"),
         _count_expr("samples", fast=True).alias("samples_value"),
         asm.alias("asm_text"),
-        asm.str.slice(0, asm.str.find(r"\s")).str.to_lowercase().cast(pl.Categorical)
-        .alias("mnemonic_text"),
+        # The text up to the first space (a cheap byte search, no regex per row): the
+        # mnemonic is its first word, cut per distinct head (_mnemonic).
+        asm.str.head(asm.str.find(" ", literal=True).fill_null(asm.str.len_bytes()))
+        .cast(pl.Categorical).alias("mnemonic_text"),
     ]
     if "cycles" in names:
         exprs += [_count_expr("cycles", fast=True).alias("cycles_value"),
                   (pl.col("cycles").str.strip_chars().fill_null("") != "").alias("cycles_given")]
     for col in ("function", "module", "window"):
-        text = _cleaned(col) if col in names else pl.lit(None, dtype=pl.String)
+        text = pl.col(col) if col in names else pl.lit(None, dtype=pl.String)
         exprs.append(text.cast(pl.Categorical).alias(f"{col}_text"))
     exprs += [pl.col(c).fill_null("").alias(f"extra.{c}") for c in names if c not in KNOWN]
+    # A number read the fast way holds no newline; the cells of a column that failed it are
+    # looked at only then (_lines).
+    text_columns = [c for c in names if c not in _numeric(names)]
     exprs.append(pl.any_horizontal([pl.col(c).str.contains("\n", literal=True)
-                                    for c in names]).alias("_multiline"))
+                                    for c in text_columns]).alias("_multiline"))
     return exprs
 
 
-def _lines(path: str, sep: str, names: list[str], cols: pl.DataFrame) -> np.ndarray:
+def _lines(path: str, sep: str, names: list[str], cols: pl.DataFrame,
+           failed: list[str]) -> np.ndarray:
     """Each row's physical line: its number, unless a quoted cell spans lines somewhere in
-    the file (then every record's first line is counted again with the csv module)."""
+    the file (then every record's first line is counted again with the csv module).
+    ``failed``: the numeric columns some cell of which failed the fast read (only those
+    can hold a newline; the parse looked at the text columns)."""
     rows = cols["_row"].to_numpy().astype(np.int64)
-    if not cols["_multiline"].any():
+    if not cols["_multiline"].any() and not (failed and _newline_in(path, sep, names, failed)):
         return rows
     return _record_lines(path, sep, len(names))[rows - 2]
+
+
+def _newline_in(path: str, sep: str, names: list[str], columns: list[str]) -> bool:
+    query = _scan(path, sep, names).select(pl.any_horizontal(
+        [pl.col(c).str.contains("\n", literal=True).any() for c in columns]))
+    return bool(_collect(path, query, sep, len(names)).item())
 
 
 def _slow_numbers(path: str, sep: str, names: list[str], cols: pl.DataFrame) -> pl.DataFrame:
@@ -260,17 +284,18 @@ def _build(
     path: str, sep: str, cols: pl.DataFrame, names: list[str], merge: bool, say: Progress
 ) -> Profile:
     say("validating")
+    failed = [c for c in _numeric(names) if cols[f"{c}_value"].null_count()]
     if "cycles_value" in cols.columns and not cols["cycles_given"].any():
         cols = cols.drop("cycles_value")  # an all-empty column counts as absent
     cols = _slow_numbers(path, sep, names, cols.drop("cycles_given", strict=False))
-    lines = _lines(path, sep, names, cols)
+    lines = _lines(path, sep, names, cols, failed)
     _check(path, sep, names, cols, lines)
     say("indexing")
     # Dictionary codes first, so the text columns go before the rows are put in PC order.
-    mnemonic, mnemonics = _encode(cols.drop_in_place("mnemonic_text"))
-    function, function_names = _encode(cols.drop_in_place("function_text"))
-    module, modules = _encode(cols.drop_in_place("module_text"))
-    window_label, window_labels = _encode(cols.drop_in_place("window_text"))
+    mnemonic, mnemonics = _encode(cols.drop_in_place("mnemonic_text"), _mnemonic)
+    function, function_names = _encode(cols.drop_in_place("function_text"), _cleaned)
+    module, modules = _encode(cols.drop_in_place("module_text"), _cleaned)
+    window_label, window_labels = _encode(cols.drop_in_place("window_text"), _cleaned)
     pcs = cols["pc_value"].to_numpy()
     rows = lines  # each row's line, kept in step with the rows below
     samples = cols["samples_value"].to_numpy()
@@ -364,8 +389,16 @@ def _windows(
     by PC, a new window starts where the function label changes or the PC gap exceeds 64.
     """
     n = len(pcs)
-    key = np.full(n, -1, dtype=np.int64)  # first row of each row's window
     labelled = label >= 0
+    if not labelled.any() and _modules_in_runs(module):
+        # Every module in one run of PCs (the usual case): (module, pc) order is PC order
+        # in blocks, so the windows are runs of rows, numbered in row order.
+        brk = np.ones(n, dtype=bool)
+        brk[1:] = ((module[1:] != module[:-1]) | (function[1:] != function[:-1])
+                   | ((pcs[1:] - pcs[:-1]) > WINDOW_GAP))
+        window = np.cumsum(brk, dtype=np.int32) - 1
+        return window, np.full(int(window[-1]) + 1 if n else 0, -1, dtype=np.int32)
+    key = np.full(n, -1, dtype=np.int64)  # first row of each row's window
     if labelled.any():
         lab_rows = np.flatnonzero(labelled)
         # first row (lowest pc) of each label, since rows are in ascending pc
@@ -398,3 +431,11 @@ def _windows(
     window = number[key]
     label_code = np.where(labelled[firsts], label[firsts], -1).astype(np.int32)
     return window.astype(np.int32), label_code
+
+
+def _modules_in_runs(module: np.ndarray) -> bool:
+    """Whether the rows of each module code (-1 included) are one run in row order."""
+    if not len(module):
+        return True
+    runs = 1 + int(np.count_nonzero(module[1:] != module[:-1]))
+    return runs == int(np.count_nonzero(np.bincount(module.astype(np.int64) + 1)))
