@@ -31,14 +31,16 @@ def find(finder: _Finder) -> list[Mechanism]:
     branches, heads = finder._backward
     if not len(branches) or not p.total:
         return []
-    running = np.concatenate(([0], np.cumsum(p.value, dtype=np.int64)))
+    # running sums written in place and store/load rows counted by search: full-row
+    # temporaries here set the index build's peak memory
+    running = np.zeros(len(p.value) + 1, dtype=np.int64)
+    np.cumsum(p.value, dtype=np.int64, out=running[1:])
     share = (running[branches + 1] - running[heads]) / p.total
-    stores = np.concatenate(([0], np.cumsum(finder.facts.store)))
-    loads = np.concatenate(([0], np.cumsum(finder.facts.load)))
+    del running
     # a fill stores a value it does not read: no load in the loop at all (a loop storing
     # what it loads is a copy or a transform, such as a byte-swapping store)
-    hot = (share >= STORE_LOOP_SHARE) & (stores[branches + 1] > stores[heads]) & \
-        (loads[branches + 1] == loads[heads])
+    hot = (share >= STORE_LOOP_SHARE) & (_within(finder.facts.store, heads, branches) > 0) & \
+        (_within(finder.facts.load, heads, branches) == 0)
     taken: set[int] = set()
     by_fn: dict[int, list[tuple[range, int, int]]] = defaultdict(list)
     # inner loops first: the fill loop itself, not a loop around it
@@ -53,6 +55,12 @@ def find(finder: _Finder) -> list[Mechanism]:
             taken.update(rows)
             by_fn[fn].append((rows, branch, width))
     return [_mechanism(finder, loops) for loops in by_fn.values()]
+
+
+def _within(flags: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """How many rows of ``first[i]..last[i]`` (inclusive) have their flag set."""
+    rows = np.flatnonzero(flags)
+    return np.searchsorted(rows, last, "right") - np.searchsorted(rows, first, "left")
 
 
 def _mechanism(finder: _Finder, loops: list[tuple[range, int, int]]) -> Mechanism:
