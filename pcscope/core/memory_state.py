@@ -39,7 +39,9 @@ _FRAME = frozenset(("sp", "x29"))
 _CONSTANT = frozenset(("adrp", "adr"))
 _MOVES = frozenset(("mov", "orr"))  # ``mov x0, x19`` (``orr x0, xzr, x19``) copies an address
 _SIZES = {"w": 4, "x": 8, "s": 4, "d": 8, "q": 16, "b": 1, "h": 2}
-_NARROW_STORES = frozenset(("strb", "strh", "sturb", "sturh"))
+# Only a byte store may alias a field of any type (C's character-type rule); a halfword
+# store aliases only 16-bit fields, so it is not named as the cause of the reloads.
+_BYTE_STORES = frozenset(("strb", "sturb"))
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ class LoopState:
     reloaded: int  # fields only loaded (invariant, reloaded every iteration)
     write_only: int  # fields only stored (could be stored once after the loop)
     recurrences: tuple[str, ...]  # stored-back fields whose stored value comes from their load
-    narrow_stores: int  # byte/halfword stores through other addresses (the usual alias)
+    byte_stores: int  # byte stores through other addresses (the usual alias)
     iterations: int
     per_iteration: float  # field loads and stores per iteration
     fraction: float  # their part of the loop's instruction executions
@@ -81,11 +83,11 @@ def loop_state(ops: list[Op], rows: list[int], counts: list[int]) -> LoopState |
         return None
     loads: dict[tuple[str, int], list[int]] = defaultdict(list)
     stores: dict[tuple[str, int], list[int]] = defaultdict(list)
-    narrow = 0
+    byte_stores = 0
     for i, o in enumerate(ops):
         fields = field_offsets(o)
         if fields is None:
-            narrow += o.mnemonic in _NARROW_STORES and counts[i] > 0
+            byte_stores += o.mnemonic in _BYTE_STORES and counts[i] > 0
             continue
         if not _stable_base(ops, i, o.addr[0]):
             continue
@@ -108,7 +110,7 @@ def loop_state(ops: list[Op], rows: list[int], counts: list[int]) -> LoopState |
         reloaded=sum(1 for k in loads if k not in stores),
         write_only=sum(1 for k in stores if k not in loads),
         recurrences=tuple(_text(k) for k in back if _recurs(ops, loads[k], stores[k])),
-        narrow_stores=narrow,
+        byte_stores=byte_stores,
         iterations=iterations,
         per_iteration=round(per_iteration, 1),
         fraction=round(done / total, 3),
@@ -215,7 +217,7 @@ def checks(state: LoopState) -> list[str]:
         out.append("stored value computed from the field's own load (a recurrence through "
                    "memory, store-to-load forwarding each iteration): "
                    + ", ".join(state.recurrences[:6]))
-    if state.narrow_stores:
-        out.append(f"{state.narrow_stores} byte/halfword store(s) through other addresses "
+    if state.byte_stores:
+        out.append(f"{state.byte_stores} byte store(s) through other addresses "
                    f"in the loop (a char store may alias any field, which forces the reloads)")
     return out

@@ -47,8 +47,9 @@ from pcscope.index.parts import load_parts, save_parts
 # and the windows' order by weight (profile/windows.by_weight.npy); 8: loops keeping state
 # in memory (memory-state mechanisms), a PLT stub leading to a C-library routine belongs to
 # the routine's mechanism only, stubs matched to other modules; dispatch mechanisms count
-# the instructions merged into the opcode; byte-swap-store and store-loop mechanisms
-FORMAT_VERSION = 8
+# the instructions merged into the opcode; byte-swap-store and store-loop mechanisms;
+# 9: a memory-state mechanism names only byte stores as the alias forcing its reloads
+FORMAT_VERSION = 9
 Progress = Callable[[str], None]
 
 

@@ -478,7 +478,7 @@ def _memory_state(m: dict, noun: str) -> tuple[str, str, str]:
                  if c.startswith("fields loaded and stored back")), "")
     recur = next((c.split(": ", 1)[1] for c in m["checks"]
                   if c.startswith("stored value computed")), "")
-    aliased = any("byte/halfword store" in c for c in m["checks"])
+    aliased = any("byte store(s) through other addresses" in c for c in m["checks"])
     reloaded = metric(m, "fields only reloaded") or 0
     fn = m["functions"][0]
     claim = (f"A loop in `{fn}` keeps its state in memory: {number(per)} loads and stores "
@@ -558,7 +558,7 @@ def _table_crc(m: dict, noun: str) -> tuple[str, str, str]:
                 "MSB-first (the top byte indexes the table and the CRC shifts left), while "
                 "`crc32*` computes the reflected form."))
     polynomial = ("Check the polynomial in the table's source: 0x04C11DB7 (CRC-32: zlib, gzip, "
-                  "PNG, bzip2) is `crc32b/h/w/x`, 0x1EDC6F41 (CRC-32C: iSCSI, ext4) is "
+                  "PNG; bzip2 uses it MSB-first) is `crc32b/h/w/x`, 0x1EDC6F41 (CRC-32C: iSCSI, ext4) is "
                   "`crc32cb/h/w/x`; any other needs PMULL folding.")
     if reflected:
         rec = ("Use the CRC32 instructions: `crc32x` folds 8 bytes per instruction "
