@@ -9,11 +9,14 @@ callers outside the tree only add entries, never remove them. The small function
 set-up and teardown, wrappers, parameter lookups, allocation, clears) are what every
 operation pays besides its work; a longer function does the operation's work (a crypto or
 compression kernel) and is left out. Sampled counts rarely give many functions one exact
-entry count, so this finds nothing there. No name is read.
+entry count, so this finds nothing there. No name is read to find a tree; the report names
+the C allocator's routines among its members by their standard symbols, since allocation per
+operation is the first thing an owner can remove.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +35,11 @@ MULTIPLES = 8  # entries per operation a member may have
 EXCESS = 0.01
 PLUMBING = 256  # instructions per call above which a function does the operation's work
 COHORT_SHARE = 0.02  # share of the total the tree's plumbing needs to be worth an idea
+# the C allocator's entry points, allocation before release (the order they are reported in);
+# glibc exports ``__libc_malloc`` and friends as aliases
+_ALLOCATOR_ROUTINES = ("malloc", "calloc", "realloc", "reallocarray", "aligned_alloc",
+                       "posix_memalign", "memalign", "valloc", "pvalloc", "free")
+_ALLOCATOR = re.compile(r"^(?:__libc_)?(" + "|".join(_ALLOCATOR_ROUTINES) + r")$")
 
 
 @dataclass(frozen=True)
@@ -114,4 +122,19 @@ def checks(cohort: Cohort, name: Callable[[int], str]) -> list[str]:
             f"functions doing the work (over {PLUMBING} instructions per call) left out; rows "
             f"other mechanisms count left out",
             "heaviest: " + ", ".join(f"{name(m.code)} ({m.per_operation}× per operation, "
-                                     f"{m.per_call:g} instructions per call)" for m in top)]
+                                     f"{m.per_call:g} instructions per call)" for m in top),
+            *_allocations(cohort, name)]
+
+
+def _allocations(cohort: Cohort, name: Callable[[int], str]) -> list[str]:
+    """The check naming the members that are C allocator routines, with their calls and
+    instructions per operation; none when no member is one."""
+    found = sorted(((m, match.group(1)) for m in cohort.members
+                    if (match := _ALLOCATOR.match(name(m.code)))),
+                   key=lambda found: _ALLOCATOR_ROUTINES.index(found[1]))
+    if not found:
+        return []
+    instructions = sum(m.per_operation * m.per_call for m, _ in found)
+    return [f"C allocator calls per operation (by symbol name): "
+            f"{' + '.join(f'{m.per_operation} {routine}' for m, routine in found)} = "
+            f"{instructions:,.0f} instructions"]

@@ -49,7 +49,8 @@ from pcscope.index.parts import load_parts, save_parts
 # the routine's mechanism only, stubs matched to other modules; dispatch mechanisms count
 # the instructions merged into the opcode; byte-swap-store and store-loop mechanisms;
 # 9: a memory-state mechanism names only byte stores as the alias forcing its reloads;
-# 10: a per-operation tree admits functions entered up to 1 % more than k × operations
+# 10: a per-operation tree admits functions entered up to 1 % more than k × operations and
+# names its C allocator calls per operation
 FORMAT_VERSION = 10
 Progress = Callable[[str], None]
 
