@@ -48,8 +48,10 @@ from pcscope.index.parts import load_parts, save_parts
 # in memory (memory-state mechanisms), a PLT stub leading to a C-library routine belongs to
 # the routine's mechanism only, stubs matched to other modules; dispatch mechanisms count
 # the instructions merged into the opcode; byte-swap-store and store-loop mechanisms;
-# 9: a memory-state mechanism names only byte stores as the alias forcing its reloads
-FORMAT_VERSION = 9
+# 9: a memory-state mechanism names only byte stores as the alias forcing its reloads;
+# 10: a per-operation tree admits functions entered up to 1 % more than k × operations and
+# names its C allocator calls per operation
+FORMAT_VERSION = 10
 Progress = Callable[[str], None]
 
 

@@ -583,13 +583,17 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
     per_op = metric(m, "instructions per operation") or 0
     per_call = metric(m, "instructions per call") or 0
     heaviest = _check_list(m, "heaviest") or ""
+    allocations = _check_list(m, "C allocator calls per operation")
     claim = (f"Every operation runs the same call tree: {functions} functions are entered once "
              f"or a whole number of times per operation ({number(ops)} operations by their "
              f"exact entry counts), {number(calls)} calls and {number(per_op)} instructions "
              f"per operation, {number(per_call)} instructions per call — set-up, teardown, "
              f"wrappers and lookups around the work (functions over "
              f"{number(PLUMBING)} instructions per call, the work itself, are not counted). "
-             f"Heaviest: {heaviest}.")
+             + (f"The C allocator per operation: {allocations} (their own code, not their "
+                f"helpers'). "
+                if allocations else "")
+             + f"Heaviest: {heaviest}.")
     rec = (f"Make the per-operation part smaller than the work: reuse the context or object "
            f"across operations instead of creating, initialising and freeing it on every "
            f"call (the functions entered once per operation above show which), pass more "
