@@ -51,7 +51,7 @@ from pcscope.index.parts import load_parts, save_parts
 # 9: a memory-state mechanism names only byte stores as the alias forcing its reloads;
 # 10: a per-operation tree admits functions entered up to 1 % more than k × operations and
 # names its C allocator calls per operation
-FORMAT_VERSION = 10
+FORMAT_VERSION = 12
 Progress = Callable[[str], None]
 
 
