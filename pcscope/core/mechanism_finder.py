@@ -32,6 +32,7 @@ from pcscope.core import (
     byte_swap,
     call_cohorts,
     isa,
+    keyed_lookups,
     memory_state,
     natural_loops,
     return_zeroing,
@@ -107,6 +108,7 @@ class _Loop:
 class _CallerLoop:
     """The dominant caller's code that runs per call of a C-library routine."""
 
+    function: int  # its function code
     site: Site
     metrics: list[Metric]
     check: str
@@ -698,6 +700,10 @@ class _Finder:
                     sites.append(caller.site)
                     metrics += caller.metrics
                     checks.append(caller.check)
+                    keyed = self._keyed_caller(caller.function)
+                    if keyed is not None:
+                        metrics += keyed_lookups.metrics(keyed)
+                        checks.append(keyed_lookups.check(keyed))
                 else:
                     sites.append(self.site(stub, stub[-1]))
                     checks.append("its PLT stub is counted with it")
@@ -755,7 +761,7 @@ class _Finder:
                    Metric("caller entries", entries, "executions",
                           f"count of {name}'s first instruction")]
         if len(body) <= WRAPPER and per_entry >= 1.0:
-            return _CallerLoop(self.site(body + stub, max(rows, key=self.count)), metrics,
+            return _CallerLoop(fn, self.site(body + stub, max(rows, key=self.count)), metrics,
                                f"{name} makes {made / calls:.0%} of the calls and is a small "
                                f"function ({len(body)} executed instructions) calling it "
                                f"{per_entry:.2f} times per entry: its code and the stub are "
@@ -766,10 +772,19 @@ class _Finder:
         if not inside[0]:
             return None
         loop = range(int(head[0]), int(branch[0]) + 1)
-        return _CallerLoop(self.site([*loop, *stub], hottest), metrics,
+        return _CallerLoop(fn, self.site([*loop, *stub], hottest), metrics,
                            f"{name} makes {made / calls:.0%} of the calls from a loop "
                            f"({len(loop)} instructions): the loop and the stub are counted "
                            f"with it")
+
+    def _keyed_caller(self, lookup: int) -> keyed_lookups.KeyedCaller | None:
+        """The caller of function ``lookup`` (directly or through the PLT stub run as often
+        as it is entered) that looks up many constant keys per entry (pcscope.core.keyed_lookups)."""
+        first = self.p.function_rows(lookup)[0]
+        calls = np.flatnonzero(self.facts.call & (self.facts.target == int(self.p.pc[first])))
+        way_in = self._stub_to(self.count(first))
+        stub_calls = way_in[1] if way_in is not None else []
+        return keyed_lookups.find(self.p, self.op, [*calls.tolist(), *stub_calls])
 
     def memory_states(self) -> list[Mechanism]:
         """Loops keeping their state in memory (pcscope.core.memory_state): one mechanism per

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pcscope.core.call_cohorts import PLUMBING
+from pcscope.core.keyed_lookups import CHECK as KEYED_CHECK
 from pcscope.core.mechanism_finder import RELINKS, is_jit_module
 from pcscope.core.mechanisms import number
 from pcscope.core.store_loops import WIDE
@@ -471,6 +472,17 @@ def _libc(m: dict, noun: str) -> tuple[str, str, str]:
                       f"before `{name}`, or cache the last hit." if compares else
                       " from a loop: merge the calls (one call over the whole range) or "
                       "inline a fixed-size case."))
+        keyed = next((c.removeprefix(KEYED_CHECK) for c in m["checks"]
+                      if c.startswith(KEYED_CHECK)), None)
+        if keyed is not None:
+            keys = int(metric(m, "constant keys") or 0)
+            entries = metric(m, "keyed caller entries") or 0
+            claim += (f" `{keyed}` (entered {count(entries, noun)}) calls `{caller}` from "
+                      f"{keys} call sites: {keys} lookups per entry, each with a different "
+                      f"constant key ({number(metric(m, 'constant-key lookups per caller entry') or 0)} "
+                      f"calls per entry).")
+            rec += (f" In `{keyed}`, walk the request once and dispatch on the name (switch, "
+                    f"perfect hash, generated decoder), or cache the results per context.")
         what = "Lookups by name" if compares else "Calls"
         return f"{what}: {name} called from {caller}", claim, rec
     rec = (f"Call `{name}` less rather than rewrite it: in {where}, cache the result of "

@@ -1,0 +1,123 @@
+"""Callers that look up many constant keys per entry, one call site per key.
+
+A lookup routine (say, a search of a parameter list by name) costs a C-library compare per
+call; when one of its callers calls it from k ≥ MIN_KEYS call sites per entry, each loading
+a different address constant (``adrp xN; add xN, xN, #…``) into the key register (x1, else
+x0) just before the ``bl``, the caller asks for k fixed names one by one. The lever is that
+caller: walk the request once and dispatch on the name, or cache the results per context.
+
+A routine called k times from a loop (one site, one key register) or with keys computed at
+run time is not this shape. Counts are the profile's: the sites' ``bl`` counts against the
+caller's entry count (its first instruction's).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pcscope.core import isa, shapes
+from pcscope.core.mechanisms import Metric
+from pcscope.core.profile import Profile
+
+MIN_KEYS = 4  # different constant keys, and lookups per caller entry, that make the shape
+KEY_REGISTERS = ("x1", "x0")  # where a lookup's key is passed (after the table, else first)
+LOOK_BACK = 8  # instructions before a call searched for its key's adrp/add
+CHECK = ("a caller passes a different address constant (adrp; add) as the key at each of "
+         "its call sites: ")  # the check naming that caller (the advice reads it)
+
+
+@dataclass(frozen=True)
+class KeyedCaller:
+    """A caller of the lookup routine and its constant-key call sites."""
+
+    name: str
+    sites: tuple[int, ...]  # rows of the ``bl`` calls, one per key
+    keys: tuple[int, ...]  # the address constant each site passes
+    lookups: int  # sum of the sites' counts
+    entries: int  # the caller's entry count
+
+    @property
+    def per_entry(self) -> float:
+        return self.lookups / self.entries if self.entries else 0.0
+
+
+def find(profile: Profile, op: Callable[[int], shapes.Op],
+         calls: list[int]) -> KeyedCaller | None:
+    """The caller making the most constant-key lookups among ``calls`` (the rows of the
+    calls to the lookup routine, directly or through its PLT stub), or None when no caller
+    has the shape."""
+    by_fn: dict[int, dict[int, int]] = defaultdict(dict)  # caller -> key -> call row
+    for r in calls:
+        fn = int(profile.function[r])
+        key = _constant_key(profile, op, r)
+        if fn >= 0 and key is not None:
+            by_fn[fn].setdefault(key, r)
+    found = []
+    for fn, keyed in by_fn.items():
+        entries = int(profile.samples[profile.function_rows(fn)[0]])
+        lookups = sum(int(profile.samples[r]) for r in keyed.values())
+        if len(keyed) >= MIN_KEYS and entries and lookups >= MIN_KEYS * entries:
+            found.append(KeyedCaller(profile.function_names[fn], tuple(keyed.values()),
+                                     tuple(keyed), lookups, entries))
+    return max(found, key=lambda c: (c.lookups, -c.sites[0]), default=None)
+
+
+def _constant_key(profile: Profile, op: Callable[[int], shapes.Op], call: int) -> int | None:
+    """The address constant the call at row ``call`` passes in a key register: the last
+    writes of it in the straight-line code before the call are ``add reg, reg, #off``
+    after ``adrp reg, #page``; None otherwise."""
+    for reg in KEY_REGISTERS:
+        writes = _last_writes(profile, op, call, reg)
+        if len(writes) == 2 and writes[0].mnemonic == "add" and writes[1].mnemonic == "adrp" \
+                and writes[0].operands[:2] == (reg, reg):
+            page, off = _immediate(writes[1].operands[-1]), _immediate(writes[0].operands[-1])
+            if page is not None and off is not None:
+                return page + off
+    return None
+
+
+def _last_writes(profile: Profile, op: Callable[[int], shapes.Op], call: int,
+                 reg: str) -> list[shapes.Op]:
+    """Up to two writes of ``reg`` before ``call``, latest first, looking back over at most
+    LOOK_BACK consecutive instructions and stopping at a branch or call."""
+    out: list[shapes.Op] = []
+    pc = int(profile.pc[call])
+    for r in range(call - 1, max(call - 1 - LOOK_BACK, -1), -1):
+        if int(profile.pc[r]) != pc - 4:
+            break  # a gap: what runs before is not known
+        pc = int(profile.pc[r])
+        o = op(r)
+        if isa.is_branch(o.mnemonic) or isa.is_call(o.mnemonic):
+            break
+        if reg in o.dest:
+            out.append(o)
+            if len(out) == 2 or o.mnemonic != "add":
+                break
+    return out
+
+
+def _immediate(token: str) -> int | None:
+    text = token.removeprefix("#")
+    try:
+        return int(text, 0)
+    except ValueError:
+        return None
+
+
+def metrics(caller: KeyedCaller) -> list[Metric]:
+    return [
+        Metric("constant-key lookups per caller entry", round(caller.per_entry, 2), "x",
+               f"bl counts of {caller.name}'s constant-key call sites / its first "
+               "instruction's count"),
+        Metric("constant keys", len(caller.keys), "calls",
+               f"call sites in {caller.name} each passing a different adrp/add address "
+               "constant as the key"),
+        Metric("keyed caller entries", caller.entries, "executions",
+               f"count of {caller.name}'s first instruction"),
+    ]
+
+
+def check(caller: KeyedCaller) -> str:
+    return f"{CHECK}{caller.name}"

@@ -1,0 +1,81 @@
+"""A lookup routine's caller making one call per constant key (pcscope.core.keyed_lookups):
+named in the C-library routine's mechanism and its idea; look-alikes stay quiet."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_mechanism_rules import STRCMP, STUB, lookup, mechanisms_of
+
+ENTRIES = 125  # the caller's entries; 8 lookups each make the 1,000 lookups below
+# strcmp with more instructions than the lookup and its stub, so that its site is the
+# heaviest and the mechanism is named for it (as on real programs, where it loops)
+LONG_STRCMP = [*STRCMP[:-1], *(["nop"] * 12), STRCMP[-1]]
+
+
+def keyed_calls(key: str, n: int = 8) -> list[str]:
+    """``n`` calls to the lookup at 0x1000, each after ``key`` (asm lines ending with the
+    key in x1; ``{i}`` is the call's number)."""
+    return [line for i in range(n) for line in
+            [*(k.format(i=i) for k in key.split("; ")), "mov x0, x21", "bl 0x1000",
+             f"cbz x0, {hex(0x3400 + 16 * i)}"]]
+
+
+def table_with(caller: list[tuple[int, int, list[str]]]):
+    """strcmp through its stub from the small ``lookup`` (1,000 calls), and the caller's
+    blocks (first pc, count, asm)."""
+    return [("lookup", 0x1000, 1000, lookup(0x1000)), ("plt", 0x4000, 1000, STUB),
+            ("strcmp", 0x5000, 1000, LONG_STRCMP),
+            *(("requests", at, n, lines) for at, n, lines in caller)]
+
+
+def libc_of(tmp_path, blocks):
+    _profile, table = mechanisms_of(tmp_path, blocks)
+    (m,) = [m for m in table if m.kind == "libc-routine"]
+    return m
+
+
+def test_caller_with_one_constant_key_per_call_site_is_named(tmp_path):
+    m = libc_of(tmp_path, table_with([
+        (0x3000, ENTRIES, keyed_calls("adrp x1, 0x30000; add x1, x1, #{i}0") + ["ret"])]))
+    figures = {x.name: x.value for x in m.metrics}
+    assert figures["constant keys"] == 8
+    assert figures["constant-key lookups per caller entry"] == 8.0
+    assert figures["keyed caller entries"] == ENTRIES
+    assert any(c.endswith(": requests") for c in m.checks)
+
+
+@pytest.mark.parametrize("caller", [
+    # the same constant key at every call site
+    [(0x3000, ENTRIES, keyed_calls("adrp x1, 0x30000; add x1, x1, #0x10") + ["ret"])],
+    # keys loaded at run time, not address constants
+    [(0x3000, ENTRIES, keyed_calls("ldr x1, [x22, #{i}8]") + ["ret"])],
+    # the adrp/add goes to another register than the key's
+    [(0x3000, ENTRIES, keyed_calls("adrp x2, 0x30000; add x2, x2, #{i}0") + ["ret"])],
+    # one call site in a loop, 8 iterations per entry, with one key register
+    [(0x3000, ENTRIES, ["stp x29, x30, [sp, #-0x20]!", "movz x22, #8"]),
+     (0x3008, 8 * ENTRIES, ["adrp x1, 0x30000", "add x1, x1, #0x10", "mov x0, x21",
+                            "bl 0x1000", "subs x22, x22, #1", "b.ne 0x3008"]),
+     (0x3020, ENTRIES, ["ret"])],
+    # four constant keys, but each call site runs on a quarter of the entries
+    [(0x3000, 4 * ENTRIES, ["stp x29, x30, [sp, #-0x20]!"]),
+     (0x3004, ENTRIES, keyed_calls("adrp x1, 0x30000; add x1, x1, #{i}0", 4))],
+])  # fmt: skip
+def test_look_alikes_name_no_keyed_caller(tmp_path, caller):
+    m = libc_of(tmp_path, table_with(caller))
+    assert "constant keys" not in {x.name for x in m.metrics}
+    assert not any(c.endswith(": requests") for c in m.checks)
+
+
+def test_idea_names_the_caller_and_the_inverted_lookup(tmp_path):
+    from pcscope.core.backends.advice import advise
+    from pcscope.core.engine.tools import _mechanism_data
+
+    m = libc_of(tmp_path, table_with([
+        (0x3000, ENTRIES, keyed_calls("adrp x1, 0x30000; add x1, x1, #{i}0") + ["ret"])]))
+    advice = advise(_mechanism_data(m), "executions", None)
+    assert advice is not None
+    assert "`requests` (entered 125 times) calls `lookup` from 8 call sites: 8 lookups per " \
+           "entry, each with a different constant key" in advice.claim
+    assert "In `requests`, walk the request once and dispatch on the name" in \
+           advice.recommendation
