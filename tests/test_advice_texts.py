@@ -54,7 +54,7 @@ def test_a_short_walk_is_not_capped_but_its_misses_are_hidden() -> None:
     rec = advise(m, "executions", None).recommendation
     assert "lower the step budget" not in rec and "rarely ends it" in rec
     assert "prefetch the head of the next walk" in rec
-    assert "if the callers have independent walks" in rec
+    assert "only if several independent walks are pending" in rec
     assert "walk several independent chains" not in rec and "walk order" not in rec
     assert "only a shorter walk helps" not in rec
 
@@ -65,7 +65,24 @@ def test_lowering_a_long_walks_budget_says_what_it_costs() -> None:
     rec = advise(m, "executions", None).recommendation
     assert "lower the step budget the loop already has (w6" in rec
     assert "trades the search's result (e.g. compression ratio) for speed" in rec
-    assert "if the callers have independent walks" in rec and "walk order" not in rec
+    assert "only if several independent walks are pending" in rec and "walk order" not in rec
+
+
+def test_a_walk_that_rewrites_its_structure_gets_no_jump_pointers_or_interleaving() -> None:
+    """A walk that stores the links it loads back into the structure (a tree insert) makes
+    jump pointers stale and cannot run beside another walk: both levers are ruled out, with
+    the store named. Without that store both stay, as conditions only."""
+    relink = ("the walk stores a link it loaded back into the structure (it rewrites the "
+              "structure as it walks, e.g. an insert): `str w3, [x30]` at 0x5208")
+    m = mech("pointer-chase", {"chain steps": 5e7, "steps per call": 6.64}, ["in a loop", relink])
+    rec = advise(m, "executions", None).recommendation
+    assert "jump pointers to prefetch several hops ahead do not fit" in rec
+    assert "(`str w3, [x30]` at 0x5208), so they would go stale on every insert" in rec
+    assert "walks cannot be interleaved" in rec and "only if several" not in rec
+    plain = advise(mech("pointer-chase", {"chain steps": 5e7, "steps per call": 6.64},
+                        ["in a loop"]), "executions", None).recommendation
+    assert "do not fit" not in plain and "cannot be interleaved" not in plain
+    assert "pay only for a structure read far more often than it changes" in plain
 
 
 def test_plt_advice_splits_own_calls_from_c_library_calls() -> None:

@@ -9,7 +9,7 @@ import csv
 import pytest
 
 from pcscope.core import code_character
-from pcscope.core.mechanism_finder import find_mechanisms
+from pcscope.core.mechanism_finder import RELINKS, find_mechanisms
 from pcscope.core.patterns import code_facts, find_patterns
 from pcscope.core.readers.profile_csv import read_profile
 
@@ -229,6 +229,25 @@ def test_advice_follows_the_printed_figures(m, says, not_said):
     advice = advise(m, "executions", None)
     assert advice is not None
     assert says in advice.recommendation and not_said not in advice.recommendation
+
+
+@pytest.mark.parametrize(("store", "relink"), [
+    (["str x0, [x7, #0x10]"], "`str x0, [x7, #0x10]` at 0x101c"),  # stores the link: an insert
+    (["stp x0, x5, [x7]"], "`stp x0, x5, [x7]` at 0x101c"),
+    (["str x0, [sp, #8]"], None),  # a spill of the link, not the structure
+    (["str x5, [x0, #0x10]"], None),  # writes a field of the node, no link
+    (["add x0, x0, #0x10", "str x0, [x7]"], None),  # stores an address, not the loaded link
+])  # fmt: skip
+def test_chase_names_a_store_that_rewrites_the_structure(tmp_path, store, relink):
+    """A walk that stores a link it loaded into memory off the stack rewrites the structure
+    it walks (the advice then drops jump pointers and interleaving); a spill of the link or
+    a store of another value through it does not."""
+    lines = walk(0x1000)
+    _profile, table = mechanisms_of(tmp_path, [("f", 0x1000, 100, [*lines[:-2], *store,
+                                                                    *lines[-2:]])])
+    (chase,) = [m for m in table if m.kind == "pointer-chase"]
+    said = [c.split(": ", 1)[1] for c in chase.checks if c.startswith(RELINKS)]
+    assert (said[0] if said else None) == relink
 
 
 @pytest.mark.parametrize(("step", "budget"), [

@@ -239,9 +239,11 @@ def test_chase_advice_follows_the_walk_length_and_the_guides() -> None:
     prefetching is never offered as the fix (the guides correct that)."""
     from pcscope.core.backends.advice import _chase_levers, advise
 
-    assert "cap it (" in _chase_levers(23.0, None) and "first" in _chase_levers(23.0, None)
-    assert "lower the step budget the loop already has (w6" in _chase_levers(23.0, "w6 counts")
-    assert "capping it saves little" in _chase_levers(4.1, None)
+    long_walk = _chase_levers(23.0, None, None)
+    assert "cap it (" in long_walk and "first" in long_walk
+    assert "lower the step budget the loop already has (w6" in _chase_levers(23.0, "w6 counts",
+                                                                              None)
+    assert "capping it saves little" in _chase_levers(4.1, None, None)
     for per_call in (23.0, 4.1, None):
         m = {"kind": "pointer-chase", "share": 0.5, "functions": ["f"], "checks": [],
              "metrics": [{"name": "chain steps", "value": 1e6},

@@ -73,6 +73,8 @@ _STUBS_TO_LIBC = ("stubs leading to C-library routines, counted with those routi
 _STUBS_OUT = "stubs leading to functions of other modules (matched by count): "
 STUB_MATCH = 0.001  # a PLT stub's count within 0.1% of a routine's calls leads to it
 JIT_SITE = 64  # hottest instructions of a JIT region that form its site
+RELINKS = ("the walk stores a link it loaded back into the structure (it rewrites the "
+           "structure as it walks, e.g. an insert)")  # the check's text, which the advice reads
 CHAIN_STEPS = 4  # unrolled byte-compare steps that make a compare chain
 LARGE_FUNCTION = 256  # executed instructions of a function whose one table jump may dispatch
 SHARED_DISPATCH = 100  # at most this many instructions per execution of that jump
@@ -470,6 +472,7 @@ class _Finder:
             prefetch = any(isa.is_prefetch(self.op(r).mnemonic)
                            for loop in group for r in loop.rows)
             budget = self._step_budget(group[0])
+            relink = self._relink_store(group[0])
             out.append(self.mechanism("pointer-chase", [
                 self.site(loop.rows, loop.keys[0]) for loop in group], [
                 Metric("chain steps", steps, "executions",
@@ -484,6 +487,7 @@ class _Finder:
                 *self.copies_check(group)]
                 + ([f"the walk already has a step budget: {budget} counts down by one per "
                     f"step and ends the walk at zero"] if budget else [])
+                + ([f"{RELINKS}: {relink}"] if relink else [])
                 + (["prefetch already issued in the loop (prfm)"] if prefetch else [])))
         return out
 
@@ -502,6 +506,25 @@ class _Finder:
                 isa.is_conditional_branch(ops[i + 1].mnemonic)
             if flags_tested or any(_tests_zero(other, reg) for other in ops):
                 return op.operands[0]
+        return None
+
+    def _relink_store(self, loop: _Loop) -> str | None:
+        """The first store in the loop whose value is a link a chained load brought in
+        (``ldr w3, [x10, #4]`` … ``str w3, [x30]``, no other write of w3 between them, the
+        back edge included) to memory off the stack: the walk rewrites the structure it
+        walks (a tree or chain insert), which a spill, a stored counter or a link changed
+        before the store is not."""
+        rows = list(loop.rows)
+        for i, r in enumerate(rows):
+            op = self.op(r)
+            if not isa.is_store(op.mnemonic) or op.addr[:1] in (("sp",), ("x29",)):
+                continue
+            # the value's last writer before the store, this iteration or the previous one
+            before = rows[:i][::-1] + rows[i + 1:][::-1]
+            for reg in set(op.src) - set(op.addr):
+                writer = next((w for w in before if reg in self.op(w).dest), None)
+                if writer in loop.keys and reg in self.op(writer).loaded:
+                    return f"`{self.p.asm(r)}` at {int(self.p.pc[r]):#x}"
         return None
 
     def same_loops(self, loops: list[_Loop]) -> list[list[_Loop]]:

@@ -52,7 +52,8 @@ from pcscope.index.parts import load_parts, save_parts
 # 10: a per-operation tree admits functions entered up to 1 % more than k × operations and
 # names its C allocator calls per operation
 # 11: a C-library lookup mechanism names the caller making constant-key lookups per entry
-FORMAT_VERSION = 11
+# 12: a pointer-chase mechanism names the store by which its walk rewrites the structure
+FORMAT_VERSION = 12
 Progress = Callable[[str], None]
 
 

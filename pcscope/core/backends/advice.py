@@ -21,7 +21,7 @@ from typing import Any
 
 from pcscope.core.call_cohorts import PLUMBING
 from pcscope.core.keyed_lookups import CHECK as KEYED_CHECK
-from pcscope.core.mechanism_finder import is_jit_module
+from pcscope.core.mechanism_finder import RELINKS, is_jit_module
 from pcscope.core.mechanisms import number
 from pcscope.core.store_loops import WIDE
 
@@ -237,12 +237,21 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
              f"the chain stepped {count(steps, noun)}"
              + (f", {number(per_call)} per call of {of}." if per_call else "."))
     budget = next((c.split(": ", 1)[1] for c in m["checks"] if "step budget" in c), None)
-    rec = _chase_levers(per_call, budget)
-    rec += (" The loop already issues `prfm`: check that it runs several hops ahead of the "
-            "walk, not one." if prefetched else
-            " Prefetching only the next node rarely helps (its address arrives with the load "
-            "it would hide); where the structure allows, prefetch several hops ahead (jump "
-            "pointers).")
+    relink = next((c.split(": ", 1)[1] for c in m["checks"] if c.startswith(RELINKS)), None)
+    rec = _chase_levers(per_call, budget, relink)
+    if prefetched:
+        rec += (" The loop already issues `prfm`: check that it runs several hops ahead of "
+                "the walk, not one.")
+    elif relink:
+        rec += (f" Prefetching only the next node rarely helps (its address arrives with the "
+                f"load it would hide), and jump pointers to prefetch several hops ahead do not "
+                f"fit: the walk stores links into the structure as it goes ({relink}), so "
+                f"they would go stale on every insert.")
+    else:
+        rec += (" Prefetching only the next node rarely helps (its address arrives with the "
+                "load it would hide); jump pointers to prefetch several hops ahead pay only "
+                "for a structure read far more often than it changes, since every insert "
+                "must update them.")
     short = per_call is not None and per_call < LONG_WALK
     rec += (" Measure the load's L1D/L2 miss rate and latency (SPE, or the simulator) first: "
             "if it hits L1, the chain costs ~4 cycles per step"
@@ -271,13 +280,18 @@ RETRIES = 1.05  # LL/SC attempts per entry above which the loop really retries
 FEW_PER_CALL = 2  # routine calls per caller call below which the caller's callers are the lever
 
 
-def _chase_levers(per_call: float | None, budget: str | None) -> str:
-    """What shortens or overlaps the chain, by how long the walk is per call and whether
-    the loop already stops on a step budget (the counter the checks name). Overlapping
-    walks is only a condition: one chain per lookup, or a structure each walk rewrites,
-    leaves nothing to overlap, and the profile cannot tell which."""
-    overlap = ("if the callers have independent walks (several keys to look up at once), "
-               "interleave them so their misses overlap")
+def _chase_levers(per_call: float | None, budget: str | None, relink: str | None) -> str:
+    """What shortens or overlaps the chain, by how long the walk is per call, whether the
+    loop already stops on a step budget (the counter the checks name) and whether it
+    rewrites the structure it walks (``relink``, the store that does). A walk that rewrites
+    its structure cannot run beside another walk of it; otherwise overlapping walks is only
+    a condition, since whether the next walk's start waits for this one's result (one
+    position at a time) lies in the callers, which the loop does not show."""
+    overlap = ("walks cannot be interleaved, since each rewrites the structure the next "
+               "one reads" if relink else
+               "interleave walks so their misses overlap only if several independent walks "
+               "are pending (several keys to look up at once, none waiting for another's "
+               "result)")
     trade = ("a smaller budget trades the search's result (e.g. compression ratio) for speed, "
              "so measure both")
     cap = (f"lower the step budget the loop already has ({budget}; its start value is "
