@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from dataclasses import replace
 
 import pytest
@@ -173,12 +174,21 @@ async def test_no_count_tokens_endpoint_falls_back_to_characters():
 
 
 async def test_first_call_of_a_wave_warms_the_cache_for_the_rest():
+    answered = []
+
     def model(body):
+        # The first reply is slow: calls that did not wait for it would reach the server
+        # meanwhile, one of them would write the cache, and the first would read it.
+        answered.append(body)
+        if len(answered) == 1:
+            time.sleep(0.3)
         return submit(finding())
 
     with MockMessagesServer(model, min_cache_tokens=1) as server:
         requests = [request(f"r1.w1.c{n}", brief=f"slice {n}") for n in range(4)]
-        async with backend(server) as b:
+        # the test prefix is short: the backend must know it is cacheable, or nobody waits
+        # and the order the server sees is left to chance
+        async with backend(server, cache_min_tokens={"default": 1}) as b:
             await asyncio.gather(*(b.run(r, Tools(), Events()) for r in requests))
         sent = server.messages_seen()
     assert len(sent) == 4
