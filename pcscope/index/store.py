@@ -53,7 +53,9 @@ from pcscope.index.parts import load_parts, save_parts
 # names its C allocator calls per operation
 # 11: a C-library lookup mechanism names the caller making constant-key lookups per entry
 # 12: a pointer-chase mechanism names the store by which its walk rewrites the structure
-FORMAT_VERSION = 12
+# 13: gather-branch, struct-relaxation and fixed-trip-sum mechanisms (loops read through
+# their dataflow)
+FORMAT_VERSION = 13
 Progress = Callable[[str], None]
 
 
