@@ -595,7 +595,7 @@ def _table_crc(m: dict, noun: str) -> tuple[str, str, str]:
     polynomial = ("Check the polynomial in the table's source: " + (
         "reflected 0x04C11DB7 (CRC-32 of zlib, gzip, PNG) is `crc32b/h/w/x`, reflected "
         "0x1EDC6F41 (CRC-32C: iSCSI, ext4) is `crc32cb/h/w/x`" if reflected else
-        "MSB-first 0x04C11DB7 (bzip2, POSIX cksum) is `crc32b/h/w/x` on bit-reversed data, "
+        "MSB-first 0x04C11DB7 is `crc32b/h/w/x` on bit-reversed data, "
         "MSB-first 0x1EDC6F41 `crc32cb/h/w/x` likewise") + "; any other needs PMULL folding.")
     if reflected:
         rec = ("Use the CRC32 instructions: `crc32x` folds 8 bytes per instruction "
