@@ -19,11 +19,11 @@ def profile_of(tmp_path, rows):
 def test_the_heaviest_loop_and_the_cost_per_entry(tmp_path):
     profile = profile_of(tmp_path, price_loop(trips=8, entries=2000))
     counts = function_counts.of(profile, profile.function_rows(0))
-    assert counts.entries == 2000 and counts.per_entry == 82  # 1 + 8 × 10 + 1
-    assert counts.loop_pc == 0x1004 and counts.iterations == 8
-    assert counts.loop_part == 80 / 82
-    assert counts.text() == ("entered 2,000 times, 82.0 instructions per entry; its heaviest "
-                             "loop (0x1004, 98% of the function) iterates 8.0 times per entry")
+    assert counts.entries == 2000 and counts.per_entry == 83  # 2 + 8 × 10 + 1
+    assert counts.loop_pc == 0x1008 and counts.iterations == 8
+    assert counts.loop_part == 80 / 83
+    assert counts.text() == ("entered 2,000 times, 83.0 instructions per entry; its heaviest "
+                             "loop (0x1008, 96% of the function) iterates 8.0 times per entry")
 
 
 def test_straight_line_code_has_no_loop(tmp_path):

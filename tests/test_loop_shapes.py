@@ -86,6 +86,18 @@ def test_keys_gathered_through_an_index_array_and_branched_on_are_an_idea(tmp_pa
 
 
 @pytest.mark.parametrize("loop", [
+    # post-indexed: `ldr w6, [x14], #4`
+    [(10000, "ldr w6, [x14], #4"), *partition()[1:6], *partition()[7:]],
+    # an index register scaled into the array: `ldr w6, [x22, x9, lsl #2]`, `add x9, x9, #1`
+    partition(stream="ldr w6, [x22, x9, lsl #2]", extra=("add x9, x9, #1",)),
+])
+def test_other_ways_of_reading_the_index_array_fire(tmp_path, loop):
+    _profile, table = mechanisms_of(tmp_path, [("f", 0x1000, loop), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    assert any(f"`{loop[0][1]}`" in c for c in m.checks)
+
+
+@pytest.mark.parametrize("loop", [
     # the keys are summed, nothing decides on them: a plain gather, not this idea
     partition(decide="b.hs #0x1018", extra=("add w0, w0, w1",))[:3]
     + [(10000, "add w0, w0, w1"), (10000, "add x14, x14, #4"), (10000, "cmp x14, x16"),
@@ -149,8 +161,8 @@ def price_loop(trips: float = 8, entries: int = 2000, bound: str = "cmp w5, w9",
     body = ["lsl w4, w4, #1", "and w1, w2, w4", index, "lsl w5, w5, #1",
             "ldrh w1, [x6, x1, lsl #1]", "lsr w1, w1, #4", "ldrb w1, [x8, w1, uxtw]",
             "add w0, w0, w1", *extra, bound]
-    return [(entries, "movz w0, #0"), *((n, a) for a in body),
-            (n, "b.ls #0x1004"), (entries, "ret")]
+    return [(entries, "movz w0, #0"), (entries, "movz w9, #0xffff"), *((n, a) for a in body),
+            (n, "b.ls #0x1008"), (entries, "ret")]
 
 
 def test_a_constant_trip_lookup_sum_is_an_idea(tmp_path):
@@ -160,9 +172,19 @@ def test_a_constant_trip_lookup_sum_is_an_idea(tmp_path):
     assert figures["trips per entry"] == 8 and figures["instructions per trip"] == 10
     assert figures["function calls"] == 2000
     assert m.share == pytest.approx(10 * 16000 / profile.total)
+    assert any("a constant set before the loop (`movz w9, #0xffff`)" in c for c in m.checks)
     advice = advise(as_dict(m), "executions", None)
     assert "`#pragma GCC unroll 8`" in advice.recommendation
+    assert "may differ" not in advice.recommendation
     assert advice.removes == 0.2  # the compare and branch of 10 instructions per trip
+
+
+def test_a_bound_set_by_the_caller_is_said_to_vary(tmp_path):
+    """`cmp w5, w3` with w3 an argument: the average is whole, the bound may not be."""
+    _profile, table = mechanisms_of(tmp_path, [("sum", 0x1000, price_loop(bound="cmp w5, w3"))])
+    (m,) = of_kind(table, "fixed-trip-sum")
+    advice = advise(as_dict(m), "executions", None)
+    assert "may differ between calls" in advice.recommendation
 
 
 @pytest.mark.parametrize("loop", [

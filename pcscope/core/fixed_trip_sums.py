@@ -49,6 +49,7 @@ class FixedTripSum:
     per_trip: float  # instructions executed per trip
     loads_per_trip: int
     accumulator: int  # row of the add that sums the lookups
+    bound: str  # what the exit compares with: ``#imm``, ``zero`` or a register name
 
 
 def find(finder: _Finder, claimed: np.ndarray) -> list[Mechanism]:
@@ -85,8 +86,8 @@ def fixed_trip_sum(ops: list[Op], rows: list[int], counts: list[int],
     if not loads or any(loop_dataflow.EARLIER in flow.sources[i] for i in loads):
         return None
     exit_ = len(ops) - 1
-    if not isa.is_conditional_branch(ops[exit_].mnemonic) or flow.sources[exit_] or \
-            not _constant_bound(ops, exit_, flow):
+    bound = _bound(ops, exit_, flow) if isa.is_conditional_branch(ops[exit_].mnemonic) else None
+    if bound is None or flow.sources[exit_]:
         return None
     accumulator = next((i for i, o in enumerate(ops) if o.mnemonic == "add" and o.dest and
                         o.dest[0] in o.src and set(flow.sources[i]) - {loop_dataflow.EARLIER}),
@@ -94,22 +95,40 @@ def fixed_trip_sum(ops: list[Op], rows: list[int], counts: list[int],
     if accumulator is None:
         return None
     return FixedTripSum(tuple(rows), whole, round(counts[0] / whole),
-                        round(sum(counts) / counts[0], 1), len(loads), rows[accumulator])
+                        round(sum(counts) / counts[0], 1), len(loads), rows[accumulator], bound)
 
 
-def _constant_bound(ops: list[Op], exit_: int, flow: loop_dataflow.LoopValues) -> bool:
-    """The exit compares with an immediate (``cbz``/``cbnz``/``tbz`` compare with zero or a
-    bit) or with a register the loop does not write."""
+def _bound(ops: list[Op], exit_: int, flow: loop_dataflow.LoopValues) -> str | None:
+    """What the exit compares with when the loop does not change it: ``#imm``, a register
+    name, or ``zero`` (``cbz``/``cbnz``/``tbz``/``tbnz``); None otherwise."""
     branch = ops[exit_]
     if not branch.mnemonic.startswith("b."):
-        return True
+        return "zero"
     setter = next((o for o in reversed(ops[:exit_]) if o.mnemonic in FLAG_SETTERS), None)
     if setter is None or len(setter.operands) < 2:
-        return False
+        return None
     other = setter.operands[-1]
+    if loop_dataflow.immediate(other) is not None:
+        return other
     reg = isa.parse_register(other)
-    return loop_dataflow.immediate(other) is not None or \
-        (reg is not None and reg not in flow.written)
+    return reg if reg is not None and reg not in flow.written else None
+
+
+def _bound_text(finder: _Finder, loop: FixedTripSum) -> str:
+    """The exit's bound as a reader checks it: an immediate, or the instruction before the
+    loop that last set the bound register (a constant, or a value that may vary by call)."""
+    if loop.bound == "zero" or loop.bound.startswith("#"):
+        return ("exits on a compare with " + ("zero" if loop.bound == "zero" else
+                                              f"the immediate {loop.bound}"))
+    head = loop.rows[0]
+    first = int(finder.p.function_rows(int(finder.p.function[head]))[0])
+    setter = next((r for r in range(head - 1, first - 1, -1)
+                   if loop.bound in finder.op(r).dest), None)
+    if setter is not None and loop_dataflow.immediate(finder.op(setter).operands[-1]) is not None \
+            and finder.op(setter).mnemonic in ("movz", "movn", "mov"):
+        return f"exits on a compare with a constant set before the loop (`{finder.p.asm(setter)}`)"
+    return ("exits on a compare with a register set before the loop (the bound may differ "
+            "between calls: the counts show the same average, not the same bound)")
 
 
 def _mechanism(finder: _Finder, fn: int, loops: list[FixedTripSum]) -> Mechanism:
@@ -133,8 +152,8 @@ def _mechanism(finder: _Finder, fn: int, loops: list[FixedTripSum]) -> Mechanism
         Metric("instructions per call", round(per_call, 1), "instructions",
                "the function's executions / its calls"),
     ], [
-        f"a loop run the same whole number of times per entry: {shape}",
-        "no call and no store in the loop; it exits on a compare with a constant bound",
+        f"loops whose head count is a whole multiple of their entries: {shape}",
+        "no call and no store in the loop; it " + _bound_text(finder, top),
         f"loaded values summed into one register: `{p.asm(top.accumulator)}`",
         "no load address depends on a value loaded in an earlier trip",
     ])

@@ -720,8 +720,10 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
     figures = (f"{number(keys)} keys, {number(loops)} loop iterations"
                if noun == "executions" else
                f"the key loads {count(keys, noun)}, the loop heads {count(loops, noun)}")
-    claim = (f"{'Loops' if several else 'A loop'} in `{fn}` read an array of indexes "
-             f"({_after(m, 'index loads')}) and load a key through each index "
+    claim = (f"{'Loops' if several else 'A loop'} in `{fn}` "
+             f"{'read' if several else 'reads'} an array of indexes "
+             f"({_after(m, 'index loads')}) and {'load' if several else 'loads'} a key "
+             f"through each index "
              f"({_after(m, 'key loads')}): {figures}"
              + (f" over {m['sites']} loops" if several else "") + ". "
              f"It branches on each key: {_after(m, 'conditional branches on the loaded key')}"
@@ -754,7 +756,8 @@ def _struct_relaxation(m: dict, noun: str) -> tuple[str, str, str]:
     fixed = any(c.startswith("the table entry is added to values the loop does not load")
                 for c in m["checks"])
     several = m["sites"] > 1
-    claim = (f"{'Loops' if several else 'A loop'} in `{fn}` relax costs over an array of "
+    claim = (f"{'Loops' if several else 'A loop'} in `{fn}` "
+             f"{'relax' if several else 'relaxes'} costs over an array of "
              f"{stride}-byte structs ("
              + (f"{number(runs)} iterations" if noun == "executions" else
                 f"loop heads {count(runs, noun)}")
@@ -788,9 +791,10 @@ def _fixed_trip_sum(m: dict, noun: str) -> tuple[str, str, str]:
     per_trip = metric(m, "instructions per trip") or 0
     calls = metric(m, "function calls") or 0
     per_call = metric(m, "instructions per call") or 0
+    varies = any("the bound may differ" in c for c in m["checks"])
     claim = (f"`{fn}` is entered {count(calls, noun)}, {number(per_call)} instructions per "
-             f"entry, and runs loops of a constant trip count: "
-             f"{_after(m, 'a loop run the same whole number')}. Each trip adds a table "
+             f"entry, and runs loops whose head count is a whole multiple of their entries: "
+             f"{_after(m, 'loops whose head count')}. Each trip adds a table "
              f"lookup into one register ({_after(m, 'loaded values summed')}), and no lookup "
              f"address depends on an earlier trip's lookup, so the trips do not wait for "
              f"memory from one to the next: the cost is the loop itself, its compare and "
@@ -798,7 +802,10 @@ def _fixed_trip_sum(m: dict, noun: str) -> tuple[str, str, str]:
     rec = (f"Unroll the loop fully (`#pragma GCC unroll {trips}`, or {trips} written-out "
            f"steps): that deletes the compare and branch of every trip ({LOOP_CONTROL} of "
            f"{number(per_trip)} instructions) and lets the index arithmetic of all trips be "
-           f"computed first, so the {trips} lookups issue back to back. If callers ask for "
+           f"computed first, so the {trips} lookups issue back to back"
+           + (f" (the bound is set before the loop and may differ between calls: unroll for "
+              f"{trips} and keep the loop for other counts)" if varies else "")
+           + f". If callers ask for "
            f"the same sum again with the same context, keep the sums in a table per context "
            f"and refresh it when the table the loop reads changes: compare how often that "
            f"table is written with the {number(calls)} calls before choosing that.")
