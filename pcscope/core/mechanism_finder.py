@@ -32,6 +32,7 @@ from pcscope.core import (
     byte_swap,
     call_cohorts,
     chain_walk,
+    hand_written,
     isa,
     keyed_lookups,
     memory_state,
@@ -128,6 +129,7 @@ def find_mechanisms(profile: Profile, patterns: PatternTable, facts: CodeFacts) 
     # spread over many functions, these two count only rows no other mechanism counts
     found += finder.return_zeroing(finder.claimed(found))
     found += finder.per_operation(finder.claimed(found))
+    found = hand_written.mark(profile, facts, finder.op, found)
     return MechanismTable(tuple(sorted(found, key=lambda m: (-m.share, m.id))))
 
 

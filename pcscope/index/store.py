@@ -55,7 +55,8 @@ from pcscope.index.parts import load_parts, save_parts
 # 12: a pointer-chase mechanism names the store by which its walk rewrites the structure
 # 13: a pointer-chase mechanism carries its step's levers (first reject, recomputed values,
 # the unrolled extension with its exit blocks in the site, the link width bounding its table);
-# a memory-state mechanism names reloads with no store between and its byte stores per iteration
+# a memory-state mechanism names reloads with no store between and its byte stores per iteration;
+# a mechanism in a function likely written in assembly says so (pcscope.core.hand_written)
 FORMAT_VERSION = 13
 Progress = Callable[[str], None]
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from pcscope.core import chain_walk
 from pcscope.core.call_cohorts import PLUMBING
+from pcscope.core.hand_written import CHECK as HAND_WRITTEN
 from pcscope.core.keyed_lookups import CHECK as KEYED_CHECK
 from pcscope.core.mechanism_finder import RELINKS, is_jit_module
 from pcscope.core.mechanisms import number
@@ -111,6 +112,8 @@ def advise(m: dict[str, Any], basis: str, module: str | None) -> Advice | None:
         return None
     title, claim, recommendation = text
     removes = _REMOVES[kind](m) if kind in _REMOVES else None
+    if any(c.startswith(HAND_WRITTEN) for c in m["checks"]):
+        recommendation = _ASSEMBLY.get(kind, _assembly_note)(m, recommendation)
     if kind not in ("jit",) and _jit(module):
         recommendation, removes = _JIT_ADVICE, None
     pcs = tuple(pc for site in m["site_pcs"] for pc in site)
@@ -122,6 +125,32 @@ def advise(m: dict[str, Any], basis: str, module: str | None) -> Advice | None:
              f"site(s) cited) in {fn}. Checks passed: {'; '.join(checks)}.")
     return Advice(RULE[kind], title, claim, recommendation, pcs,
                   confidence(kind, basis, len(m["checks"])), removes)
+
+
+def _assembly_note(m: dict, recommendation: str) -> str:
+    """Advice about a function that is likely hand-written assembly: the same change, made
+    in its assembly source."""
+    return (f"{recommendation} The function is likely hand-written assembly (the evidence is "
+            f"in the checks): make the change in its assembly source; compiler flags, "
+            f"attributes and C rewrites do not reach it.")
+
+
+def _store_loop_in_assembly(m: dict, recommendation: str) -> str:
+    """A fill loop written in assembly: the instruction edit, and no C-compiler caveats."""
+    width = int(metric(m, "store width") or 0)
+    store = {1: "strb wzr, [xN], #1", 2: "strh wzr, [xN], #2", 4: "str wzr, [xN], #4",
+             8: "str xzr, [xN], #8"}.get(width, f"{width}-byte store")
+    return (f"The loop is likely hand-written assembly (the evidence is in the checks), so the "
+            f"change is an instruction edit, not C: replace the `{store}` loop by "
+            f"`stp xzr, xzr, [xN], #16` ({WIDE} bytes per store; keep one narrow store for an "
+            f"odd remainder), or `stp q` of a zeroed vector, or `dc zva` for whole zeroed "
+            f"lines in long clears. Written in assembly, the clear is not removed by a "
+            f"compiler, so it needs no `volatile`, `explicit_bzero` or `memset_explicit`. "
+            f"Fewer bytes or calls (clear only what was written) help as much.")
+
+
+# How a kind's advice reads when its function is likely hand-written assembly.
+_ASSEMBLY = {"store-loop": _store_loop_in_assembly}
 
 
 def recommendation_for(rule, module: str | None) -> str:
