@@ -77,6 +77,9 @@ def test_ideas_are_few_distinct_and_sized_by_their_sites(analysed, name):
     assert 0 < len(report["ideas"]) <= 12
     cited = idea_mechs(report)
     assert len(cited) == len(set(cited))  # each mechanism once
+    # no claim or recommendation is cut at the contract's length (the measurement that
+    # would confirm it comes last)
+    assert all(len(i[k]) < 2000 for i in report["ideas"] for k in ("claim", "recommendation"))
     profile = workload.profile
     for m in workload.mechanisms:
         rows = [profile.row_of(pc) for pc in m.pcs]

@@ -104,12 +104,13 @@ class _Reader:
             offset += self._expand(row, reg, leaves, depth=0)
         return tuple(sorted(leaves, key=str)), offset
 
-    def _expand(self, row: int, reg: str, leaves: list, depth: int) -> int:
+    def _expand(self, row: int, reg: str, leaves: list[tuple[str, int | None]],
+                depth: int) -> int:
         w = self.writer(row, reg)
-        o = self.op(w) if w is not None else None
-        if o is None or depth > 4 or o.load:
+        if w is None or depth > 4 or self.op(w).load:
             leaves.append((reg, w))
             return 0
+        o = self.op(w)
         imm = o.operands[2] if len(o.operands) == 3 else ""
         if o.mnemonic in _COPIES and len(o.src) == 1:
             return self._expand(w, o.src[0], leaves, depth + 1)
@@ -118,7 +119,8 @@ class _Reader:
             return self._expand(w, o.src[0], leaves, depth + 1) + \
                 (step if o.mnemonic == "add" else -step)
         if o.mnemonic == "add" and len(o.src) == 2 and len(o.operands) == 3:
-            return sum(self._expand(w, r, leaves, depth + 1) for r in o.src)
+            return self._expand(w, o.src[0], leaves, depth + 1) + \
+                self._expand(w, o.src[1], leaves, depth + 1)
         leaves.append((reg, w))
         return 0
 

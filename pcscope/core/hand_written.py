@@ -19,9 +19,9 @@ from dataclasses import replace
 import numpy as np
 
 from pcscope.core import isa
+from pcscope.core.mechanisms import Mechanism
 from pcscope.core.patterns import CodeFacts
 from pcscope.core.profile import Profile
-from pcscope.core.mechanisms import Mechanism
 from pcscope.core.return_zeroing import MIN_FUNCTIONS
 from pcscope.core.return_zeroing import find as zeroing_runs
 from pcscope.core.shapes import Op

@@ -43,7 +43,7 @@ _SIZES = {"w": 4, "x": 8, "s": 4, "d": 8, "q": 16, "b": 1, "h": 2}
 # store aliases only 16-bit fields, so it is not named as the cause of the reloads.
 _BYTE_STORES = frozenset(("strb", "sturb"))
 # the check naming a reload nothing could have changed (the advice reads it)
-RELOADED = "loaded again with no store of any kind between (a missed CSE, not aliasing): "
+RELOADED = "reloaded with no store between (a missed CSE): "
 
 
 @dataclass(frozen=True)
@@ -213,7 +213,7 @@ def _reloads(ops: list[Op], counts: list[int],
     pass the first load: at most their counts, so the rest are certainly redundant."""
     out = []
     for key, at in loads.items():
-        for i, j in zip(at, at[1:]):
+        for i, j in zip(at, at[1:], strict=False):
             between = ops[i + 1:j]
             if not _straight(ops[i:j + 1]) or any(
                     isa.is_store(o.mnemonic) or isa.is_call(o.mnemonic) or
@@ -232,7 +232,7 @@ def _reloads(ops: list[Op], counts: list[int],
 def _straight(ops: list[Op]) -> bool:
     """Consecutive instructions, each falling through to the next."""
     return all(b.pc == a.pc + 4 and a.mnemonic != "b" and a.mnemonic not in isa.RETURNS
-               and a.mnemonic not in isa.INDIRECT for a, b in zip(ops, ops[1:]))
+               and a.mnemonic not in isa.INDIRECT for a, b in zip(ops, ops[1:], strict=False))
 
 
 def _text(field: tuple[str, int]) -> str:

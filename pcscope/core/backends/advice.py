@@ -635,8 +635,8 @@ def _memory_state(m: dict, noun: str) -> tuple[str, str, str]:
                 f"recurrence through memory)" if recur else "")
              + "." + (f" The loop also stores bytes through other pointers "
                       f"({number(metric(m, 'byte stores per iteration') or 0)} per "
-                      f"iteration): a `char` store may alias any field, so the compiler "
-                      f"must reload the fields after it." if aliased else "")
+                      f"iteration); a `char` store may alias any field, forcing reloads "
+                      f"after it." if aliased else "")
              + _missed_cse(m))
     rec = (f"Copy the fields the loop uses ({back}, and the ones it only reads) into local "
            f"variables before the loop and write the updated ones back after it (or before "
@@ -658,9 +658,9 @@ def _missed_cse(m: dict) -> str:
     if not reloads:
         return ""
     return (f" Stronger evidence: {', '.join(reloads)} {'is' if len(reloads) == 1 else 'are'} "
-            f"loaded again with no store of any kind between (the PCs are in the checks): "
-            f"not aliasing but a missed common subexpression (often where paths join), which "
-            f"a local removes too.")
+            f"loaded again with no store of any kind between (PCs in the checks): a missed "
+            f"common subexpression (often where paths join), not aliasing; a local removes it "
+            f"too.")
 
 
 def _spill_block(m: dict, noun: str) -> tuple[str, str, str]:
