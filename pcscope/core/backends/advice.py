@@ -331,8 +331,9 @@ def _step_levers(m: dict) -> str:
     if recomputed:
         first_one, _, rest = recomputed.partition(", `")
         out += (f" {first_one}{' (and more, in the checks)' if rest else ''} is recomputed "
-                f"from inputs that rarely change: compute it where they change (e.g. a base + "
-                f"best-length pointer) so the step indexes it with the link.")
+                f"from inputs that rarely change: compute it where they change (usually an "
+                f"address: a base plus a rarely changing offset) so the step indexes it with "
+                f"the link.")
     steps = metric(m, "extension steps")
     if steps:
         per = metric(m, "extension bytes per entry") or 0
