@@ -53,7 +53,10 @@ from pcscope.index.parts import load_parts, save_parts
 # names its C allocator calls per operation
 # 11: a C-library lookup mechanism names the caller making constant-key lookups per entry
 # 12: a pointer-chase mechanism names the store by which its walk rewrites the structure
-FORMAT_VERSION = 12
+# 13: per-operation trees from near-equal entry counts, member figures net of other mechanisms'
+#     rows, key set-up and the constant-key lookups they make (linked to the lookup's
+#     mechanism); lookup callers reached through tail calls; zeroing runs in small functions
+FORMAT_VERSION = 13
 Progress = Callable[[str], None]
 
 
