@@ -15,11 +15,14 @@ exactly once per operation computes something of fixed size per operation: key o
 set-up (a key schedule, a table of key powers) that a reused key would not repeat. Sampled counts rarely give many functions one exact
 entry count, so this finds nothing there. No name is read to find a tree; the report names
 the C allocator's routines among its members by their standard symbols, since allocation per
-operation is the first thing an owner can remove.
+operation is the first thing an owner can remove, with their helpers: hidden functions of
+the allocator's module entered as often as one of its routines (within BASE_SPREAD: once
+per call of it, such as the allocator's internal free).
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -27,6 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from pcscope.core import code_character
+from pcscope.core.ids import is_hidden_name
 from pcscope.core.mechanisms import Metric
 from pcscope.core.profile import Profile
 
@@ -63,8 +67,10 @@ class Member:
     rows: tuple[int, ...]  # its rows not claimed by another mechanism
     per_call: float  # instructions of ``rows`` per entry
     elsewhere: tuple[tuple[int, float], ...]  # (owner, instructions per entry) of its other rows
-    allocator: str | None  # the C allocator routine it is, by its symbol
+    allocator: str | None  # the C allocator routine it is (by its symbol) or helps
+    entries: int  # its entry count
     setup: bool  # vector or crypto code entered once per operation: key or context set-up
+    helper: bool = False  # a hidden helper of the allocator routine ``allocator``
     # a callee shared with another tree (its position among the trees found, and the calls
     # per operation there): this tree's part of its entries is the larger, and only that part
     # of its instructions counts in this tree's figures
@@ -128,6 +134,7 @@ def find(profile: Profile, owner: np.ndarray) -> list[Cohort]:
             member = _member(profile, int(codes[i]), int(k[i]), int(entries[i]), owner)
             if int(work[i]) <= PLUMBING * int(entries[i]) and member.rows:
                 members.append(member)
+        members = _with_helpers(profile, members)
         cohort = Cohort(base, tuple(members),
                         int(sum(int(profile.samples[list(m.rows)].sum()) for m in members)))
         calls = sum(m.per_operation for m in members) * base
@@ -148,7 +155,7 @@ def _with_shared(profile: Profile, cohorts: list[Cohort], codes: np.ndarray,
     candidates = np.flatnonzero(free & (entries >= MIN_OPERATIONS)
                                 & (work <= PLUMBING * entries))
     fits: dict[int, list[tuple[int, int, int, int]]] = {}
-    for a, b in ((a, b) for a in range(len(cohorts)) for b in range(a + 1, len(cohorts))):
+    for a, b in itertools.combinations(range(len(cohorts)), 2):
         for ka in range(1, MULTIPLES + 1):
             for kb in range(1, MULTIPLES + 1):
                 expected = ka * cohorts[a].operations + kb * cohorts[b].operations
@@ -185,7 +192,25 @@ def _member(profile: Profile, code: int, k: int, entries: int, owner: np.ndarray
     setup = k == 1 and int(counts.sum()) >= SETUP * entries and _vector(profile, rows, counts)
     return Member(code, k, tuple(rows[mine].tolist()),
                   round(int(counts[mine].sum()) / entries, 1), elsewhere,
-                  match.group(1) if match else None, setup)
+                  match.group(1) if match else None, entries, setup)
+
+
+def _with_helpers(profile: Profile, members: list[Member]) -> list[Member]:
+    """``members`` with the allocator's helpers marked: a hidden member of the module of a
+    member that is an allocator routine, entered as often as that routine (within
+    BASE_SPREAD), helps it."""
+    def module(m: Member) -> int:
+        return int(profile.module[profile.function_rows(m.code)[0]])
+
+    routines = [m for m in members if m.allocator is not None]
+    out = []
+    for m in members:
+        near = [r for r in routines if m.allocator is None
+                and is_hidden_name(profile.function_names[m.code]) and module(m) == module(r)
+                and abs(m.entries - r.entries) <= BASE_SPREAD * r.entries]
+        helped = min(near, key=lambda r: abs(m.entries - r.entries), default=None)
+        out.append(replace(m, allocator=helped.allocator, helper=True) if helped else m)
+    return out
 
 
 def _vector(profile: Profile, rows: np.ndarray, counts: np.ndarray) -> bool:
@@ -233,45 +258,48 @@ def checks(cohort: Cohort, name: Callable[[int], str],
                                      f"{m.per_call:g} instructions per call counted here"
                                      + "".join(f"; {n:g} more in `{owner(o)}`"
                                                for o, n in m.elsewhere) + ")" for m in top),
-            *_allocations(cohort), *_setups(cohort, name)]
+            *_allocations(cohort, name), *_setups(cohort, name)]
 
 
 def shared_checks(cohort: Cohort, name: Callable[[int], str],
                   tree: Callable[[int], str]) -> list[str]:
     """The check naming the callees this tree shares with the tree ``tree(position)``."""
-    found = [m for m in cohort.members if m.shared is not None]
+    found = [(m, m.shared) for m in cohort.members if m.shared is not None]
     if not found:
         return []
     return [f"{SHARED_CHECK} (entry counts fit k × these operations + k' × that tree's, "
             f"instructions split by the fit): "
             + ", ".join(f"{name(m.code)} ({m.per_operation}× per operation here, "
-                        f"{m.shared[1]}× per operation of `{tree(m.shared[0])}`)"
-                        for m in found)]
+                        f"{there}× per operation of `{tree(other)}`)"
+                        for m, (other, there) in found)]
 
 
 def shared_in(cohort_position: int, cohorts: list[Cohort], name: Callable[[int], str],
               tree: Callable[[int], str]) -> list[str]:
     """The check a tree gets for the callees it shares whose rows another tree counts."""
-    found = [(n, m) for n, c in enumerate(cohorts) for m in c.members
+    found = [(n, m.code, m.shared[1]) for n, c in enumerate(cohorts) for m in c.members
              if m.shared is not None and m.shared[0] == cohort_position]
     if not found:
         return []
     return [f"{SHARED_CHECK}, counted in the other tree: "
-            + ", ".join(f"{name(m.code)} ({m.shared[1]}× per operation here, counted in "
-                        f"`{tree(n)}`)" for n, m in found)]
+            + ", ".join(f"{name(code)} ({here}× per operation here, counted in "
+                        f"`{tree(n)}`)" for n, code, here in found)]
 
 
-def _allocations(cohort: Cohort) -> list[str]:
-    """The check naming the members that are C allocator routines, with their calls and
-    instructions per operation; none when no member is one."""
+def _allocations(cohort: Cohort, name: Callable[[int], str]) -> list[str]:
+    """The check naming the members that are C allocator routines and their helpers, with
+    their calls and instructions per operation; none when no member is one."""
     found = sorted((m for m in cohort.members if m.allocator is not None),
-                   key=lambda m: _ALLOCATOR_ROUTINES.index(m.allocator))
+                   key=lambda m: (m.helper, _ALLOCATOR_ROUTINES.index(m.allocator)))
     if not found:
         return []
     instructions = sum(m.per_operation * m.per_call for m in found)
-    return [f"C allocator calls per operation (by symbol name): "
-            f"{' + '.join(f'{m.per_operation} {m.allocator}' for m in found)} = "
-            f"{instructions:,.0f} instructions"]
+    routines = " + ".join(f"{m.per_operation} {m.allocator}" for m in found if not m.helper)
+    helpers = ", ".join(f"{m.per_operation} × {name(m.code)}" for m in found if m.helper)
+    return [f"C allocator calls per operation (by symbol name): {routines}"
+            + (f", with the hidden functions of their module entered as often as they are "
+               f"({helpers})" if helpers else "")
+            + f" = {instructions:,.0f} instructions"]
 
 
 def _setups(cohort: Cohort, name: Callable[[int], str]) -> list[str]:

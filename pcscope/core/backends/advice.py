@@ -639,9 +639,7 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
              f"wrappers and lookups around the work (functions over "
              f"{number(PLUMBING)} instructions per call, the work itself, are not counted; nor "
              f"are the rows other ideas count, named per function below). "
-             + (f"The C allocator per operation: {allocations} (their own code, not their "
-                f"helpers'). "
-                if allocations else "")
+             + (f"The C allocator per operation: {allocations}. " if allocations else "")
              + (f"Vector or crypto code runs once per operation, a fixed-size computation "
                 f"repeated for every operation: {setups} — the shape of key or context set-up "
                 f"(a key schedule, a table of key powers). " if setups else "")
@@ -649,9 +647,9 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
              + "".join(f"Callees shared with another tree{c.removeprefix(SHARED_CHECK)}. "
                        for c in m["checks"] if c.startswith(SHARED_CHECK))
              + f"Heaviest, by the instructions counted here: {heaviest}.")
-    rec = (f"Make the per-operation part smaller than the work: reuse the context or object "
-           f"across operations instead of creating, initialising and freeing it on every "
-           f"call (the functions entered once per operation above show which"
+    rec = ("Make the per-operation part smaller than the work: reuse the context or object "
+           "across operations instead of creating, initialising and freeing it on every "
+           "call (the functions entered once per operation above show which"
            + ("; a reused context also removes the allocator calls" if allocations else "")
            + f"), pass more data per call so the {number(per_op)} instructions are paid less "
            f"often, cache lookups made on every operation, and let LTO inline the small "
