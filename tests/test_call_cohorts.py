@@ -177,3 +177,23 @@ def test_a_callee_of_two_trees_joins_the_larger_part_and_both_name_it(tmp_path, 
             advise(_mechanism_data(first), "executions", None).claim
         assert f"clear (1× per operation here, counted in `{first.id}`)" in \
             advise(_mechanism_data(second), "executions", None).claim
+
+
+@pytest.mark.parametrize(("entry", "split"), [
+    ([], True),  # nothing in the label jumps past the ret: the next row is another routine's entry
+    (["cbz x0, 0x700148"], False),  # a branch of the label reaches it: one function, early return
+])  # fmt: skip
+def test_a_label_covering_two_routines_is_split_at_the_ret(tmp_path, entry, split):
+    # a hidden label: an 82-instruction vector routine once per operation, then after its
+    # ret a 10-instruction routine entered 3 times per operation
+    first = [*entry, *vector(82 - len(entry))]
+    blocks = [*tree([2000] * 8), ("<unknown_5>", 0x700000, 2000, first),
+              ("<unknown_5>", 0x700000 + 4 * 82, 6000, small(10))]
+    _profile, (m,) = operations(tmp_path, blocks)
+    setup = next(c for c in m.checks if c.startswith(SETUP_CHECK))
+    heaviest = next(c for c in m.checks if c.startswith("heaviest"))
+    if split:
+        assert "<unknown_5> (82 instructions per call)" in setup
+        assert "<unknown_5>+0x148 (3× per operation, 10 instructions per call" in heaviest
+    else:
+        assert "<unknown_5> (112 instructions per call)" in setup and "+0x148" not in heaviest

@@ -6,18 +6,26 @@ exactly once per operation, or a whole number of times: at least BASE_FUNCTIONS 
 whose entry counts chain within BASE_SPREAD of each other name the operations ``B`` (the
 smallest of those counts: start-up and callers outside the tree only add entries, never
 remove them), and every function entered ``k × B`` times (k ≤ MULTIPLES) or up to EXCESS
-more belongs to the same tree; at least COHORT_FUNCTIONS members make one. The small functions of that tree (at most PLUMBING instructions per call: context
-set-up and teardown, wrappers, parameter lookups, allocation, clears) are what every
-operation pays besides its work; a longer function does the operation's work (a crypto or
-compression kernel) and is left out, and a tree whose members average over PLUMBING_MEAN
-instructions per call is the work split over functions, not plumbing. A short vector or crypto-extension member entered
-exactly once per operation computes something of fixed size per operation: key or context
-set-up (a key schedule, a table of key powers) that a reused key would not repeat. Sampled counts rarely give many functions one exact
-entry count, so this finds nothing there. No name is read to find a tree; the report names
-the C allocator's routines among its members by their standard symbols, since allocation per
-operation is the first thing an owner can remove, with their helpers: hidden functions of
-the allocator's module entered as often as one of its routines (within BASE_SPREAD: once
-per call of it, such as the allocator's internal free).
+more belongs to the same tree; at least COHORT_FUNCTIONS members make one. A small function
+entered ``k1 × B1 + k2 × B2`` times is shared by two trees and split between them.
+
+Members are routines, not symbols: a hidden label can cover several assembly routines (a
+key expansion, then a block encrypt), so a function is split after each ``ret`` that no
+branch of its own jumps past (Routines). The small routines of a tree (at most PLUMBING
+instructions per call: context set-up and teardown, wrappers, parameter lookups,
+allocation, clears) are what every operation pays besides its work; a longer one does the
+operation's work (a crypto or compression kernel) and is left out, and a tree whose members
+average over PLUMBING_MEAN instructions per call is the work split over functions, not
+plumbing. A vector or crypto-extension member of at least SETUP instructions entered exactly
+once per operation computes something of fixed size per operation: key or context set-up (a
+key schedule, a table of key powers) that a key set once would not repeat.
+
+Sampled counts rarely give many functions near-equal entry counts, so this finds nothing
+there. No name is read to find a tree; the report names the C allocator's routines among
+its members by their standard symbols, since allocation per operation is the first thing an
+owner can remove, with their helpers: hidden functions of the allocator's module entered as
+often as one of its routines (within BASE_SPREAD: once per call of it, such as the
+allocator's internal free).
 """
 
 from __future__ import annotations
@@ -29,9 +37,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from pcscope.core import code_character
+from pcscope.core import code_character, isa
 from pcscope.core.ids import is_hidden_name
 from pcscope.core.mechanisms import Metric
+from pcscope.core.patterns import CodeFacts
 from pcscope.core.profile import Profile
 
 COHORT_FUNCTIONS = 8  # members that make a per-operation tree
@@ -61,8 +70,59 @@ SHARED_CHECK = "callees shared with another tree"  # the advice reads it
 
 
 @dataclass(frozen=True)
+class Routines:
+    """The routines of the profile's functions: a function is split after each ``ret``
+    whose next row no branch of the function targets (that row is entered from outside, a
+    routine of its own, as when one hidden label covers several assembly routines); most
+    functions are one routine. Routine ``i`` owns ``order[starts[i]:starts[i + 1]]``."""
+
+    order: np.ndarray  # the rows grouped by function, ascending within each
+    starts: np.ndarray  # int64, len = routines + 1
+    code: np.ndarray  # the function each routine is part of
+    entries: np.ndarray  # int64: its first row's count
+    work: np.ndarray  # int64: its instruction executions
+
+    def rows(self, i: int) -> np.ndarray:
+        return self.order[self.starts[i]:self.starts[i + 1]]
+
+    def name(self, profile: Profile, i: int) -> str:
+        """The function's name, with the offset of the routine's first PC after the first."""
+        code = int(self.code[i])
+        first = int(profile.functions.groups.rows[profile.functions.groups.offsets[code]])
+        offset = int(profile.pc[self.rows(i)[0]]) - int(profile.pc[first])
+        return profile.function_names[code] + (f"+{offset:#x}" if offset else "")
+
+
+def routines(profile: Profile, facts: CodeFacts) -> Routines:
+    """The routines of every function with rows (see Routines)."""
+    src = np.flatnonzero((facts.target >= 0) & ~facts.call)
+    dst = np.searchsorted(profile.pc, facts.target[src].astype(np.uint64))
+    inside = dst < len(profile.pc)
+    src, dst = src[inside], dst[inside]
+    hit = (profile.pc[dst] == facts.target[src].astype(np.uint64)) & \
+        (profile.function[src] == profile.function[dst])
+    targeted = np.zeros(len(profile.pc), dtype=bool)
+    targeted[dst[hit]] = True
+    groups = profile.functions.groups
+    codes = entry_counts(profile)[0]
+    firsts = groups.offsets[codes]
+    order = groups.rows
+    after_ret = np.zeros(len(order), dtype=bool)  # per position of ``order``
+    after_ret[1:] = facts.flags(isa.is_return)[order[:-1]] & ~targeted[order[1:]]
+    after_ret[groups.offsets[:-1]] = False  # a function's first row starts its first routine
+    starts = np.union1d(firsts, np.flatnonzero(after_ret))
+    ends = np.r_[starts[1:], groups.offsets[codes[-1] + 1]] if len(starts) else starts
+    code = np.searchsorted(firsts, starts, side="right") - 1
+    samples = profile.samples.astype(np.int64)[order]
+    return Routines(order, np.r_[starts, ends[-1:]] if len(starts) else np.zeros(1, np.int64),
+                    codes[code], samples[starts],
+                    np.add.reduceat(samples, starts) if len(starts) else starts)
+
+
+@dataclass(frozen=True)
 class Member:
     code: int
+    name: str  # the routine's name (pcscope.core.call_cohorts.Routines)
     per_operation: int  # k: entries per operation
     rows: tuple[int, ...]  # its rows not claimed by another mechanism
     per_call: float  # instructions of ``rows`` per entry
@@ -117,13 +177,14 @@ def bases(entries: np.ndarray) -> list[int]:
     return [base for _n, base in sorted(runs, key=lambda run: (-run[0], run[1]))]
 
 
-def find(profile: Profile, owner: np.ndarray) -> list[Cohort]:
-    """Every per-operation tree whose plumbing holds COHORT_SHARE of the total; ``owner``
-    gives per row the position of the other mechanism counting it (-1: none), so a row is
-    counted once and a member's other rows are named with their owner."""
-    codes, _first, entries = entry_counts(profile)
-    work = profile.functions.groups.sums(profile.samples)[codes]
-    free = np.ones(len(codes), dtype=bool)
+def find(profile: Profile, facts: CodeFacts, owner: np.ndarray) -> list[Cohort]:
+    """Every per-operation tree whose plumbing holds COHORT_SHARE of the total, its members
+    the functions' routines; ``owner`` gives per row the position of the other mechanism
+    counting it (-1: none), so a row is counted once and a member's other rows are named
+    with their owner."""
+    found = routines(profile, facts)
+    entries, work = found.entries, found.work
+    free = np.ones(len(entries), dtype=bool)
     out = []
     for base in bases(entries):
         k = entries // base
@@ -131,7 +192,7 @@ def find(profile: Profile, owner: np.ndarray) -> list[Cohort]:
         members = []
         for i in np.flatnonzero(near).tolist():
             free[i] = False
-            member = _member(profile, int(codes[i]), int(k[i]), int(entries[i]), owner)
+            member = _member(profile, found, i, int(k[i]), owner)
             if int(work[i]) <= PLUMBING * int(entries[i]) and member.rows:
                 members.append(member)
         members = _with_helpers(profile, members)
@@ -141,17 +202,17 @@ def find(profile: Profile, owner: np.ndarray) -> list[Cohort]:
         if len(members) >= COHORT_FUNCTIONS and cohort.instructions <= PLUMBING_MEAN * calls \
                 and float(profile.value[cohort.rows].sum()) >= COHORT_SHARE * profile.total:
             out.append(cohort)
-    return _with_shared(profile, out, codes, entries, work, free, owner)
+    return _with_shared(profile, out, found, free, owner)
 
 
-def _with_shared(profile: Profile, cohorts: list[Cohort], codes: np.ndarray,
-                 entries: np.ndarray, work: np.ndarray, free: np.ndarray,
+def _with_shared(profile: Profile, cohorts: list[Cohort], found: Routines, free: np.ndarray,
                  owner: np.ndarray) -> list[Cohort]:
     """``cohorts`` with their shared callees: a small function in no tree entered
     ``k1 × N1 + k2 × N2`` times (up to BASE_SPREAD more) for exactly one pair of trees and
     multiples (openssl's hidden memset: 3 per digest and 1 per AES-GCM operation) joins the
     tree with the larger part of its entries; that tree counts its part of the
     instructions, and both name it."""
+    entries, work = found.entries, found.work
     candidates = np.flatnonzero(free & (entries >= MIN_OPERATIONS)
                                 & (work <= PLUMBING * entries))
     fits: dict[int, list[tuple[int, int, int, int]]] = {}
@@ -163,13 +224,13 @@ def _with_shared(profile: Profile, cohorts: list[Cohort], codes: np.ndarray,
                 for i in candidates[(gap >= 0) & (gap <= BASE_SPREAD * expected)].tolist():
                     fits.setdefault(i, []).append((a, ka, b, kb))
     added: dict[int, list[tuple[Member, int]]] = {}
-    for i, found in fits.items():
-        if len(found) != 1:
+    for i, fit in fits.items():
+        if len(fit) != 1:
             continue  # several fits: which trees call it is not known
-        a, ka, b, kb = found[0]
+        a, ka, b, kb = fit[0]
         if ka * cohorts[a].operations < kb * cohorts[b].operations:
             a, ka, b, kb = b, kb, a, ka
-        member = _member(profile, int(codes[i]), ka, int(entries[i]), owner)
+        member = _member(profile, found, i, ka, owner)
         part = ka * cohorts[a].operations / (ka * cohorts[a].operations
                                               + kb * cohorts[b].operations)
         if member.rows:
@@ -181,16 +242,18 @@ def _with_shared(profile: Profile, cohorts: list[Cohort], codes: np.ndarray,
             for n, c in enumerate(cohorts)]
 
 
-def _member(profile: Profile, code: int, k: int, entries: int, owner: np.ndarray) -> Member:
-    rows = profile.function_rows(code)
+def _member(profile: Profile, found: Routines, i: int, k: int, owner: np.ndarray) -> Member:
+    """Routine ``i`` of ``found`` as a member entered ``k`` times per operation."""
+    code, rows, entries = int(found.code[i]), found.rows(i), int(found.entries[i])
     counts = profile.samples[rows].astype(np.int64)
     owners = owner[rows]
     mine = owners < 0
     elsewhere = tuple((o, n) for o in np.unique(owners[~mine]).tolist()
                       if (n := round(int(counts[owners == o].sum()) / entries, 1)) >= 1)
-    match = _ALLOCATOR.match(profile.function_names[code])
+    name = found.name(profile, i)
+    match = _ALLOCATOR.match(name)
     setup = k == 1 and int(counts.sum()) >= SETUP * entries and _vector(profile, rows, counts)
-    return Member(code, k, tuple(rows[mine].tolist()),
+    return Member(code, name, k, tuple(rows[mine].tolist()),
                   round(int(counts[mine].sum()) / entries, 1), elsewhere,
                   match.group(1) if match else None, entries, setup)
 
@@ -242,8 +305,7 @@ def metrics(cohort: Cohort) -> list[Metric]:
     ]
 
 
-def checks(cohort: Cohort, name: Callable[[int], str],
-           owner: Callable[[int], str]) -> list[str]:
+def checks(cohort: Cohort, owner: Callable[[int], str]) -> list[str]:
     """The checks naming the tree's shape, its heaviest members (their instructions per
     call counted here, and how many more per call the mechanism ``owner(position)``
     counts), its allocator calls and its key set-up."""
@@ -254,39 +316,38 @@ def checks(cohort: Cohort, name: Callable[[int], str],
             f"times per operation (exact counts: one call tree per operation)",
             f"functions doing the work (over {PLUMBING} instructions per call) left out; rows "
             f"other mechanisms count left out",
-            "heaviest: " + ", ".join(f"{name(m.code)} ({m.per_operation}× per operation, "
+            "heaviest: " + ", ".join(f"{m.name} ({m.per_operation}× per operation, "
                                      f"{m.per_call:g} instructions per call counted here"
                                      + "".join(f"; {n:g} more in `{owner(o)}`"
                                                for o, n in m.elsewhere) + ")" for m in top),
-            *_allocations(cohort, name), *_setups(cohort, name)]
+            *_allocations(cohort), *_setups(cohort)]
 
 
-def shared_checks(cohort: Cohort, name: Callable[[int], str],
-                  tree: Callable[[int], str]) -> list[str]:
+def shared_checks(cohort: Cohort, tree: Callable[[int], str]) -> list[str]:
     """The check naming the callees this tree shares with the tree ``tree(position)``."""
     found = [(m, m.shared) for m in cohort.members if m.shared is not None]
     if not found:
         return []
     return [f"{SHARED_CHECK} (entry counts fit k × these operations + k' × that tree's, "
             f"instructions split by the fit): "
-            + ", ".join(f"{name(m.code)} ({m.per_operation}× per operation here, "
+            + ", ".join(f"{m.name} ({m.per_operation}× per operation here, "
                         f"{there}× per operation of `{tree(other)}`)"
                         for m, (other, there) in found)]
 
 
-def shared_in(cohort_position: int, cohorts: list[Cohort], name: Callable[[int], str],
+def shared_in(cohort_position: int, cohorts: list[Cohort],
               tree: Callable[[int], str]) -> list[str]:
     """The check a tree gets for the callees it shares whose rows another tree counts."""
-    found = [(n, m.code, m.shared[1]) for n, c in enumerate(cohorts) for m in c.members
+    found = [(n, m.name, m.shared[1]) for n, c in enumerate(cohorts) for m in c.members
              if m.shared is not None and m.shared[0] == cohort_position]
     if not found:
         return []
     return [f"{SHARED_CHECK}, counted in the other tree: "
-            + ", ".join(f"{name(code)} ({here}× per operation here, counted in "
-                        f"`{tree(n)}`)" for n, code, here in found)]
+            + ", ".join(f"{name} ({here}× per operation here, counted in "
+                        f"`{tree(n)}`)" for n, name, here in found)]
 
 
-def _allocations(cohort: Cohort, name: Callable[[int], str]) -> list[str]:
+def _allocations(cohort: Cohort) -> list[str]:
     """The check naming the members that are C allocator routines and their helpers, with
     their calls and instructions per operation; none when no member is one."""
     found = sorted((m for m in cohort.members if m.allocator is not None),
@@ -295,19 +356,19 @@ def _allocations(cohort: Cohort, name: Callable[[int], str]) -> list[str]:
         return []
     instructions = sum(m.per_operation * m.per_call for m in found)
     routines = " + ".join(f"{m.per_operation} {m.allocator}" for m in found if not m.helper)
-    helpers = ", ".join(f"{m.per_operation} × {name(m.code)}" for m in found if m.helper)
+    helpers = ", ".join(f"{m.per_operation} × {m.name}" for m in found if m.helper)
     return [f"C allocator calls per operation (by symbol name): {routines}"
             + (f", with the hidden functions of their module entered as often as they are "
                f"({helpers})" if helpers else "")
             + f" = {instructions:,.0f} instructions"]
 
 
-def _setups(cohort: Cohort, name: Callable[[int], str]) -> list[str]:
+def _setups(cohort: Cohort) -> list[str]:
     """The check naming the once-per-operation vector or crypto members; none without."""
     found = [m for m in cohort.members if m.setup]
     if not found:
         return []
     return [f"{SETUP_CHECK} (a fixed-size computation per operation, such as a key schedule "
             f"or a table of key powers): "
-            + ", ".join(f"{name(m.code)} ({m.per_call:g} instructions per call)"
+            + ", ".join(f"{m.name} ({m.per_call:g} instructions per call)"
                         for m in found)]

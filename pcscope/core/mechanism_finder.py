@@ -874,17 +874,16 @@ class _Finder:
         """Per-operation call trees (pcscope.core.call_cohorts): the plumbing every operation
         runs, less the rows a mechanism of ``found`` counts (a row is counted once; the
         checks name that mechanism, and the trees name the callees they share)."""
-        cohorts = call_cohorts.find(self.p, self.owners(found))
-        name = self.p.function_names.__getitem__
+        cohorts = call_cohorts.find(self.p, self.facts, self.owners(found))
         trees = [self.mechanism("per-operation", [
             self.site(m.rows, self._return_of(m.rows)) for m in cohort.members],
             call_cohorts.metrics(cohort),
-            call_cohorts.checks(cohort, name, lambda position: found[position].id))
+            call_cohorts.checks(cohort, lambda position: found[position].id))
             for cohort in cohorts]
         tree_id = [t.id for t in trees].__getitem__
         return [replace(t, checks=(*t.checks,
-                                   *call_cohorts.shared_checks(cohort, name, tree_id),
-                                   *call_cohorts.shared_in(n, cohorts, name, tree_id)))
+                                   *call_cohorts.shared_checks(cohort, tree_id),
+                                   *call_cohorts.shared_in(n, cohorts, tree_id)))
                 for n, (t, cohort) in enumerate(zip(trees, cohorts, strict=True))]
 
     def link_lookups(self, found: list[Mechanism]) -> list[Mechanism]:
