@@ -173,9 +173,9 @@ def test_a_callee_of_two_trees_joins_the_larger_part_and_both_name_it(tmp_path, 
         # 3 of its 3.5 calls per operation of the first tree's are its: 6/8.5 of its work
         assert figures["instructions per operation"] == round((80 * 2000 + 20 * count * 6000
                                                                / 8500) / 2000)
-        assert f"clear (3× per operation here, 1× per operation of `{second.id}`)" in \
+        assert f"clear (3× here, 1× in `{second.id}`)" in \
             advise(_mechanism_data(first), "executions", None).claim
-        assert f"clear (1× per operation here, counted in `{first.id}`)" in \
+        assert f"clear (1× here, in `{first.id}`)" in \
             advise(_mechanism_data(second), "executions", None).claim
 
 

@@ -328,10 +328,9 @@ def shared_checks(cohort: Cohort, tree: Callable[[int], str]) -> list[str]:
     found = [(m, m.shared) for m in cohort.members if m.shared is not None]
     if not found:
         return []
-    return [f"{SHARED_CHECK} (entry counts fit k × these operations + k' × that tree's, "
+    return [f"{SHARED_CHECK} (entries = k × these operations + k' × that tree's, "
             f"instructions split by the fit): "
-            + ", ".join(f"{m.name} ({m.per_operation}× per operation here, "
-                        f"{there}× per operation of `{tree(other)}`)"
+            + ", ".join(f"{m.name} ({m.per_operation}× here, {there}× in `{tree(other)}`)"
                         for m, (other, there) in found)]
 
 
@@ -342,9 +341,8 @@ def shared_in(cohort_position: int, cohorts: list[Cohort],
              if m.shared is not None and m.shared[0] == cohort_position]
     if not found:
         return []
-    return [f"{SHARED_CHECK}, counted in the other tree: "
-            + ", ".join(f"{name} ({here}× per operation here, counted in "
-                        f"`{tree(n)}`)" for n, name, here in found)]
+    return [f"{SHARED_CHECK}, counted there: "
+            + ", ".join(f"{name} ({here}× here, in `{tree(n)}`)" for n, name, here in found)]
 
 
 def _allocations(cohort: Cohort) -> list[str]:
