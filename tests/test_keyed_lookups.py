@@ -123,7 +123,7 @@ def test_lookups_of_a_per_operation_tree_link_both_ideas(tmp_path):
     (libc,) = [m for m in found if m.kind == "libc-routine"]
     assert f"{TREE_CHECK}16.0 by requests (2.0× per operation, 8 keys), counted in " \
            f"`{libc.id}`" in tree_m.checks
-    assert f"{LOOKUP_CHECK}16.0 in each of the 2,000 operations of `{tree_m.id}`, by " \
+    assert f"{LOOKUP_CHECK}16.0 constant-key lookups in each of the 2,000 operations of `{tree_m.id}`, by " \
            f"requests" in libc.checks
     advice = advise(_mechanism_data(tree_m), "executions", None)
     assert "Constant-key lookups per operation: 16.0 by requests" in advice.claim

@@ -167,6 +167,6 @@ def tree_check(callers: list[KeyedCaller], lookup: str, operations: float) -> st
 
 def lookup_check(callers: list[KeyedCaller], tree: str, operations: float) -> str:
     """The check the lookup mechanism gets for its ``callers`` inside the tree ``tree``."""
-    return (f"{LOOKUP_CHECK}{per_operation(callers, operations):.1f} in each of the "
-            f"{operations:,.0f} operations of `{tree}`, by "
+    return (f"{LOOKUP_CHECK}{per_operation(callers, operations):.1f} constant-key lookups "
+            f"in each of the {operations:,.0f} operations of `{tree}`, by "
             + " and ".join(c.name for c in callers))

@@ -614,7 +614,7 @@ def _keyed_lookup_links(m: dict) -> str:
                  if c.startswith(LOOKUP_CHECK)), None)
     return ((f" More callers pass a different constant key at each call site: {more}."
              if more else "")
-            + (f" Per operation: {tree} (constant-key lookups per operation)." if tree else ""))
+            + (f" Per operation: {tree}." if tree else ""))
 
 
 def _routine_and_callers(functions: list[str]) -> tuple[str, list[str]]:
