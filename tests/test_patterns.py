@@ -1,7 +1,6 @@
 """Pattern pass: each kind with true hits and look-alikes that must not match."""
 
 import csv
-import dataclasses
 import gzip
 
 import numpy as np
@@ -321,35 +320,6 @@ def test_bzip2_byte_scans_agree_with_isa(bzip2_patterns):
         if mem is not None and register_code(mem.base) >= 0:
             assert bool(facts.writeback[r]) == mem.writeback, text
         assert int(facts.target[r]) == (-1 if target is None else target), text
-
-
-def test_facts_per_distinct_text_equal_facts_per_row(bzip2_patterns):
-    """The parse's asm dictionary (facts read once per distinct text) gives every row the
-    facts a scan of each row gives (a reopened profile has no dictionary)."""
-    profile, _, _ = bzip2_patterns
-    assert len(profile.asm_dictionary.texts) < len(profile) / 1.5
-    by_text = code_facts(profile)
-    by_row = code_facts(dataclasses.replace(profile, asm_dictionary=None))
-    for name in ("canon", "dest", "base", "writeback", "load", "store", "call", "target",
-                 "first"):
-        assert np.array_equal(getattr(by_text, name), getattr(by_row, name)), name
-
-
-def test_asm_dictionary_maps_every_row_to_its_text(tmp_path):
-    """Rows out of PC order and merged duplicates keep their own text's code."""
-    rows = [("f", 0x1008, 1, "ldr x0, [x1]"), ("f", 0x1000, 2, "b 0x1008"),
-            ("f", 0x1004, 3, "ldr x0, [x1]"), ("f", 0x1000, 4, "b 0x1008"),
-            ("g", 0x2000, 5, " add x0, x0, #1 ")]
-    path = tmp_path / "p.csv"
-    with open(path, "w", newline="") as f:
-        csv.writer(f).writerows([("function", "pc", "samples", "asm"),
-                                 *((fn, hex(pc), n, asm) for fn, pc, n, asm in rows)])
-    profile = read_profile(path, merge_duplicates=True)
-    dictionary = profile.asm_dictionary
-    assert len(dictionary.texts) == 3
-    assert [dictionary.texts[int(c)] for c in dictionary.codes] == \
-        profile.asm_column.to_list() == ["b 0x1008", "ldr x0, [x1]", "ldr x0, [x1]",
-                                         "add x0, x0, #1"]
 
 
 def test_reopen_checks_the_profile(tmp_path):

@@ -138,11 +138,9 @@ class AsmScan:
         close[opened] = span.first("]", bracket[opened])
         return base, close
 
-    def branch_operands(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The target operand of the direct branch in each of ``rows``, its last operand as
-        hex (``#``, ``0x`` optional; ``<symbol>`` ignored): the value (-1 none), and whether
-        it is negative (the target is then that far back from the PC, see
-        patterns.code_facts)."""
+    def branch_targets(self, rows: np.ndarray, pcs: np.ndarray) -> np.ndarray:
+        """Target of the direct branch in each of ``rows``: its last operand as hex (``#``,
+        ``0x`` optional; ``<symbol>`` ignored); negative = relative to ``pcs``; -1 none."""
         span = self.rows.take(rows)
         symbol = span.first("<")
         span.end = np.where(symbol >= 0, symbol, span.end)
@@ -152,7 +150,8 @@ class AsmScan:
         negative = span.byte(pos) == ord("-")
         pos = np.where(negative, pos + 1, pos)
         prefixed = (span.byte(pos) == ord("0")) & (span.byte(pos + 1) == ord("x"))
-        return span.hex_at(np.where(prefixed, pos + 2, pos)), negative
+        value = span.hex_at(np.where(prefixed, pos + 2, pos))
+        return np.where(negative & (value >= 0), pcs.astype(np.int64) - value, value)
 
 
 class _Span:

@@ -51,20 +51,3 @@ class StringColumn:
         offs = self.offsets.tolist()
         return [data[offs[i] : offs[i + 1]].decode("utf-8") for i in range(len(offs) - 1)]
 
-
-
-class TextDictionary:
-    """A text column as codes into its distinct texts, so work that depends on the text
-    alone is done once per distinct text (a million-row profile holds about a quarter as
-    many distinct instruction texts)."""
-
-    __slots__ = ("codes", "texts")
-
-    def __init__(self, codes: np.ndarray, texts: StringColumn) -> None:
-        self.codes = codes  # int32 per row: the row's text is texts[codes[row]]
-        self.texts = texts
-
-    @classmethod
-    def of_rows(cls, column: StringColumn) -> TextDictionary:
-        """Every row its own entry (a column whose distinct texts are not known)."""
-        return cls(np.arange(len(column), dtype=np.int32), column)

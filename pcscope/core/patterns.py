@@ -251,16 +251,15 @@ def _indirect_branches(profile: Profile, f: CodeFacts, code: Code, stubs: _Hits)
 def code_facts(profile: Profile) -> CodeFacts:
     names, canon = _canonical_mnemonics(profile)
     direct = _flags(names, canon, lambda n: n in isa.DIRECT or n.startswith(("b.", "bc.")))
-    asm = profile.asm_texts()
-    # The text's facts, once per distinct text, then given to its rows.
-    operand, base, writeback, offset, backward = _text_facts(asm.texts, asm.codes[direct])
-    operand, base, writeback = operand[asm.codes], base[asm.codes], writeback[asm.codes]
-    target = np.full(len(profile), -1, dtype=np.int64)
-    branches = np.flatnonzero(direct)
-    codes = asm.codes[branches]
-    target[branches] = np.where(backward[codes] & (offset[codes] >= 0),
-                                profile.pc[branches].astype(np.int64) - offset[codes],
-                                offset[codes])
+    n = len(profile)
+    operand = np.full((n, 2), -1, dtype=np.int8)
+    base = np.full(n, -1, dtype=np.int8)
+    writeback = np.zeros(n, dtype=bool)
+    target = np.full(n, -1, dtype=np.int64)
+    for start in range(0, n, FACTS_CHUNK):
+        rows = slice(start, min(start + FACTS_CHUNK, n))
+        operand[rows], base[rows], writeback[rows], target[rows] = _scanned_facts(
+            profile.asm_column.slice(rows.start, rows.stop), profile.pc[rows], direct[rows])
     # Which of the first two operands each mnemonic writes (slot -1: none).
     slots = np.full((max(len(names), 1), 2), -1, dtype=np.int8)
     for i, name in enumerate(names):
@@ -277,39 +276,19 @@ def code_facts(profile: Profile) -> CodeFacts:
     )  # fmt: skip
 
 
-def _text_facts(texts: StringColumn, branch_texts: np.ndarray):
-    """Byte-scan facts per text: operand registers 0 and 1, memory base, writeback, and of
-    the texts of direct branches (``branch_texts``) the target operand (an offset back
-    from the PC where ``backward``), chunk by chunk."""
-    n = len(texts)
-    operand = np.full((n, 2), -1, dtype=np.int8)
-    base = np.full(n, -1, dtype=np.int8)
-    writeback = np.zeros(n, dtype=bool)
-    offset = np.full(n, -1, dtype=np.int64)
-    backward = np.zeros(n, dtype=bool)
-    branch = np.zeros(n, dtype=bool)
-    branch[branch_texts] = True
-    for start in range(0, n, FACTS_CHUNK):
-        rows = slice(start, min(start + FACTS_CHUNK, n))
-        (operand[rows], base[rows], writeback[rows], offset[rows],
-         backward[rows]) = _scanned_facts(texts.slice(rows.start, rows.stop), branch[rows])
-    return operand, base, writeback, offset, backward
-
-
-def _scanned_facts(column: StringColumn, branch: np.ndarray):
-    """Byte-scan facts of some texts: operand registers 0 and 1, memory base, writeback, and
-    the target operands of the ``branch`` texts."""
+def _scanned_facts(column: StringColumn, pcs: np.ndarray, direct: np.ndarray):
+    """Byte-scan facts of some rows: operand registers 0 and 1, memory base, writeback, and
+    the targets of the ``direct`` branches."""
     # asmtext needs polars; reopening an index only needs the stored table, not this.
     from pcscope.core.asmtext import AsmScan
 
     scan = AsmScan(column)
     op0, op1 = scan.operand_registers()
     base, writeback = scan.memory_operands()
-    offset = np.full(len(column), -1, dtype=np.int64)
-    backward = np.zeros(len(column), dtype=bool)
-    rows = np.flatnonzero(branch)
-    offset[rows], backward[rows] = scan.branch_operands(rows)
-    return np.stack([op0, op1], axis=1), base, writeback, offset, backward
+    target = np.full(len(column), -1, dtype=np.int64)
+    branches = np.flatnonzero(direct)
+    target[branches] = scan.branch_targets(branches, pcs[branches])
+    return np.stack([op0, op1], axis=1), base, writeback, target
 
 
 def _canonical_mnemonics(profile: Profile) -> tuple[list[str], np.ndarray]:

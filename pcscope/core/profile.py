@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pcscope.core.columns import StringColumn, TextDictionary
+from pcscope.core.columns import StringColumn
 from pcscope.core.ids import fn_id, is_hidden_name, win_id
 
 
@@ -282,9 +282,6 @@ class Profile:
     # ``windows_by_weight()`` as stored by the index: the explorer's first screen lists
     # windows in this order, and a reopen need not sort them again.
     by_weight: np.ndarray | None = None
-    # The asm column's distinct texts, as the parse found them (not stored: only a build's
-    # instruction facts use it, see asm_texts()).
-    asm_dictionary: TextDictionary | None = None
 
     def __post_init__(self) -> None:
         self.value = self.cycles if self.cycles is not None else self.samples
@@ -302,11 +299,6 @@ class Profile:
 
     def asm(self, row: int) -> str:
         return self.asm_column[row]
-
-    def asm_texts(self) -> TextDictionary:
-        """The asm column as codes into distinct texts (each row its own text when the
-        profile was not parsed in this process)."""
-        return self.asm_dictionary or TextDictionary.of_rows(self.asm_column)
 
     def row_of(self, pc: int) -> int | None:
         if pc < 0 or pc >= 1 << 64:

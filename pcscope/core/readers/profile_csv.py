@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pcscope.core.columns import StringColumn, TextDictionary
+from pcscope.core.columns import StringColumn
 from pcscope.core.errors import InputError
 from pcscope.core.profile import Profile
 from pcscope.core.textio import decode_utf8, open_text_lines, read_bytes
@@ -155,16 +155,6 @@ def _encode(labels: pl.Series, clean: Callable[[pl.Series], pl.Series]) -> tuple
     return renumber[codes], names
 
 
-def _dictionary(texts: pl.Series) -> tuple[np.ndarray, StringColumn]:
-    """A Categorical column of checked (non-null) texts as int32 codes per row into its
-    distinct texts, in the order polars met them."""
-    present = texts.unique(maintain_order=True)
-    physical = present.to_physical().to_numpy()
-    renumber = np.zeros(int(physical.max(initial=0)) + 1, dtype=np.int32)
-    renumber[physical] = np.arange(len(physical), dtype=np.int32)
-    return renumber[texts.to_physical().to_numpy()], _strings(present.cast(pl.String))
-
-
 def _pc_expr(fast: bool) -> pl.Expr:
     """PC text to UInt64. The fast form reads canonical ``0x…`` only; the full form also takes
     surrounding spaces, ``0X`` and decimal, and costs several times more on a million rows."""
@@ -203,9 +193,6 @@ def _columns(names: list[str]) -> list[pl.Expr]:
         _pc_expr(fast=True).alias("pc_value"),
         _count_expr("samples", fast=True).alias("samples_value"),
         asm.alias("asm_text"),
-        # The distinct texts, found in the parallel parse: instruction facts are read once
-        # per distinct text (_dictionary).
-        asm.cast(pl.Categorical).alias("asm_code"),
         # The text up to the first space (a cheap byte search, no regex per row): the
         # mnemonic is its first word, cut per distinct head (_mnemonic).
         asm.str.head(asm.str.find(" ", literal=True).fill_null(asm.str.len_bytes()))
@@ -306,7 +293,6 @@ def _build(
     say("indexing")
     # Dictionary codes first, so the text columns go before the rows are put in PC order.
     mnemonic, mnemonics = _encode(cols.drop_in_place("mnemonic_text"), _mnemonic)
-    asm_code, asm_texts = _dictionary(cols.drop_in_place("asm_code"))
     function, function_names = _encode(cols.drop_in_place("function_text"), _cleaned)
     module, modules = _encode(cols.drop_in_place("module_text"), _cleaned)
     window_label, window_labels = _encode(cols.drop_in_place("window_text"), _cleaned)
@@ -324,7 +310,6 @@ def _build(
         samples = samples[order]
         cycles = cycles[order] if cycles is not None else None
         mnemonic = mnemonic[order]
-        asm_code = asm_code[order]
         function = function[order]
         module = module[order]
         window_label = window_label[order]
@@ -343,7 +328,7 @@ def _build(
     if len(dup):
         keep, samples, cycles = _merge(pcs, samples, cycles)
         pcs, rows, text = pcs[keep], rows[keep], text[keep]
-        mnemonic, function, asm_code = mnemonic[keep], function[keep], asm_code[keep]
+        mnemonic, function = mnemonic[keep], function[keep]
         module, window_label = module[keep], window_label[keep]
     window, label_code = _windows(pcs, function, module, window_label)
     extras = {c.removeprefix("extra."): _strings(text[c]) for c in text.columns[1:]}
@@ -364,7 +349,6 @@ def _build(
         modules=modules,
         line=rows.astype(np.uint32),
         extras=extras,
-        asm_dictionary=TextDictionary(asm_code, asm_texts),
     )
 
 
