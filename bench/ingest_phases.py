@@ -3,8 +3,9 @@
     python -m bench.ingest_phases [--detail] [PROFILE...]   # default: the 1M bench profile, real corpus
 
 Each profile is built from nothing in a child process (a fresh heap, as `pcscope index` has);
-the child wraps the build's steps with timers (its own wall clock and CPU time of the
-process, children included) and prints one line per phase, then the whole build.
+the child wraps the build's steps with timers (its own wall clock; CPU time, system time and
+minor page faults of the process, children included) and prints one line per phase, then
+the whole build.
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ from pathlib import Path
 def cpu():
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
         resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    return (own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime,
+            own.ru_stime + kids.ru_stime, own.ru_minflt + kids.ru_minflt)
+
+def since(start):
+    return [b - a for a, b in zip(start, cpu())]
 
 phases = []
 
@@ -34,7 +39,7 @@ def timed(module, name, label):
         try:
             return inner(*args, **kwargs)
         finally:
-            phases.append((label, time.perf_counter() - wall, cpu() - used))
+            phases.append((label, time.perf_counter() - wall, *since(used)))
     setattr(module, name, wrapper)
 
 from pcscope.core import patterns, mechanism_finder
@@ -48,6 +53,9 @@ timed(mechanism_finder, "find_mechanisms", "mechanism finder")
 timed(parts, "save_mechanisms", "save mechanisms")
 timed(manifest, "manifest", "manifest (CRC of every file)")
 timed(store, "_load", "reopen (load)")
+timed(store.gc, "collect", "garbage collection")
+timed(store, "return_free_memory", "return free memory (malloc_trim)")
+timed(parts, "return_free_memory", "return free memory (malloc_trim)")
 if "--detail" in sys.argv:  # sub-steps, listed before the phase holding them
     for name in ("_parse", "_encode", "_strings", "_windows", "_check", "_lines"):
         timed(profile_csv, name, "  parse: " + name)
@@ -64,7 +72,7 @@ if "--detail" in sys.argv:  # sub-steps, listed before the phase holding them
 wall, used = time.perf_counter(), cpu()
 with tempfile.TemporaryDirectory() as index_dir:
     store.open_workload(sys.argv[1], index_dir=index_dir)
-total = (time.perf_counter() - wall, cpu() - used)
+total = (time.perf_counter() - wall, *since(used))
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"phases": phases, "total": total, "peak_mb": peak}))
 """
@@ -91,11 +99,10 @@ def main(argv: list[str]) -> int:
         out = measure(profile, extra)
         print(f"== {profile.parent.name}/{profile.name}  (load {load:.1f}, "
               f"peak {out['peak_mb']:.0f} MB)")
-        print(f"  {'phase':34} {'wall s':>7} {'CPU s':>7}")
-        for label, wall, used in out["phases"]:
-            print(f"  {label:34} {wall:7.3f} {used:7.3f}")
-        wall, used = out["total"]
-        print(f"  {'whole build (open_workload)':34} {wall:7.3f} {used:7.3f}")
+        print(f"  {'phase':34} {'wall s':>7} {'CPU s':>7} {'sys s':>7} {'faults':>8}")
+        for label, wall, used, system, faults in [*out["phases"],
+                                                  ["whole build (open_workload)", *out["total"]]]:
+            print(f"  {label:34} {wall:7.3f} {used:7.3f} {system:7.3f} {faults:8.0f}")
     return 0
 
 
