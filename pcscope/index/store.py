@@ -274,7 +274,6 @@ def _stored_meta(current: Path) -> dict | None:
 
 def _build(home: Path, inputs: Inputs, meta: dict, say: Progress) -> Path:
     import tempfile  # only a build makes temporary folders: a reopen never loads it
-    from concurrent.futures import ThreadPoolExecutor  # nor a thread
 
     home.mkdir(parents=True, exist_ok=True)
     # Parsing needs polars; reopening does not, so its import waits until a build.
@@ -290,12 +289,8 @@ def _build(home: Path, inputs: Inputs, meta: dict, say: Progress) -> Path:
                 inputs.profile, merge_duplicates=inputs.merge_duplicates, progress=say
             )
             return_free_memory()  # the parse's temporaries
-            # The arrays are written while the passes run: writing (~0.2 s at 1M rows)
-            # waits on the disk without the GIL. The passes only read the profile.
-            with ThreadPoolExecutor(max_workers=1) as writer:
-                saved = writer.submit(arrays.save_profile, profile, build / "profile")
-                save_parts(build, profile, inputs, say)
-                saved.result()  # its error, if any, raised here
+            arrays.save_profile(profile, build / "profile")
+            save_parts(build, profile, inputs, say)
             # Its window and function tables point back at it: only a collection frees its
             # arrays (~90 MB at 1M rows) before the reopen maps the saved ones.
             del profile
