@@ -85,6 +85,19 @@ def test_ideas_are_few_distinct_and_sized_by_their_sites(analysed, name):
     assert "executions" in markdown.splitlines()[3]  # "total N executions", not samples
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_every_claim_keeps_its_evidence_statement(analysed, name):
+    """sme.md asks each idea what the numbers cannot tell and what to measure: a long claim
+    is shortened in its lists, never at its end, and lists are not written twice."""
+    _workload, report, _md = analysed(name)
+    for idea in report["ideas"]:
+        claim = idea["claim"]
+        if idea["basis"] == "profile-only":
+            assert "; to confirm, measure " in claim and claim.endswith("."), claim[-200:]
+        if "Heaviest: " in claim:
+            assert "heaviest: " not in claim, claim
+
+
 def test_python_dispatch_is_one_mechanism(analysed):
     """README: 162 executed `br x3` dispatch sites in _PyEval_EvalFrameDefault, 13,791,590
     dispatches, one per 37.8 instructions of the function."""

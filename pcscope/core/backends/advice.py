@@ -112,10 +112,18 @@ def advise(m: dict[str, Any], basis: str, module: str | None) -> Advice | None:
         recommendation, removes = _JIT_ADVICE, None
     pcs = tuple(pc for site in m["site_pcs"] for pc in site)
     fn = ", ".join(f"`{f}`" for f in m["functions"][:3])
+    checks = _unsaid(m["checks"], claim)
     claim = (f"{claim} Own share {m['share']:.2%} ({len(m['site_pcs'])} of {m['sites']} "
-             f"site(s) cited) in {fn}. Checks passed: {'; '.join(m['checks'])}.")
+             f"site(s) cited) in {fn}."
+             + (f" Checks passed: {'; '.join(checks)}." if checks else ""))
     return Advice(RULE[kind], title, claim, recommendation, pcs,
                   confidence(kind, basis, len(m["checks"])), removes)
+
+
+def _unsaid(checks: list[str], claim: str) -> list[str]:
+    """The checks, less the figures the claim already states ("heaviest: …" lists): a list
+    written twice takes the room of the evidence statement."""
+    return [c for c in checks if ": " not in c or c.split(": ", 1)[1] not in claim]
 
 
 def recommendation_for(rule, module: str | None) -> str:
@@ -583,9 +591,12 @@ def _table_crc(m: dict, noun: str) -> tuple[str, str, str]:
                 "form the `crc32*` instructions compute." if reflected else
                 "MSB-first (the top byte indexes the table and the CRC shifts left), while "
                 "`crc32*` computes the reflected form."))
-    polynomial = ("Check the polynomial in the table's source: 0x04C11DB7 (CRC-32: zlib, gzip, "
-                  "PNG; bzip2 uses it MSB-first) is `crc32b/h/w/x`, 0x1EDC6F41 (CRC-32C: iSCSI, ext4) is "
-                  "`crc32cb/h/w/x`; any other needs PMULL folding.")
+    # the note names only CRCs of the detected form: a list mixing forms contradicts the claim
+    polynomial = ("Check the polynomial in the table's source: " + (
+        "reflected 0x04C11DB7 (CRC-32 of zlib, gzip, PNG) is `crc32b/h/w/x`, reflected "
+        "0x1EDC6F41 (CRC-32C: iSCSI, ext4) is `crc32cb/h/w/x`" if reflected else
+        "MSB-first 0x04C11DB7 is `crc32b/h/w/x` on bit-reversed data, "
+        "MSB-first 0x1EDC6F41 `crc32cb/h/w/x` likewise") + "; any other needs PMULL folding.")
     if reflected:
         rec = ("Use the CRC32 instructions: `crc32x` folds 8 bytes per instruction "
                "(`__crc32d` from `<arm_acle.h>`, built with `-march=armv8-a+crc` or the "
