@@ -191,7 +191,7 @@ class OfflineAnalyst:
         """An idea about a whole mechanism: its sites' PCs and share come from the mechanism,
         which the evidence cites (``mech:``), so every call's idea about it merges into one."""
         rule = CATALOG[advice.rule]
-        pcs = advice.pcs[:MAX_PCS]
+        pcs = hottest_instances(advice.pcs, view.insns)[:MAX_PCS]
         evidence = [mechanism["id"]]
         evidence += [pc_id(pc) for pc in pcs if pc_id(pc) in reader.citable]
         if view.id in reader.citable:
@@ -246,6 +246,23 @@ class OfflineAnalyst:
             confidence=data["confidence"], basis=data["basis"], questions=[],
             removes=data.get("removes"),
         )]
+
+
+def hottest_instances(pcs: tuple[int, ...], insns: list[Insn]) -> list[int]:
+    """The PCs to cite for a mechanism: its key PC first, then the rest hottest first, and of
+    several that make the same access (a load or a store of the same ``[base, #off]``
+    text, as on a hot path and its cold twin) only the hottest. PCs the window does not
+    show keep their order after the ones it does."""
+    share = {i.pc: i.share for i in insns}
+    access = {i.pc: (i.mnemonic[:2], i.asm[i.asm.index("["):]) for i in insns if "[" in i.asm}
+    rest = sorted(dict.fromkeys(pcs[1:]), key=lambda pc: -share.get(pc, -1.0))
+    out, seen = list(pcs[:1]), {access.get(pc) for pc in pcs[:1]}
+    for pc in rest:
+        key = access.get(pc)
+        if key is None or key not in seen:
+            out.append(pc)
+            seen.add(key)
+    return out
 
 
 def _basis_note(basis: str) -> str:
