@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
+from itertools import takewhile
 from typing import Any
 
 from textual import events
@@ -19,7 +20,7 @@ from textual.containers import Container, Horizontal
 from textual.reactive import Reactive
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Static
+from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
 from pcscope.core.errors import EvidenceError
@@ -33,7 +34,7 @@ from pcscope.tui.config import TuiConfig
 from pcscope.tui.export import export_report, export_view
 from pcscope.tui.hot_model import HotModel, HotView, compute_badges
 from pcscope.tui.idea_view import ShownIdea
-from pcscope.tui.keymap import MOTIONS, PANES, KeySpec, bindings
+from pcscope.tui.keymap import FIELD_ACTIONS, MOTIONS, PANES, KeySpec, bindings
 from pcscope.tui.launch import OpenRequest, Prepared
 from pcscope.tui.session import Restored, RunKey, ViewState, run_key
 from pcscope.tui.widgets.alp_view import AlpView
@@ -241,16 +242,19 @@ class MainScreen(Screen):
         self.query_one(PaneBar).set_active(name)
 
     def action_show_pane(self, name: str) -> None:
-        self._activate(name)
-        self._apply_layout()
-        if name == "guide":
-            self._guide_for_pc()
+        self._show_pane(name)
         if name == "search" and self.search.results.count:
             self.search.results.focus()  # back to the hits; / goes to the query
         elif name == "hot" and self.functions.display:
             self.functions.focus()
         else:
             self.query_one(FOCUS[name]).focus()
+
+    def _show_pane(self, name: str) -> None:
+        self._activate(name)
+        self._apply_layout()
+        if name == "guide":
+            self._guide_for_pc()
 
     def action_zoom(self) -> None:
         """The assembly alone across the top (wide layout); again to bring the panes back."""
@@ -441,8 +445,27 @@ class MainScreen(Screen):
 
     # -- search --------------------------------------------------------------------------
     def action_search(self) -> None:
-        self.action_show_pane("search")
-        self.search.input.focus()
+        self._show_pane("search")
+        # The focus moves now, not after the keys already waiting (Widget.focus would
+        # queue it behind them): the keys typed after / in the same burst are the query.
+        self.set_focus(self.search.input)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool:
+        """A key that opens a text field is a priority binding (keymap ``opens_field``):
+        it yields where the focus takes the key itself, in an input (which types it) or
+        where the focused widget or its pane binds the same key (the guide's own `/`)."""
+        if action not in FIELD_ACTIONS:
+            return True
+        return not isinstance(self.focused, Input) and not self._bound_nearer(action)
+
+    def _bound_nearer(self, action: str) -> bool:
+        chain = self._binding_chain  # (node, its bindings after the keymap): focus first
+        mine = next(bindings for node, bindings in chain if node is self)
+        keys = [key for key, found in mine.key_to_bindings.items()
+                if any(binding.action == action for binding in found)]
+        nearer = [bindings for node, bindings in
+                  takewhile(lambda pair: pair[0] is not self, chain)]
+        return any(key in bindings.key_to_bindings for bindings in nearer for key in keys)
 
     def on_search_view_results(self, event: SearchView.Results) -> None:
         self.hits = [hit.pc for hit in event.hits]
