@@ -119,11 +119,12 @@ class MainScreen(Screen):
             yield Pane("hot", TITLES["hot"], self.hot, self.functions)
             yield Pane("asm", TITLES["asm"], self.asm_header, self.asm)
             yield Pane("alp", TITLES["alp"], self.alp)
+        first = self._first_pane()
         with Container(id="bottom"):
             yield Pane("findings", TITLES["findings"], self.findings)
-            yield Pane("calls", TITLES["calls"], self.calls)
-            yield Pane("search", TITLES["search"], self.search)
-            yield Pane("guide", TITLES["guide"], self.guide)
+            yield Pane("calls", TITLES["calls"], self.calls, held=first != "calls")
+            yield Pane("search", TITLES["search"], self.search, held=first != "search")
+            yield Pane("guide", TITLES["guide"], self.guide, held=first != "guide")
         yield self.command
         yield KeyBar()
 
@@ -134,13 +135,28 @@ class MainScreen(Screen):
                 f"{len(self.selection.windows):,} windows ({self.selection.coverage:.0%}) · "
                 f"model {self.request.model}")
 
+    def _first_pane(self) -> str:
+        pane = self.restored.view.pane
+        return pane if pane in FOCUS else "hot"
+
     def on_mount(self) -> None:
         self._restore(self.restored)
         self._apply_layout()
         # After the first frame: decoding the ALP holds the GIL while it runs.
         self.call_after_refresh(self.load_evidence)
+        self.call_after_refresh(self._fill_panes)
         self.set_interval(SAVE_EVERY, self._save_view)
         self.set_interval(RUN_CHECK_EVERY, self._check_runs)
+
+    def _fill_panes(self) -> None:
+        for name in BOTTOM:
+            self._fill(name)
+
+    def _fill(self, name: str) -> None:
+        """Mount a pane's held-back content; the search restored from the session runs
+        once its pane is there."""
+        if self.query_one(f"#pane-{name}", Pane).fill() and name == "search":
+            self.search.restore(self.restored.view.query, self.restored.view.regex)
 
     def load_evidence(self) -> None:
         """The ALP table and the per-window badges load off the UI thread."""
@@ -225,6 +241,8 @@ class MainScreen(Screen):
                 pane.display = name == "asm"
             else:
                 pane.display = name in TOP or name == self.lower
+            if pane.display:
+                self._fill(name)
         top = self.query_one("#top")
         bottom = self.query_one("#bottom")
         top.display = not self.tabs or self.active in TOP
@@ -396,6 +414,7 @@ class MainScreen(Screen):
         try:
             kind = kind_of(evidence_id)
             if kind == "guide":
+                self._fill("guide")
                 if not self.guide.show(evidence_id):
                     raise EvidenceError(f"no guide section {evidence_id}")
                 self._guide_pc = self.asm.pc  # the link chose the section, not the PC
@@ -579,6 +598,7 @@ class MainScreen(Screen):
 
     def on_run_changed(self, message: RunChanged) -> None:
         """The analysis controller's picture of the run, applied to the panes at once."""
+        self._fill("calls")
         if message.restart is not None:
             self.calls.start(message.run, message.restart)
         self.calls.sync(set(message.changed))
@@ -615,7 +635,8 @@ class MainScreen(Screen):
             self.hot.show_window(self.asm.window)
         elif len(self.hot.model):
             self.asm.show_window(self.hot.model.window_at(0))
-        self.search.restore(state.query, state.regex)
+        if self.query_one("#pane-search", Pane).filled:  # else once it is filled
+            self.search.restore(state.query, state.regex)
         self.action_show_pane(state.pane if state.pane in FOCUS else "hot")
         self._retitle()
 
