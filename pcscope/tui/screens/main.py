@@ -101,7 +101,7 @@ class MainScreen(Screen):
         self.findings = FindingsView(self.store)
         self.calls = CallsView(self.session.call_of)
         self.search = SearchView(workload)
-        self.guide = GuideView(workload.guides)
+        self.guide = GuideView(lambda: workload.guides)
         self.analysis = AnalysisController(self)
         self.command = CommandLine(IDLE_STATUS)
         self._run_seen: RunKey | None = run_key(self.restored.run) if self.restored.run else None
