@@ -9,6 +9,8 @@ import csv
 import pytest
 
 from pcscope.core import code_character
+from pcscope.core.backends.advice import advise
+from pcscope.core.engine.tools import _mechanism_data
 from pcscope.core.mechanism_finder import RELINKS, find_mechanisms
 from pcscope.core.patterns import code_facts, find_patterns
 from pcscope.core.readers.profile_csv import read_profile
@@ -116,6 +118,21 @@ def test_routine_with_its_one_caller_is_one_mechanism(tmp_path):
     assert len(m.pcs) == len(STRCMP) + len(STUB) + 10
     # a stub belongs to one mechanism: the routine's, so no PLT mechanism is left
     assert not [m for m in table if m.kind == "plt"]
+
+
+@pytest.mark.parametrize("padding", [0, 30])  # the routine lighter, heavier than the caller
+def test_routine_idea_names_the_routine_not_its_heavier_caller(tmp_path, padding):
+    """The caller's code outweighs the routine (or not): the idea still names the routine
+    as the routine and the caller as its caller; another variant of the routine is not a
+    caller."""
+    _profile, table = mechanisms_of(tmp_path, [
+        ("lookup", 0x1000, 1000, lookup(0x1000)), ("plt", 0x4000, 1000, STUB),
+        ("__strcmp_generic", 0x5000, 1000, ["nop"] * padding + STRCMP),
+        ("__strcmp_aarch64", 0x6000, 1, STRCMP)])
+    (m,) = [m for m in table if m.kind == "libc-routine"]
+    advice = advise(_mechanism_data(m), "executions", None)
+    assert advice.title == "Lookups by name: __strcmp_generic called from lookup"
+    assert "its hottest callers (through the PLT stub run as often): `lookup`." in advice.claim
 
 
 def test_routine_with_many_callers_stays_the_routine(tmp_path):

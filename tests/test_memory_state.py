@@ -9,6 +9,7 @@ import pytest
 
 from pcscope.core.backends.advice import advise
 from pcscope.core.engine.tools import _mechanism_data
+from pcscope.core.memory_state import RELOADED
 from tests.test_mechanism_rules import mechanisms_of
 
 AT = 0x1000
@@ -98,3 +99,36 @@ def test_a_halfword_store_is_not_named_as_the_alias(tmp_path):
     assert not [c for c in m.checks if "through other addresses" in c]
     advice = advise(_mechanism_data(m), "executions", None)
     assert "`char` store may alias" not in advice.claim
+
+
+def coder(between: str = "add x5, x4, #0xc", back: str = f"b {hex(AT)}",
+          late: str = "cmp x4, x9") -> list[str]:
+    """A range-coder step: the range field is loaded at the head, tested, then loaded again
+    for the update and stored back; the position field is incremented in memory."""
+    return ["ldr w4, [x0, #0x10]", "cmp w4, w8", f"b.ls {hex(AT + 0x80)}",
+            "ldr x4, [x0, #0x28]", between, "ldr w6, [x0, #0x10]", "lsr w5, w6, #0xb",
+            "mul w5, w5, w10", "sub w6, w6, w5", "str w6, [x0, #0x10]", "add x4, x4, #1",
+            "str x4, [x0, #0x28]", late, back, f"b {hex(AT + 0x80)}"]
+
+
+def test_a_reload_with_no_store_between_is_a_missed_cse(tmp_path):
+    """The second load of [x0, #0x10] follows the first on a straight path with no store:
+    nothing can have changed it, so the idea says so, with both PCs."""
+    _profile, (m,) = memory_states(tmp_path, coder(back=f"b.ne {hex(AT)}"))
+    said = [c for c in m.checks if c.startswith(RELOADED)]
+    assert said == [f"{RELOADED}[x0, #0x10] at {AT:#x}, again at {AT + 20:#x} "
+                    f"(at least 1,000 of 1,000 runs)"]
+    claim = advise(_mechanism_data(m), "executions", None).claim
+    assert "[x0, #0x10] is loaded again with no store of any kind between" in claim
+    assert "missed common subexpression" in claim
+
+
+@pytest.mark.parametrize("lines", [
+    coder(between="strh w12, [x11]", back=f"b.ne {hex(AT)}"),  # a store between the loads
+    coder(late=f"cbz x4, {hex(AT + 12)}", back=f"b.ne {hex(AT)}"),  # a way in after the store
+])  # fmt: skip
+def test_a_reload_after_a_store_or_a_join_is_not_called_a_missed_cse(tmp_path, lines):
+    _profile, (m,) = memory_states(tmp_path, lines)
+    assert not [c for c in m.checks if c.startswith(RELOADED)]
+    assert "missed common subexpression" not in advise(_mechanism_data(m), "executions",
+                                                       None).claim

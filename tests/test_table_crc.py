@@ -47,6 +47,9 @@ def test_table_crc_loop_is_found_with_its_form(tmp_path, lines, form):
     advice = advise(_mechanism_data(m), "executions", None)
     assert advice is not None and "crc32x" in advice.recommendation
     assert ("rbit" in advice.recommendation) == (lines is MSB_FIRST)
+    # the polynomial note names CRCs of the detected form only
+    assert ("zlib" in advice.recommendation) == (lines is REFLECTED)
+    assert ("on bit-reversed data" in advice.recommendation) == (lines is MSB_FIRST)
 
 
 def test_aes_t_table_round_is_not_a_crc(tmp_path):

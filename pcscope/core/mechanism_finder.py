@@ -31,6 +31,8 @@ import numpy as np
 from pcscope.core import (
     byte_swap,
     call_cohorts,
+    chain_walk,
+    hand_written,
     isa,
     keyed_lookups,
     memory_state,
@@ -127,6 +129,7 @@ def find_mechanisms(profile: Profile, patterns: PatternTable, facts: CodeFacts) 
     # spread over many functions, these two count only rows no other mechanism counts
     found += finder.return_zeroing(finder.claimed(found))
     found += finder.per_operation(finder.claimed(found))
+    found = hand_written.mark(profile, facts, finder.op, found)
     return MechanismTable(tuple(sorted(found, key=lambda m: (-m.share, m.id))))
 
 
@@ -473,14 +476,18 @@ class _Finder:
                            for loop in group for r in loop.rows)
             budget = self._step_budget(group[0])
             relink = self._relink_store(group[0])
+            walks = [chain_walk.read(self.p, self.op, list(loop.rows), loop.keys, self.joins)
+                     for loop in group]
             out.append(self.mechanism("pointer-chase", [
-                self.site(loop.rows, loop.keys[0]) for loop in group], [
+                self.site([*loop.rows, *walk.extension], loop.keys[0])
+                for loop, walk in zip(group, walks, strict=True)], [
                 Metric("chain steps", steps, "executions",
                        "count of the hottest chained load, summed over the copies"),
                 Metric("steps per call", round(steps / calls, 2) if calls else 0.0, "x",
                        "chain steps / count of the functions' first instructions"),
                 Metric("chained loads", sum(len(loop.keys) for loop in group), "loads",
                        "loads on the loop-carried chain"),
+                *chain_walk.metrics(walks[0], self.share(walks[0].extension)),
             ], ["in a loop (backward branch)", "the load's address comes, through registers, "
                 "from its own loaded value of the previous iteration (loop-carried)",
                 "not a GOT/global, canary, stack, writeback-stream or jump-table load",
@@ -488,7 +495,8 @@ class _Finder:
                 + ([f"the walk already has a step budget: {budget} counts down by one per "
                     f"step and ends the walk at zero"] if budget else [])
                 + ([f"{RELINKS}: {relink}"] if relink else [])
-                + (["prefetch already issued in the loop (prfm)"] if prefetch else [])))
+                + (["prefetch already issued in the loop (prfm)"] if prefetch else [])
+                + chain_walk.checks(walks[0], self.p.asm, lambda r: int(self.p.pc[r]))))
         return out
 
     def _step_budget(self, loop: _Loop) -> str | None:

@@ -42,6 +42,21 @@ _SIZES = {"w": 4, "x": 8, "s": 4, "d": 8, "q": 16, "b": 1, "h": 2}
 # Only a byte store may alias a field of any type (C's character-type rule); a halfword
 # store aliases only 16-bit fields, so it is not named as the cause of the reloads.
 _BYTE_STORES = frozenset(("strb", "sturb"))
+# the check naming a reload nothing could have changed (the advice reads it)
+RELOADED = "reloaded with no store between (a missed CSE): "
+
+
+@dataclass(frozen=True)
+class Reload:
+    """A field loaded again on a straight path from an earlier load of it, with no store of
+    any kind and no write of its base between: nothing can have changed it, so the second
+    load is a missed common subexpression, not an alias the compiler had to respect."""
+
+    field: str  # as ``[x0, #0x10]``
+    first: int  # the PCs of the two loads
+    again: int
+    runs: int  # the second load's executions
+    redundant: int  # of them, at least this many came down the straight path
 
 
 @dataclass(frozen=True)
@@ -54,6 +69,8 @@ class LoopState:
     write_only: int  # fields only stored (could be stored once after the loop)
     recurrences: tuple[str, ...]  # stored-back fields whose stored value comes from their load
     byte_stores: int  # byte stores through other addresses (the usual alias)
+    byte_store_runs: int  # their executions
+    reloads: tuple[Reload, ...]  # a field loaded twice with no store between (missed CSE)
     iterations: int
     per_iteration: float  # field loads and stores per iteration
     fraction: float  # their part of the loop's instruction executions
@@ -83,11 +100,13 @@ def loop_state(ops: list[Op], rows: list[int], counts: list[int]) -> LoopState |
         return None
     loads: dict[tuple[str, int], list[int]] = defaultdict(list)
     stores: dict[tuple[str, int], list[int]] = defaultdict(list)
-    byte_stores = 0
+    byte_stores = byte_store_runs = 0
     for i, o in enumerate(ops):
         fields = field_offsets(o)
         if fields is None:
-            byte_stores += o.mnemonic in _BYTE_STORES and counts[i] > 0
+            if o.mnemonic in _BYTE_STORES and counts[i] > 0:
+                byte_stores += 1
+                byte_store_runs += counts[i]
             continue
         if not _stable_base(ops, i, o.addr[0]):
             continue
@@ -111,6 +130,8 @@ def loop_state(ops: list[Op], rows: list[int], counts: list[int]) -> LoopState |
         write_only=sum(1 for k in stores if k not in loads),
         recurrences=tuple(_text(k) for k in back if _recurs(ops, loads[k], stores[k])),
         byte_stores=byte_stores,
+        byte_store_runs=byte_store_runs,
+        reloads=_reloads(ops, counts, loads),
         iterations=iterations,
         per_iteration=round(per_iteration, 1),
         fraction=round(done / total, 3),
@@ -184,6 +205,36 @@ def _recurs(ops: list[Op], load_at: list[int], store_at: list[int]) -> bool:
     return False
 
 
+def _reloads(ops: list[Op], counts: list[int],
+             loads: dict[tuple[str, int], list[int]]) -> tuple[Reload, ...]:
+    """Each field's second load on a straight run of instructions (consecutive addresses,
+    no unconditional branch) from its first with no store, call or write of the base
+    between. Branches from elsewhere in the loop into the run bring executions that did not
+    pass the first load: at most their counts, so the rest are certainly redundant."""
+    out = []
+    for key, at in loads.items():
+        for i, j in zip(at, at[1:], strict=False):
+            between = ops[i + 1:j]
+            if not _straight(ops[i:j + 1]) or any(
+                    isa.is_store(o.mnemonic) or isa.is_call(o.mnemonic) or
+                    isa.is_atomic(o.mnemonic) or key[0] in o.dest for o in between):
+                continue
+            inside = {o.pc for o in ops[i + 1:j + 1]}
+            entering = sum(c for k, (o, c) in enumerate(zip(ops, counts, strict=True))
+                           if o.target in inside and not i <= k < j)
+            redundant = counts[j] - entering
+            if redundant > 0:
+                out.append(Reload(_text(key), ops[i].pc, ops[j].pc, counts[j], redundant))
+                break
+    return tuple(sorted(out, key=lambda r: (-r.redundant, r.again)))
+
+
+def _straight(ops: list[Op]) -> bool:
+    """Consecutive instructions, each falling through to the next."""
+    return all(b.pc == a.pc + 4 and a.mnemonic != "b" and a.mnemonic not in isa.RETURNS
+               and a.mnemonic not in isa.INDIRECT for a, b in zip(ops, ops[1:], strict=False))
+
+
 def _text(field: tuple[str, int]) -> str:
     base, offset = field
     return f"[{base}, #{offset:#x}]" if offset else f"[{base}]"
@@ -202,6 +253,9 @@ def metrics(state: LoopState) -> list[Metric]:
                "loop-invariant fields loaded every iteration"),
         Metric("recurrences through memory", len(state.recurrences), "fields",
                "stored-back fields whose new value is computed from the loaded one"),
+        Metric("byte stores per iteration",
+               round(state.byte_store_runs / state.iterations, 2), "x",
+               "executions of byte stores through other addresses / iterations"),
     ]
 
 
@@ -220,4 +274,7 @@ def checks(state: LoopState) -> list[str]:
     if state.byte_stores:
         out.append(f"{state.byte_stores} byte store(s) through other addresses "
                    f"in the loop (a char store may alias any field, which forces the reloads)")
+    for r in state.reloads[:3]:
+        out.append(f"{RELOADED}{r.field} at {r.first:#x}, again at {r.again:#x} (at least "
+                   f"{r.redundant:,} of {r.runs:,} runs)")
     return out

@@ -53,7 +53,11 @@ from pcscope.index.parts import load_parts, save_parts
 # names its C allocator calls per operation
 # 11: a C-library lookup mechanism names the caller making constant-key lookups per entry
 # 12: a pointer-chase mechanism names the store by which its walk rewrites the structure
-FORMAT_VERSION = 12
+# 13: a pointer-chase mechanism carries its step's levers (first reject, recomputed values,
+# the unrolled extension with its exit blocks in the site, the link width bounding its table);
+# a memory-state mechanism names reloads with no store between and its byte stores per iteration;
+# a mechanism in a function likely written in assembly says so (pcscope.core.hand_written)
+FORMAT_VERSION = 13
 Progress = Callable[[str], None]
 
 

@@ -19,10 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pcscope.core import chain_walk
 from pcscope.core.call_cohorts import PLUMBING
+from pcscope.core.hand_written import CHECK as HAND_WRITTEN
 from pcscope.core.keyed_lookups import CHECK as KEYED_CHECK
 from pcscope.core.mechanism_finder import RELINKS, is_jit_module
 from pcscope.core.mechanisms import number
+from pcscope.core.memory_state import RELOADED
+from pcscope.core.patterns import libc_routine_name
 from pcscope.core.store_loops import WIDE
 
 MIN_SHARE = 0.005  # own share a profile-only mechanism needs to become an idea
@@ -108,14 +112,50 @@ def advise(m: dict[str, Any], basis: str, module: str | None) -> Advice | None:
         return None
     title, claim, recommendation = text
     removes = _REMOVES[kind](m) if kind in _REMOVES else None
+    if any(c.startswith(HAND_WRITTEN) for c in m["checks"]):
+        recommendation = _ASSEMBLY.get(kind, _assembly_note)(m, recommendation)
     if kind not in ("jit",) and _jit(module):
         recommendation, removes = _JIT_ADVICE, None
     pcs = tuple(pc for site in m["site_pcs"] for pc in site)
     fn = ", ".join(f"`{f}`" for f in m["functions"][:3])
+    checks = _unsaid(m["checks"], claim)
     claim = (f"{claim} Own share {m['share']:.2%} ({len(m['site_pcs'])} of {m['sites']} "
-             f"site(s) cited) in {fn}. Checks passed: {'; '.join(m['checks'])}.")
+             f"site(s) cited) in {fn}."
+             + (f" Checks passed: {'; '.join(checks)}." if checks else ""))
     return Advice(RULE[kind], title, claim, recommendation, pcs,
                   confidence(kind, basis, len(m["checks"])), removes)
+
+
+def _assembly_note(m: dict, recommendation: str) -> str:
+    """Advice about a function that is likely hand-written assembly: the same change, made
+    in its assembly source."""
+    return (f"{recommendation} The function is likely hand-written assembly (the evidence is "
+            f"in the checks): make the change in its assembly source; compiler flags, "
+            f"attributes and C rewrites do not reach it.")
+
+
+def _store_loop_in_assembly(m: dict, recommendation: str) -> str:
+    """A fill loop written in assembly: the instruction edit, and no C-compiler caveats."""
+    width = int(metric(m, "store width") or 0)
+    store = {1: "strb wzr, [xN], #1", 2: "strh wzr, [xN], #2", 4: "str wzr, [xN], #4",
+             8: "str xzr, [xN], #8"}.get(width, f"{width}-byte store")
+    return (f"The loop is likely hand-written assembly (the evidence is in the checks), so the "
+            f"change is an instruction edit, not C: replace the `{store}` loop by "
+            f"`stp xzr, xzr, [xN], #16` ({WIDE} bytes per store; keep one narrow store for an "
+            f"odd remainder), or `stp q` of a zeroed vector, or `dc zva` for whole zeroed "
+            f"lines in long clears. Written in assembly, the clear is not removed by a "
+            f"compiler, so it needs no `volatile`, `explicit_bzero` or `memset_explicit`. "
+            f"Fewer bytes or calls (clear only what was written) help as much.")
+
+
+# How a kind's advice reads when its function is likely hand-written assembly.
+_ASSEMBLY = {"store-loop": _store_loop_in_assembly}
+
+
+def _unsaid(checks: list[str], claim: str) -> list[str]:
+    """The checks, less the figures the claim already states ("heaviest: …" lists): a list
+    written twice takes the room of the evidence statement."""
+    return [c for c in checks if ": " not in c or c.split(": ", 1)[1] not in claim]
 
 
 def recommendation_for(rule, module: str | None) -> str:
@@ -238,8 +278,14 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
              + (f", {number(per_call)} per call of {of}." if per_call else "."))
     budget = next((c.split(": ", 1)[1] for c in m["checks"] if "step budget" in c), None)
     relink = next((c.split(": ", 1)[1] for c in m["checks"] if c.startswith(RELINKS)), None)
-    rec = _chase_levers(per_call, budget, relink)
-    if prefetched:
+    bound = metric(m, "table bound")
+    cached = bound is not None and bound <= L2_BYTES
+    rec = _chase_levers(per_call, budget, relink, cached)
+    step = _step_levers(m)
+    if cached:
+        rec += (" The table fits in L2 (below), so prefetching the next node or several "
+                "hops ahead (jump pointers) has little latency to hide.")
+    elif prefetched:
         rec += (" The loop already issues `prfm`: check that it runs several hops ahead of "
                 "the walk, not one.")
     elif relink:
@@ -252,12 +298,73 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
                 "load it would hide); jump pointers to prefetch several hops ahead pay only "
                 "for a structure read far more often than it changes, since every insert "
                 "must update them.")
+    rec += step + _footprint(m)
     short = per_call is not None and per_call < LONG_WALK
     rec += (" Measure the load's L1D/L2 miss rate and latency (SPE, or the simulator) first: "
             "if it hits L1, the chain costs ~4 cycles per step"
             + (", and a walk this short leaves little to gain." if short else
+               " and only a shorter walk or cheaper steps help." if step else
                " and only a shorter walk helps."))
     return f"Loop-carried load chain in {fn}", claim, rec
+
+
+L1_BYTES = 64 * 1024  # L1D of Neoverse N1/V1/N2/V2
+L2_BYTES = 512 * 1024  # the smallest L2 of those cores (512 KiB to 2 MiB)
+
+
+def _step_levers(m: dict) -> str:
+    """What makes each step cheaper, from the loop's own instructions
+    (pcscope.core.chain_walk): the first reject, a value recomputed on every run, and the
+    unrolled byte-by-byte extension."""
+    out = ""
+    rejected = metric(m, "rejected at the first compare")
+    first = _check_after(m, chain_walk.REJECT)
+    if rejected and first:
+        out += f" {number(rejected)}% of the steps end at the first compare ({first}), on one loaded byte."
+        paired = _check_after(m, chain_walk.PAIRED)
+        if paired:
+            out += (f" The next reject ({paired}) tests the adjacent byte against another "
+                    f"fixed value: load both with one `ldrh` and compare once against a "
+                    f"halfword built before the walk, so the {number(round(100 - rejected, 1))}% "
+                    f"that pass the first byte save a load, a compare and a branch.")
+    recomputed = _check_after(m, chain_walk.RECOMPUTED)
+    if recomputed:
+        first_one, _, rest = recomputed.partition(", `")
+        out += (f" {first_one}{' (and more, in the checks)' if rest else ''} is recomputed "
+                f"from inputs that rarely change: compute it where they change (usually an "
+                f"address: a base plus a rarely changing offset) so the step indexes it with "
+                f"the link.")
+    steps = metric(m, "extension steps")
+    if steps:
+        per = metric(m, "extension bytes per entry") or 0
+        out += (f" Candidates that pass are extended byte by byte ({number(steps)} unrolled "
+                f"compares with per-step exits, {number(per)} bytes per extension, "
+                f"{number(metric(m, 'extension share') or 0)}% of the run): compare 8 bytes "
+                f"per step (`ldr x` from both, `eor`, `rev` + `clz` on a non-zero result)"
+                + (f", one step instead of about {number(round(per))}." if per <= 8 else "."))
+    return out
+
+
+def _footprint(m: dict) -> str:
+    """What the link's width says of the table's size (pcscope.core.chain_walk)."""
+    bits, bound = metric(m, "link bits"), metric(m, "table bound")
+    if bits is None or bound is None:
+        return (" Nothing in the code bounds the structure's size (32-bit or wider links): "
+                "if it is many MiB at run time, the steps miss in cache and that latency is "
+                "the cost to hide.")
+    size = f"{number(bound / 1024)} KiB" if bound < 1 << 20 else f"{number(bound / (1 << 20))} MiB"
+    where = ("within L1D (64 KiB on Neoverse N1/V1)" if bound <= L1_BYTES else
+             "within every Neoverse L2 (512 KiB or more)" if bound <= L2_BYTES
+             else "more than some L2s hold: steps can miss")
+    return (f" {number(bits)}-bit links bound the table to {number(2 ** bits)} entries of "
+            f"{number(bound / 2 ** bits)} byte(s) ({size}), {where}"
+            + ("; expect the load-to-use latency (4 to 11 cycles) per step, not DRAM misses."
+               if bound <= L2_BYTES else "."))
+
+
+def _check_after(m: dict, prefix: str) -> str | None:
+    """The text after ``prefix`` of the check starting with it."""
+    return next((c.removeprefix(prefix) for c in m["checks"] if c.startswith(prefix)), None)
 
 
 def _loop_where(m: dict) -> tuple[str, str]:
@@ -280,7 +387,8 @@ RETRIES = 1.05  # LL/SC attempts per entry above which the loop really retries
 FEW_PER_CALL = 2  # routine calls per caller call below which the caller's callers are the lever
 
 
-def _chase_levers(per_call: float | None, budget: str | None, relink: str | None) -> str:
+def _chase_levers(per_call: float | None, budget: str | None, relink: str | None,
+                  cached: bool = False) -> str:
     """What shortens or overlaps the chain, by how long the walk is per call, whether the
     loop already stops on a step budget (the counter the checks name) and whether it
     rewrites the structure it walks (``relink``, the store that does). A walk that rewrites
@@ -300,6 +408,10 @@ def _chase_levers(per_call: float | None, budget: str | None, relink: str | None
            f"the search's own depth or chain limits; {trade})")
     if per_call is not None and per_call >= LONG_WALK:
         return f"The walk is long ({number(per_call)} steps per call): {cap} first; {overlap}."
+    if per_call is not None and cached:
+        return (f"The walk is short ({number(per_call)} steps per call), so a step budget "
+                f"rarely ends it, and its table fits in L2 (below), so the steps hit the "
+                f"cache: the lever is a cheaper step; {overlap}.")
     if per_call is not None:
         return (f"The walk is short ({number(per_call)} steps per call), so a step budget "
                 f"rarely ends it and capping it saves little; the cost is each step's miss. "
@@ -443,7 +555,7 @@ def _division(m: dict, noun: str) -> tuple[str, str, str]:
 
 def _libc(m: dict, noun: str) -> tuple[str, str, str]:
     calls = metric(m, "calls") or 0
-    name, callers = m["functions"][0], m["functions"][1:4]
+    name, callers = _routine_and_callers(m["functions"])
     who = (f"; its hottest callers (through the PLT stub run as often): "
            f"{', '.join(f'`{c}`' for c in callers)}" if callers else
            "; the profile cannot tell which callers reach it through PLT stubs")
@@ -491,6 +603,16 @@ def _libc(m: dict, noun: str) -> tuple[str, str, str]:
     return f"Time in the C library's {name} ({number(calls)} calls)", claim, rec
 
 
+def _routine_and_callers(functions: list[str]) -> tuple[str, list[str]]:
+    """The routine (its heaviest variant: functions come heaviest site first, and a caller's
+    loop may outweigh the routine) and up to three callers (the names that are not the
+    routine's variants)."""
+    routine = next((f for f in functions if libc_routine_name(f) is not None), functions[0])
+    base = libc_routine_name(routine)
+    return routine, [f for f in functions if f != routine and
+                     (base is None or libc_routine_name(f) != base)][:3]
+
+
 def _jit_code(m: dict, noun: str) -> tuple[str, str, str]:
     claim = f"JIT-generated code ({int(metric(m, 'instructions') or 0)} executed instructions)."
     return "Hot JIT-generated code", claim, _JIT_ADVICE
@@ -513,12 +635,15 @@ def _memory_state(m: dict, noun: str) -> tuple[str, str, str]:
                 f"the loop head {count(runs, noun)}") + ") go to fields of structures whose address the "
              f"loop does not change: {number(reloaded)} read-only field(s) reloaded every "
              f"iteration, and {back} loaded and stored back every iteration"
-             + (f"; {recur} {'is' if recur.count('[') == 1 else 'are'} computed from its own load, "
-                f"so each iteration waits for its previous store to forward (a recurrence "
-                f"through memory)" if recur else "")
-             + "." + (" The loop also stores bytes or halfwords through other pointers: a "
-                      "`char` store may alias any field, which is why the compiler reloads "
-                      "them." if aliased else ""))
+             + (f"; {recur.count('[')} of them {'is' if recur.count('[') == 1 else 'are'} "
+                f"computed from {'its' if recur.count('[') == 1 else 'their'} own load (in the "
+                f"checks), so each iteration waits for its previous store to forward (a "
+                f"recurrence through memory)" if recur else "")
+             + "." + (f" The loop also stores bytes through other pointers "
+                      f"({number(metric(m, 'byte stores per iteration') or 0)} per "
+                      f"iteration); a `char` store may alias any field, forcing reloads "
+                      f"after it." if aliased else "")
+             + _missed_cse(m))
     rec = (f"Copy the fields the loop uses ({back}, and the ones it only reads) into local "
            f"variables before the loop and write the updated ones back after it (or before "
            f"any call that reads them), so they stay in registers: that removes about "
@@ -530,6 +655,18 @@ def _memory_state(m: dict, noun: str) -> tuple[str, str, str]:
             "memory. Count the loop's instructions per iteration before and after.")
     return f"Loop state kept in memory in {fn} ({number(per)} field accesses per iteration)", \
         claim, rec
+
+
+def _missed_cse(m: dict) -> str:
+    """The reloads nothing could have changed (pcscope.core.memory_state.RELOADED)."""
+    reloads = [c.removeprefix(RELOADED).split(" at ")[0] for c in m["checks"]
+               if c.startswith(RELOADED)]
+    if not reloads:
+        return ""
+    return (f" Stronger evidence: {', '.join(reloads)} {'is' if len(reloads) == 1 else 'are'} "
+            f"loaded again with no store of any kind between (PCs in the checks): a missed "
+            f"common subexpression (often where paths join), not aliasing; a local removes it "
+            f"too.")
 
 
 def _spill_block(m: dict, noun: str) -> tuple[str, str, str]:
@@ -583,9 +720,12 @@ def _table_crc(m: dict, noun: str) -> tuple[str, str, str]:
                 "form the `crc32*` instructions compute." if reflected else
                 "MSB-first (the top byte indexes the table and the CRC shifts left), while "
                 "`crc32*` computes the reflected form."))
-    polynomial = ("Check the polynomial in the table's source: 0x04C11DB7 (CRC-32: zlib, gzip, "
-                  "PNG; bzip2 uses it MSB-first) is `crc32b/h/w/x`, 0x1EDC6F41 (CRC-32C: iSCSI, ext4) is "
-                  "`crc32cb/h/w/x`; any other needs PMULL folding.")
+    # the note names only CRCs of the detected form: a list mixing forms contradicts the claim
+    polynomial = ("Check the polynomial in the table's source: " + (
+        "reflected 0x04C11DB7 (CRC-32 of zlib, gzip, PNG) is `crc32b/h/w/x`, reflected "
+        "0x1EDC6F41 (CRC-32C: iSCSI, ext4) is `crc32cb/h/w/x`" if reflected else
+        "MSB-first 0x04C11DB7 is `crc32b/h/w/x` on bit-reversed data, "
+        "MSB-first 0x1EDC6F41 `crc32cb/h/w/x` likewise") + "; any other needs PMULL folding.")
     if reflected:
         rec = ("Use the CRC32 instructions: `crc32x` folds 8 bytes per instruction "
                "(`__crc32d` from `<arm_acle.h>`, built with `-march=armv8-a+crc` or the "

@@ -15,6 +15,7 @@ from pcscope.core.backends.advice import Advice, advise, recommendation_for
 from pcscope.core.backends.detectors import Detection, Insn, WindowView, detect
 from pcscope.core.backends.operands import parse
 from pcscope.core.backends.rules import CATALOG, Rule
+from pcscope.core.backends.text_fit import fit
 from pcscope.core.contract.backend import CallRequest, CallResponse, Emit, ToolRunner, Usage
 from pcscope.core.contract.findings import Basis, CallOutput, Finding
 from pcscope.core.guide_map import sections_for
@@ -158,16 +159,16 @@ class OfflineAnalyst:
                 f"({view.weight:.2%} of the total)"
         basis: Basis
         if det.measured:
-            claim = f"{LABEL} {where}: {det.figures} ({alp_id(det.pc)})."
+            body = f"{LABEL} {where}: {det.figures} ({alp_id(det.pc)})."
             if det.checks:
-                claim += f" Fields read: {'; '.join(det.checks)}."
+                body += f" Fields read: {'; '.join(det.checks)}."
+            tail = []
             basis, confidence = "measured", 0.6 + 0.35 * det.strength
         else:
-            claim = (f"{LABEL} {where}: {det.figures}. {_basis_note(view.basis)}; to confirm, "
-                     f"measure {rule.confirm}.")
+            body = f"{LABEL} {where}: {det.figures}."
+            tail = [f"{_basis_note(view.basis)}; to confirm, measure {rule.confirm}."]
             basis, confidence = "profile-only", 0.2 + 0.1 * det.strength
-        for note in noted:
-            claim += f" Engineer's note {note['id']}: {note['text']}"
+        tail += [f"Engineer's note {note['id']}: {note['text']}" for note in noted]
         # Ask one wave deeper only what the window could not show: the producer of the value.
         questions = [rule.question.format(pc=hex_pc(det.pc))] if rule.question and \
             det.measured and len(det.pcs) == 1 else []
@@ -176,8 +177,8 @@ class OfflineAnalyst:
             title=title.format(asm=anchor.asm, fn=view.function)[:200],
             category=rule.category,
             target=rule.target,
-            claim=claim[:2000],
-            recommendation=f"{LABEL} {recommendation_for(rule, view.module)}"[:2000],
+            claim=fit(body, " ".join(tail)),
+            recommendation=fit(f"{LABEL} {recommendation_for(rule, view.module)}"),
             pcs=[hex_pc(pc) for pc in pcs],
             evidence=list(dict.fromkeys(evidence))[:64],
             confidence=round(confidence, 3),
@@ -190,7 +191,7 @@ class OfflineAnalyst:
         """An idea about a whole mechanism: its sites' PCs and share come from the mechanism,
         which the evidence cites (``mech:``), so every call's idea about it merges into one."""
         rule = CATALOG[advice.rule]
-        pcs = advice.pcs[:MAX_PCS]
+        pcs = hottest_instances(advice.pcs, view.insns)[:MAX_PCS]
         evidence = [mechanism["id"]]
         evidence += [pc_id(pc) for pc in pcs if pc_id(pc) in reader.citable]
         if view.id in reader.citable:
@@ -198,14 +199,14 @@ class OfflineAnalyst:
         kind = mechanism["kind"]
         evidence += list(await reader.guides(
             rule, sections_for(mechanism["category"], kind), key=f"mech:{kind}"))
-        claim = (f"{LABEL} {advice.claim} {_basis_note(view.basis)}; to confirm, measure "
-                 f"{rule.confirm}.")
+        claim = fit(f"{LABEL} {advice.claim}",
+                    f"{_basis_note(view.basis)}; to confirm, measure {rule.confirm}.")
         return Finding(
             title=advice.title[:200],
             category=mechanism["category"],
             target=rule.target,
-            claim=claim[:2000],
-            recommendation=f"{LABEL} {advice.recommendation}"[:2000],
+            claim=claim,
+            recommendation=fit(f"{LABEL} {advice.recommendation}"),
             pcs=[hex_pc(pc) for pc in pcs],
             evidence=list(dict.fromkeys(evidence))[:64],
             confidence=advice.confidence,
@@ -240,11 +241,28 @@ class OfflineAnalyst:
                     if e in reader.citable]
         return [Finding(
             title=data["title"], category=data["category"], target=data["target"],
-            claim=(data["claim"] + answer)[:2000], recommendation=data["recommendation"],
+            claim=fit(data["claim"], answer.strip()), recommendation=data["recommendation"],
             pcs=pcs[:32], evidence=list(dict.fromkeys(evidence))[:64],
             confidence=data["confidence"], basis=data["basis"], questions=[],
             removes=data.get("removes"),
         )]
+
+
+def hottest_instances(pcs: tuple[int, ...], insns: list[Insn]) -> list[int]:
+    """The PCs to cite for a mechanism: its key PC first, then the rest hottest first, and of
+    several that make the same access (a load or a store of the same ``[base, #off]``
+    text, as on a hot path and its cold twin) only the hottest. PCs the window does not
+    show keep their order after the ones it does."""
+    share = {i.pc: i.share for i in insns}
+    access = {i.pc: (i.mnemonic[:2], i.asm[i.asm.index("["):]) for i in insns if "[" in i.asm}
+    rest = sorted(dict.fromkeys(pcs[1:]), key=lambda pc: -share.get(pc, -1.0))
+    out, seen = list(pcs[:1]), {access.get(pc) for pc in pcs[:1]}
+    for pc in rest:
+        key = access.get(pc)
+        if key is None or key not in seen:
+            out.append(pc)
+            seen.add(key)
+    return out
 
 
 def _basis_note(basis: str) -> str:

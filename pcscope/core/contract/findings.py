@@ -13,6 +13,7 @@ from pcscope.core.contract.categories import CATEGORIES
 Category = Literal[CATEGORIES]  # type: ignore[valid-type]
 Target = Literal["software", "compiler", "hardware"]
 Basis = Literal["measured", "predicted", "profile-only"]
+TEXT_MAX = 2000  # characters of a claim, a recommendation or a summary
 
 
 class Finding(BaseModel):
@@ -23,8 +24,8 @@ class Finding(BaseModel):
     title: str = Field(min_length=3, max_length=200)
     category: Category
     target: Target
-    claim: str = Field(min_length=3, max_length=2000, description="what the evidence shows")
-    recommendation: str = Field(min_length=3, max_length=2000, description="what to try")
+    claim: str = Field(min_length=3, max_length=TEXT_MAX, description="what the evidence shows")
+    recommendation: str = Field(min_length=3, max_length=TEXT_MAX, description="what to try")
     pcs: list[str] = Field(min_length=1, max_length=32, description="0x-hex PCs the idea is about")
     evidence: list[str] = Field(min_length=1, max_length=64, description="evidence IDs cited")
     confidence: float = Field(ge=0.0, le=1.0)
@@ -44,4 +45,4 @@ class CallOutput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     findings: list[Finding] = Field(default_factory=list, max_length=16)
-    summary: str = Field(default="", max_length=2000)
+    summary: str = Field(default="", max_length=TEXT_MAX)

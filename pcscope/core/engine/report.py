@@ -194,8 +194,9 @@ def _idea_md(rank: int, idea: dict, store: EvidenceStore, model: str) -> list[st
         out.append(f"| `{hex_pc(pc)}` | `{_cell(profile.asm(row))}` | {share:.3%} | "
                    f"{figures} |")
     if cold:
-        out.append(f"\n({cold} cited instruction{'s' if cold > 1 else ''} with no samples "
-                   f"left out of the table)")
+        # "no samples" would be false of exact counts: these ran, just rarely
+        out.append(f"\n({cold} cited instruction{'s' if cold > 1 else ''} under 0.0005% of "
+                   f"the total each left out of the table)")
     guides = [e for e in idea["evidence"] if kind_of(e) == "guide"]
     if guides:
         out.append("")

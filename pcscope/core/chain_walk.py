@@ -1,0 +1,292 @@
+"""What one step of a loop-carried load chain does besides the serial load, from the loop's
+instructions and exact counts: the concrete levers of a pointer-chase mechanism
+(pcscope.core.mechanism_finder reads the chain itself).
+
+- *first reject*: the first conditional branch back into the walk right after a compare of
+  a loaded byte or halfword with a register the walk changes on few steps (a candidate
+  rejected on its first byte). Its share of the steps is the branch's count less its
+  fall-through's. When the next reject does the same to the adjacent byte (addresses equal
+  but for an offset of one), the two compares are one halfword compare.
+- *recomputed*: instructions run on a step whose inputs change on at most RARE of their
+  runs: a value (usually an address) computed again on every step instead of where its
+  inputs change.
+- *extension*: at least EXTENSION_STEPS unrolled compares of two narrow loads, each leaving
+  through a block that adds a constant to one register and jumps to one join inside the
+  walk (a match extended byte by byte): the walk's own work, counted with it.
+- *footprint*: the link's width (``ldrb``/``ldrh``/``ldr w``, or an immediate mask or
+  ``ubfx`` on it) bounds how many entries the chain can index; the shift of the chained
+  load's index gives the entry size, so their product bounds the table.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pcscope.core import isa
+from pcscope.core.mechanisms import Metric
+from pcscope.core.profile import Profile
+from pcscope.core.shapes import NARROW_LOADS, Op
+
+RARE = 0.1  # an input written on at most this share of an instruction's runs is "fixed"
+EXTENSION_STEPS = 4  # unrolled compare steps with per-step exits that make an extension
+LOOK_BACK = 12  # instructions looked back to resolve an address or find a compare's load
+REJECT = "first reject: "  # check prefixes the advice reads (pcscope.core.backends.advice)
+PAIRED = "the next reject compares the adjacent byte: "
+RECOMPUTED = "recomputed on each run from inputs that change on few of its runs: "
+EXTENDS = "unrolled compare steps with per-step exits extend each candidate: "
+_WIDTH = {"ldrb": 8, "ldurb": 8, "ldrh": 16, "ldurh": 16}
+_COPIES = frozenset(("mov", "sxtw", "uxtw"))  # the same value (an index) in another form
+_SHIFT = re.compile(r"lsl #(\d+)\]$")
+
+
+@dataclass(frozen=True)
+class Walk:
+    """The levers one chain loop shows."""
+
+    reject: int | None  # the first reject's compare row
+    rejected: float  # of the steps reaching that compare, the share it rejects
+    paired: int | None  # the next reject's compare row, when it reads the adjacent byte
+    recomputed: tuple[int, ...]  # rows computing a value from rarely changing inputs
+    extension: tuple[int, ...]  # the extension's rows with its exit blocks
+    extension_steps: int
+    extension_bytes: float  # byte compares of the extension per entry into it
+    link_bits: int | None  # the width that bounds the link, when it is narrower than 32
+    entry_bytes: int  # the size of one indexed entry (from the index's shift)
+
+
+class _Reader:
+    def __init__(self, profile: Profile, op: Callable[[int], Op], rows: list[int],
+                 joins: frozenset[int]) -> None:
+        self.p, self.op, self.rows, self.joins = profile, op, rows, joins
+        self.inside = set(rows)
+        self.writes: dict[str, int] = {}  # per register: the most runs of a row writing it
+        for row in rows:
+            for reg in op(row).dest:
+                self.writes[reg] = max(self.writes.get(reg, 0), self.count(row))
+
+    def count(self, row: int) -> int:
+        return int(self.p.samples[row])
+
+    def rare(self, reg: str, runs: int) -> bool:
+        """The walk writes ``reg`` on at most RARE of ``runs`` (or never)."""
+        return self.writes.get(reg, 0) <= RARE * runs
+
+    def writer(self, row: int, reg: str) -> int | None:
+        """The last row before ``row`` (within LOOK_BACK, in address order) writing ``reg``."""
+        for w in range(row - 1, max(self.rows[0], row - LOOK_BACK) - 1, -1):
+            if reg in self.op(w).dest:
+                return w
+        return None
+
+    def compared_load(self, branch: int) -> tuple[int, str] | None:
+        """For ``cmp a, b; b.cond``: the narrow load of one side and the other register."""
+        cmp = self.op(branch - 1)
+        if cmp.mnemonic != "cmp" or len(cmp.src) != 2:
+            return None
+        for mine, other in (cmp.src, cmp.src[::-1]):
+            load = self.writer(branch - 1, mine)
+            if load is not None and self.op(load).mnemonic in NARROW_LOADS:
+                return load, other
+        return None
+
+    def address(self, row: int) -> tuple[tuple[tuple[str, int | None], ...], int]:
+        """The load's address as the registers it adds up (each with the row that wrote it,
+        None when written before the look-back) and a constant offset."""
+        o = self.op(row)
+        text = next((x for x in o.operands if x.startswith("[")), "[]")
+        parts = [p.strip() for p in text.strip("[]!").split(",")]
+        offset = int(parts[1].lstrip("#"), 0) if len(parts) == 2 and parts[1].startswith("#") \
+            else 0
+        leaves: list[tuple[str, int | None]] = []
+        for reg in o.addr:
+            offset += self._expand(row, reg, leaves, depth=0)
+        return tuple(sorted(leaves, key=str)), offset
+
+    def _expand(self, row: int, reg: str, leaves: list[tuple[str, int | None]],
+                depth: int) -> int:
+        w = self.writer(row, reg)
+        if w is None or depth > 4 or self.op(w).load:
+            leaves.append((reg, w))
+            return 0
+        o = self.op(w)
+        imm = o.operands[2] if len(o.operands) == 3 else ""
+        if o.mnemonic in _COPIES and len(o.src) == 1:
+            return self._expand(w, o.src[0], leaves, depth + 1)
+        if o.mnemonic in ("add", "sub") and len(o.src) == 1 and imm.startswith("#"):
+            step = int(imm.lstrip("#"), 0)
+            return self._expand(w, o.src[0], leaves, depth + 1) + \
+                (step if o.mnemonic == "add" else -step)
+        if o.mnemonic == "add" and len(o.src) == 2 and len(o.operands) == 3:
+            return self._expand(w, o.src[0], leaves, depth + 1) + \
+                self._expand(w, o.src[1], leaves, depth + 1)
+        leaves.append((reg, w))
+        return 0
+
+
+def read(profile: Profile, op: Callable[[int], Op], rows: list[int], keys: tuple[int, ...],
+         joins: frozenset[int]) -> Walk:
+    """The levers of the chain loop made of ``rows`` (address order) whose chained loads are
+    ``keys``; ``joins`` are the PCs some branch jumps to."""
+    r = _Reader(profile, op, rows, joins)
+    rejects = _rejects(r)
+    reject, rejected, paired = None, 0.0, None
+    if rejects:
+        reject = rejects[0] - 1
+        after = rejects[0] + 1
+        runs = r.count(rejects[0])
+        if runs and after in r.inside and int(profile.pc[after]) not in joins:
+            rejected = round(1.0 - r.count(after) / runs, 3)
+        if len(rejects) > 1 and _adjacent(r, rejects[0], rejects[1]):
+            paired = rejects[1] - 1
+    steps, bits, entry = _extension(r), *_footprint(r, keys)
+    return Walk(reject, rejected, paired, _recomputed(r), steps[0], steps[1], steps[2],
+                bits, entry)
+
+
+def _rejects(r: _Reader) -> list[int]:
+    """From the first conditional branch back into the walk, the run of such branches (to
+    one target, no other conditional branch between) that each follow a compare of a
+    narrow load with a register the walk rarely changes; empty when the first is not one."""
+    out: list[int] = []
+    for row in r.rows:
+        o = r.op(row)
+        if not isa.is_conditional_branch(o.mnemonic):
+            continue
+        to = r.p.row_of(o.target) if o.target is not None else None
+        if to not in r.inside and not out:
+            continue  # leaves the walk (a limit or the budget), before any reject
+        side = r.compared_load(row)
+        if to not in r.inside or side is None or not r.rare(side[1], r.count(row)) or \
+                (out and r.op(out[0]).target != o.target):
+            break
+        out.append(row)
+    return out
+
+
+def _adjacent(r: _Reader, first: int, second: int) -> bool:
+    """The two rejects' loads read bytes one apart from the same computed address."""
+    a, b = r.compared_load(first), r.compared_load(second)
+    if a is None or b is None or {r.op(a[0]).mnemonic[-1], r.op(b[0]).mnemonic[-1]} != {"b"}:
+        return False
+    (leaves_a, off_a), (leaves_b, off_b) = r.address(a[0]), r.address(b[0])
+    return leaves_a == leaves_b and abs(off_a - off_b) == 1
+
+
+def _recomputed(r: _Reader) -> tuple[int, ...]:
+    """Arithmetic run on a step (not a load, store, branch or compare) all of whose inputs
+    the walk changes on at most RARE of its runs."""
+    out = []
+    for row in r.rows:
+        o = r.op(row)
+        runs = r.count(row)
+        if not runs or not o.dest or not o.src or o.load or isa.is_store(o.mnemonic) or \
+                isa.is_branch(o.mnemonic) or set(o.dest) & set(o.src):
+            continue
+        if all(r.rare(reg, runs) for reg in o.src):
+            out.append(row)
+    return tuple(sorted(out, key=lambda q: (-r.count(q), q)))
+
+
+def _extension(r: _Reader) -> tuple[tuple[int, ...], int, float]:
+    """The unrolled compare steps whose exits each add a constant to one register and jump
+    to one join inside the walk: their rows (span, the loop closing it, the exit blocks),
+    the number of steps and byte compares per entry."""
+    groups: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for row in r.rows:
+        o = r.op(row)
+        exit_row = r.p.row_of(o.target) if o.target is not None else None
+        if not isa.is_conditional_branch(o.mnemonic) or exit_row is None or \
+                exit_row in r.inside or exit_row + 1 >= len(r.p):
+            continue
+        step, jump = r.op(exit_row), r.op(exit_row + 1)
+        join = r.p.row_of(jump.target) if jump.target is not None else None
+        cmp = r.op(row - 1)
+        loads = [w for reg in cmp.src if (w := r.writer(row - 1, reg)) is not None
+                 and r.op(w).mnemonic in NARROW_LOADS]
+        if jump.mnemonic == "b" and join in r.inside and len(loads) == 2 and \
+                step.mnemonic == "add" and len(step.dest) == 1 and step.steps(step.dest[0]):
+            groups.setdefault((step.dest[0], join), []).append((row, exit_row))
+    best = max(groups.values(), key=len, default=[])
+    if len(best) < EXTENSION_STEPS:
+        return (), 0, 0.0
+    top = best[0][0] - 1  # the first step's compare
+    first = min(w for reg in r.op(top).src if (w := r.writer(top, reg)) is not None)
+    last = best[-1][0]
+    # the loop closing the unrolled span: a backward branch into it right after
+    closing = next((q for q in range(last + 1, min(r.rows[-1], last + LOOK_BACK) + 1)
+                    if (t := r.op(q).target) is not None and
+                    int(r.p.pc[first]) <= t <= int(r.p.pc[last])), last)
+    span = list(range(first, closing + 1))
+    exits = [q for _, e in best for q in (e, e + 1)]
+    compares = sum(r.count(row - 1) for row in span if isa.is_conditional_branch(r.op(row).mnemonic)
+                   and r.op(row - 1).mnemonic == "cmp")
+    # entries: the runs of a plain instruction falling into the span when only the span's
+    # own loop jumps back to it, else its first row's runs less the closing loop's reruns
+    before = first - 1
+    others = [q for q in r.rows if r.op(q).target == int(r.p.pc[first])
+              and not first <= q <= closing]
+    entries = r.count(before) if before in r.inside and not others and \
+        not isa.is_branch(r.op(before).mnemonic) else \
+        r.count(first) - (r.count(closing) if closing != last else 0)
+    per_entry = round(compares / entries, 2) if entries > 0 else 0.0
+    return tuple(sorted({*span, *exits})), len(best), per_entry
+
+
+def _footprint(r: _Reader, keys: tuple[int, ...]) -> tuple[int | None, int]:
+    """The bits bounding the chain's link (None when 32 or more) and the indexed entry size."""
+    key = keys[0]
+    o = r.op(key)
+    bits = _WIDTH.get(o.mnemonic, 64 if o.operands[0].startswith("x") else 32)
+    index = o.addr[1] if len(o.addr) > 1 else None
+    for row in r.rows:
+        m = r.op(row)
+        if index is None or m.dest != (index,):
+            continue
+        if m.mnemonic == "and" and len(m.operands) == 3 and m.operands[2].startswith("#"):
+            mask = int(m.operands[2].lstrip("#"), 0)
+            if mask and mask & (mask + 1) == 0:
+                bits = min(bits, mask.bit_length())
+        elif m.mnemonic == "ubfx" and len(m.operands) == 4 and m.operands[2] in ("#0", "#0x0"):
+            bits = min(bits, int(m.operands[3].lstrip("#"), 0))
+    shift = _SHIFT.search(next((x for x in o.operands if x.startswith("[")), ""))
+    entry = 1 << int(shift.group(1)) if shift else (_WIDTH.get(o.mnemonic, 32) // 8
+                                                    if index else 0)
+    return (bits if bits < 32 and index is not None else None), entry
+
+
+def metrics(walk: Walk, extension_share: float) -> list[Metric]:
+    out = []
+    if walk.reject is not None and walk.rejected:
+        out.append(Metric("rejected at the first compare", round(100.0 * walk.rejected, 1),
+                          "%", "(first reject branch count - its fall-through count) / its "
+                          "count"))
+    if walk.extension:
+        out += [Metric("extension steps", walk.extension_steps, "steps",
+                       "unrolled compare steps with per-step exits"),
+                Metric("extension bytes per entry", walk.extension_bytes, "x",
+                       "byte compares of the extension / entries into it"),
+                Metric("extension share", round(100.0 * extension_share, 3), "%",
+                       "the extension's instructions (with its exits) / the total")]
+    if walk.link_bits is not None:
+        out += [Metric("link bits", walk.link_bits, "bits",
+                       "width bounding the link (load width, immediate mask or ubfx)"),
+                Metric("table bound", (1 << walk.link_bits) * walk.entry_bytes, "bytes",
+                       "2^link bits x the indexed entry size")]
+    return out
+
+
+def checks(walk: Walk, asm: Callable[[int], str], pc: Callable[[int], int]) -> list[str]:
+    def at(row: int) -> str:
+        return f"`{asm(row)}` at {pc(row):#x}"
+    out = []
+    if walk.reject is not None and walk.rejected:
+        out.append(REJECT + at(walk.reject))
+    if walk.paired is not None:
+        out.append(PAIRED + at(walk.paired))
+    if walk.recomputed:
+        out.append(RECOMPUTED + ", ".join(at(q) for q in walk.recomputed[:3]))
+    if walk.extension:
+        out.append(EXTENDS + f"{walk.extension_steps} steps from {pc(walk.extension[0]):#x}")
+    return out

@@ -1,0 +1,115 @@
+"""The concrete levers of a loop-carried load chain (pcscope.core.chain_walk), on a hand-written
+hash-chain match search with exact per-instruction counts, and on look-alikes where each lever
+must stay quiet: a compare against a value the walk changes every step is no first reject, a
+byte two apart is no halfword, a value whose input changes every step is not recomputed, exits
+that add a register are no extension, 32-bit links bound nothing."""
+
+from __future__ import annotations
+
+import csv
+
+from pcscope.core import chain_walk
+from pcscope.core.backends.advice import advise
+from pcscope.core.engine.tools import _mechanism_data
+from pcscope.core.mechanism_finder import find_mechanisms
+from pcscope.core.patterns import code_facts, find_patterns
+from pcscope.core.readers.profile_csv import read_profile
+
+
+def search(*, fixed: str = "w10", second: str = "#-1", rare: str = "w7",
+           link: str = "ldrh w1, [x11, x1, lsl #1]", exit_add: str = "#") -> list:
+    """(count, asm) from 0x1000: a walk of 810 candidate steps; 610 end at the first byte
+    compare, 100 more at the second; 100 extend their match in 4 unrolled compares whose exits
+    add the step's length and join at 0x108c."""
+    def add(k: int) -> str:
+        return f"add x2, x2, {exit_add}{k}" if exit_add == "#" else f"add x2, x2, {exit_add}"
+    return [
+        (10, "ldr x11, [x0, #0x70]"), (10, "ldr w12, [x0, #0x58]"),
+        (10, "ldrb w10, [x13, #8]"), (10, "ldrb w15, [x13, #7]"), (10, "b 0x1024"),
+        (800, "and w1, w1, w12"), (800, link),  # 0x1014: the walk's head, the chained load
+        (800, "subs w6, w6, #1"), (800, "b.eq 0x10c0"),  # the step budget
+        (810, f"sxtw x3, {rare}"), (810, "add x2, x8, x1"),  # 0x1024
+        (810, "ldrb w5, [x2, w7, sxtw]"), (810, f"cmp w5, {fixed}"), (810, "b.ne 0x1014"),
+        (200, "add x3, x2, x3"), (200, f"ldurb w3, [x3, {second}]"), (200, "cmp w3, w15"),
+        (200, "b.ne 0x1014"),
+        (100, "ldrb w5, [x2, #1]"), (100, "ldrb w4, [x13, #1]"), (100, "cmp w5, w4"),
+        (100, "b.ne 0x10a0"),
+        (80, "ldrb w5, [x2, #2]"), (80, "ldrb w4, [x13, #2]"), (80, "cmp w5, w4"),
+        (80, "b.ne 0x10a8"),
+        (60, "ldrb w5, [x2, #3]"), (60, "ldrb w4, [x13, #3]"), (60, "cmp w5, w4"),
+        (60, "b.ne 0x10b0"),
+        (40, "ldrb w5, [x2, #4]"), (40, "ldrb w4, [x13, #4]"), (40, "cmp w5, w4"),
+        (40, "b.ne 0x10b8"),
+        (30, "add x2, x2, #4"),
+        (100, "sub w3, w2, w8"), (100, "cmp w3, w7"), (100, "b.le 0x1014"),  # 0x108c: join
+        (10, "mov w7, w3"), (10, "b 0x1014"),  # a better match: rare
+        (20, add(1)), (20, "b 0x108c"), (20, add(2)), (20, "b 0x108c"),
+        (20, add(3)), (20, "b 0x108c"), (10, add(4)), (10, "b 0x108c"),
+        (10, "mov w0, w7"), (10, "ret"),
+    ]
+
+
+def chase(tmp_path, lines):
+    path = tmp_path / "p.csv"
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["function", "window", "pc", "samples", "asm"])
+        for i, (n, asm) in enumerate(lines):
+            out.writerow(["longest", "longest", hex(0x1000 + 4 * i), n, asm])
+    profile = read_profile(path)
+    facts = code_facts(profile)
+    (m,) = [m for m in find_mechanisms(profile, find_patterns(profile, facts), facts)
+            if m.kind == "pointer-chase"]
+    return m
+
+
+def figures(m) -> dict:
+    return {x.name: x.value for x in m.metrics}
+
+
+def said(m, prefix: str) -> str | None:
+    return next((c.removeprefix(prefix) for c in m.checks if c.startswith(prefix)), None)
+
+
+def test_match_search_levers_fire(tmp_path):
+    m = chase(tmp_path, search())
+    got = figures(m)
+    assert got["rejected at the first compare"] == round(100 * 610 / 810, 1)
+    assert said(m, chain_walk.REJECT) == "`cmp w5, w10` at 0x1030"
+    assert said(m, chain_walk.PAIRED) == "`cmp w3, w15` at 0x1040"
+    assert said(m, chain_walk.RECOMPUTED) == "`sxtw x3, w7` at 0x1024"
+    assert got["extension steps"] == 4
+    assert got["extension bytes per entry"] == (100 + 80 + 60 + 40) / 100
+    assert got["link bits"] == 16 and got["table bound"] == 65536 * 2
+    # the exit blocks are the walk's own work: counted in its site
+    assert {0x10a0, 0x10a4, 0x10b8, 0x10bc} <= set(m.sites[0].pcs)
+    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    assert "75.3% of the steps end at the first compare" in rec
+    assert "one `ldrh`" in rec and "24.7%" in rec
+    assert "`sxtw x3, w7` at 0x1024 is recomputed" in rec
+    assert "compare 8 bytes per step" in rec and "about 3" in rec
+    assert "(128 KiB), within every Neoverse L2" in rec and "not DRAM misses" in rec
+    assert "jump pointers) has little latency to hide" in rec
+
+
+def test_look_alikes_stay_quiet(tmp_path):
+    """Each variant removes one lever and leaves the others."""
+    moving = chase(tmp_path, search(fixed="w6", rare="w6"))  # the budget: every step
+    assert "rejected at the first compare" not in figures(moving)
+    assert said(moving, chain_walk.REJECT) is None and said(moving, chain_walk.PAIRED) is None
+    assert said(moving, chain_walk.RECOMPUTED) is None
+    apart = chase(tmp_path, search(second="#-2"))  # not the adjacent byte
+    assert said(apart, chain_walk.REJECT) and said(apart, chain_walk.PAIRED) is None
+    assert "`ldrh`" not in advise(_mechanism_data(apart), "executions", None).recommendation
+    wide = chase(tmp_path, search(link="ldr w1, [x11, x1, lsl #2]", exit_add="x9"))
+    assert "link bits" not in figures(wide) and "extension steps" not in figures(wide)
+    rec = advise(_mechanism_data(wide), "executions", None).recommendation
+    assert "Nothing in the code bounds the structure's size" in rec
+    assert "8 bytes per step" not in rec and "little latency to hide" not in rec
+
+
+def test_an_immediate_mask_bounds_a_wide_link(tmp_path):
+    """`and w1, w1, #0x7fff` on the index bounds a 32-bit link to 15 bits."""
+    m = chase(tmp_path, search(link="ldr w1, [x11, x1, lsl #2]")
+              [:5] + [(800, "and w1, w1, #0x7fff")] + search(link="ldr w1, [x11, x1, lsl #2]")[6:])
+    assert figures(m)["link bits"] == 15 and figures(m)["table bound"] == 32768 * 4

@@ -1,0 +1,31 @@
+"""Which PCs an idea cites (pcscope.core.backends.offline.hottest_instances): of two rows
+making the same access in one mechanism (a hot path and its cold twin), the hotter; the rest
+hottest first, the key PC always first."""
+
+from __future__ import annotations
+
+from pcscope.core.backends.detectors import Insn
+from pcscope.core.backends.offline import hottest_instances
+
+
+def insn(pc: int, asm: str, share: float) -> Insn:
+    return Insn.of({"pc": pc, "asm": asm, "share": share, "patterns": []}, None)
+
+
+def test_the_hot_reload_is_cited_not_its_cold_twin() -> None:
+    insns = [insn(0x10, "ldr w1, [x0, #8]", 0.02),  # the key
+             insn(0x14, "ldr x0, [x19]", 0.0001),  # cold twin of 0x40
+             insn(0x18, "ldp w3, w6, [x19, #0x6c]", 0.0001),  # cold twin of 0x44
+             insn(0x40, "ldr x0, [x19]", 0.0016), insn(0x44, "ldp w3, w6, [x19, #0x6c]", 0.0016),
+             insn(0x48, "str w1, [x0, #8]", 0.0015)]
+    assert hottest_instances((0x10, 0x14, 0x18, 0x40, 0x44, 0x48), insns) == \
+        [0x10, 0x40, 0x44, 0x48]
+
+
+def test_different_accesses_all_stay() -> None:
+    """Another offset, or a store to the same field, is another access: nothing dropped; a
+    PC the window does not show keeps its place after the shown ones."""
+    insns = [insn(0x10, "ldr w1, [x0, #8]", 0.01), insn(0x14, "ldr w2, [x0, #0xc]", 0.03),
+             insn(0x18, "str w1, [x0, #8]", 0.02), insn(0x1c, "add w1, w1, #1", 0.02)]
+    assert hottest_instances((0x10, 0x99, 0x14, 0x18, 0x1c), insns) == \
+        [0x10, 0x14, 0x18, 0x1c, 0x99]
