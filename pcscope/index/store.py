@@ -57,7 +57,10 @@ from pcscope.index.parts import load_parts, save_parts
 # the unrolled extension with its exit blocks in the site, the link width bounding its table);
 # a memory-state mechanism names reloads with no store between and its byte stores per iteration;
 # a mechanism in a function likely written in assembly says so (pcscope.core.hand_written)
-FORMAT_VERSION = 13
+# 14: per-operation trees from near-equal entry counts, member figures net of other mechanisms'
+#     rows, key set-up and the constant-key lookups they make (linked to the lookup's
+#     mechanism); lookup callers reached through tail calls; zeroing runs in small functions
+FORMAT_VERSION = 14
 Progress = Callable[[str], None]
 
 
