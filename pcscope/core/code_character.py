@@ -22,6 +22,7 @@ SIMD_SHARE = 0.25  # executions in Advanced SIMD / SVE instructions that make ve
 FP_SHARE = 0.20  # executions in scalar floating-point instructions that make FP code
 BRANCHY = 0.10  # conditional branches per instruction that make integer code branchy
 MEMORY_HEAVY = 0.35  # loads and stores per instruction that make it memory-heavy
+NO_RULE = ": no rule applies"  # the end of a description that says nothing specific
 # Stores per instruction, and their part of all loads and stores, that make a store loop (a
 # fill or zeroing loop: one `str` in a four-instruction loop is 25%, with no loads).
 STORE_SHARE = 0.20
@@ -134,13 +135,13 @@ def describe(code: Iterable[tuple[str, float]]) -> Character:
     mix_text = (f"scalar integer code ({branches:.0%} conditional branches, {memory:.0%} "
                 f"loads/stores)")
     if branches >= BRANCHY:
-        return Character(f"branchy {mix_text}: no rule applies",
+        return Character(f"branchy {mix_text}{NO_RULE}",
                          "for branchy code, branch mispredicts (BR_MIS_PRED_RETIRED or SPE) "
                          "decide whether branchless code (csel) pays")
     if memory >= MEMORY_HEAVY:
-        return Character(f"memory-heavy {mix_text}: no rule applies",
+        return Character(f"memory-heavy {mix_text}{NO_RULE}",
                          "for memory-heavy code, L1D/L2 refills (L1D_CACHE_REFILL or SPE "
                          "latency) decide whether layout or prefetch pays")
-    return Character(f"{mix_text}: no rule applies",
+    return Character(f"{mix_text}{NO_RULE}",
                      "for other scalar code, stall cycles (STALL_BACKEND, STALL_FRONTEND) "
                      "say what bounds it")

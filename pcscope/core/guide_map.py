@@ -129,6 +129,15 @@ MECHANISM_SECTIONS: dict[str, tuple[str, ...]] = {
         U + "load-and-store-unit/store-buffer", S + "vectorization/neon-and-sve",
         S + "memory-access/alignment"),
     "store-loop": (U + "memory-copy-and-set/memset", S + "copying-and-zeroing/memset-choices"),
+    "gather-branch": (
+        U + "branch-prediction/conditional-branches", S + "branches/branchless-code",
+        S + "memory-access/software-prefetch", U + "load-and-store-unit/dependent-loads"),
+    "struct-relaxation": (
+        U + "execution-units/simd-and-fp-pipes", S + "memory-access/data-layout-for-locality",
+        S + "vectorization/neon-and-sve", S + "vectorization/auto-vectorization"),
+    "fixed-trip-sum": (
+        U + "front-end/instruction-fetch", S + "compiler-flags/optimization-levels",
+        U + "pipeline/out-of-order-window"),
 }
 
 

@@ -32,6 +32,8 @@ from pcscope.core import (
     byte_swap,
     call_cohorts,
     chain_walk,
+    fixed_trip_sums,
+    gather_partition,
     hand_written,
     isa,
     keyed_lookups,
@@ -42,6 +44,7 @@ from pcscope.core import (
     shapes,
     spill_blocks,
     store_loops,
+    struct_relaxation,
     table_crc,
 )
 from pcscope.core.contract.categories import CATEGORIES
@@ -67,6 +70,8 @@ CATEGORY = {
     "jit": "other", "memory-state": "store-forwarding", "per-operation": "call-overhead",
     "table-crc": "vectorization", "return-zeroing": "other",
     "spill-block": "store-forwarding", "byte-swap-store": "other", "store-loop": "memcpy",
+    "gather-branch": "branch-mispredict", "struct-relaxation": "vectorization",
+    "fixed-trip-sum": "other",
 }  # fmt: skip
 assert set(CATEGORY.values()) <= set(CATEGORIES)
 KINDS = tuple(CATEGORY)  # every mechanism kind the finder reports
@@ -126,6 +131,10 @@ def find_mechanisms(profile: Profile, patterns: PatternTable, facts: CodeFacts) 
         *byte_swap.find(finder), *store_loops.find(finder),
     ]
     found = [m for m in found if m.sites]
+    # loop shapes read from the loop's dataflow: each counts only rows no mechanism before
+    # it counts (a loop is one mechanism's)
+    for shape in (gather_partition, struct_relaxation, fixed_trip_sums):
+        found += shape.find(finder, finder.claimed(found))
     # spread over many functions, these two count only rows no other mechanism counts
     found += finder.return_zeroing(finder.claimed(found))
     found += finder.per_operation(found)
@@ -843,6 +852,16 @@ class _Finder:
     def loop_rows(self) -> list[list[int]]:
         """Each warm loop's own rows (pcscope.core.natural_loops)."""
         return natural_loops.loops(self.p, self.facts)
+
+    @cached_property
+    def function_loops(self) -> list[list[int]]:
+        """Each warm loop's own rows within its function, across windows."""
+        return natural_loops.loops(self.p, self.facts, self.p.function)
+
+    @cached_property
+    def tight_loops(self) -> list[range]:
+        """Warm contiguous loop bodies (pcscope.core.natural_loops.tight_loops)."""
+        return natural_loops.tight_loops(self.p, *self._backward)
 
     def table_crcs(self) -> list[Mechanism]:
         """CRCs computed with lookup tables (pcscope.core.table_crc), one per function."""

@@ -18,13 +18,14 @@ LOOP_MAX_ROWS = 512  # a longer range is a function's outer loop, not one loop
 NESTED = 2.0  # head runs per outer head run from which an inner loop is a loop of its own
 
 
-def loops(profile: Profile, facts: CodeFacts) -> list[list[int]]:
+def loops(profile: Profile, facts: CodeFacts, regions: np.ndarray | None = None) -> list[list[int]]:
     """Each warm loop's own rows: the natural loop of every back edge to one head (the rows
     that reach a back edge without passing the head), less the rows of loops nested in it.
     A loop inside another whose head runs less than NESTED times as often is not nested but
     a jump back into the middle of the same loop (a ``continue``): its rows stay the outer
-    loop's."""
-    win = profile.window.astype(np.int64)
+    loop's. A loop stays inside one window, or one of ``regions`` (per row, such as the
+    function codes: a loop split over two windows is one loop of its function)."""
+    win = (profile.window if regions is None else regions).astype(np.int64)
     branches, heads = backward_branches(profile, facts, win)
     prefix = np.concatenate(([0.0], np.cumsum(profile.value, dtype=np.float64)))
     floor = LOOP_MIN_SHARE * profile.total
@@ -84,3 +85,32 @@ def _natural_loop(profile: Profile, facts: CodeFacts, win: np.ndarray, head: int
         body.add(r)
         stack.extend(p for p in preds[r] if p not in body)
     return body
+
+
+TIGHT_ROWS = 64  # executed rows of a contiguous loop body read as one tight loop
+
+
+def tight_loops(profile: Profile, branches: np.ndarray, heads: np.ndarray) -> list[range]:
+    """Warm contiguous loops: the rows from a back edge's head to the back edge itself
+    (at most TIGHT_ROWS, all of one function), the most-taken back edge first; a range
+    overlapping one already kept is left out, so the back edges of one loop give one range
+    (an inner cycle of a larger natural loop is its own tight loop here)."""
+    counts, pcs = profile.samples, profile.pc
+    floor = LOOP_MIN_SHARE * profile.total
+    candidates = []
+    for b, h in zip(branches.tolist(), heads.tolist(), strict=True):
+        if b - h >= TIGHT_ROWS or profile.function[b] != profile.function[h]:
+            continue
+        after = b + 1
+        falls = after < len(profile) and int(pcs[after]) == int(pcs[b]) + 4 and \
+            profile.asm(b).split(" ", 1)[0] != "b"  # an unconditional b is always taken
+        taken = int(counts[b]) - (int(counts[after]) if falls else 0)
+        candidates.append((-taken, b - h, h, b))
+    out: list[range] = []
+    used: set[int] = set()
+    for _, _, h, b in sorted(candidates):
+        rows = range(h, b + 1)
+        if used.isdisjoint(rows) and float(profile.value[h:b + 1].sum()) >= floor:
+            used.update(rows)
+            out.append(rows)
+    return out

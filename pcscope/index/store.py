@@ -60,7 +60,9 @@ from pcscope.index.parts import load_parts, save_parts
 # 14: per-operation trees from near-equal entry counts, member figures net of other mechanisms'
 #     rows, key set-up and the constant-key lookups they make (linked to the lookup's
 #     mechanism); lookup callers reached through tail calls; zeroing runs in small functions
-FORMAT_VERSION = 14
+# 15: gather-branch, struct-relaxation and fixed-trip-sum mechanisms (loops read through
+#     their dataflow)
+FORMAT_VERSION = 15
 Progress = Callable[[str], None]
 
 

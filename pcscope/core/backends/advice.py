@@ -21,6 +21,7 @@ from typing import Any
 
 from pcscope.core import chain_walk
 from pcscope.core.call_cohorts import PLUMBING, SETUP_CHECK, SHARED_CHECK
+from pcscope.core.fixed_trip_sums import LOOP_CONTROL
 from pcscope.core.hand_written import CHECK as HAND_WRITTEN
 from pcscope.core.keyed_lookups import CHECK as KEYED_CHECK
 from pcscope.core.keyed_lookups import LOOKUP_CHECK, MORE_CHECK, TREE_CHECK
@@ -59,9 +60,15 @@ RISK = {
     #   is the compiler's call (a field a callee or another thread reads must stay in memory)
     "byte-swap-store": 0.1,  # the shifts and byte stores are certain; only the width is read
     "store-loop": 0.2,  # the loop is certain; the bytes per call decide what wider stores save
+    "gather-branch": 0.35,  # the gather and the branches are certain; whether mispredicts or
+    #   misses cost is not in the counts
+    "struct-relaxation": 0.3,  # the strides and the rare update are certain; whether the
+    #   layout may change (other code reads the struct) is not
+    "fixed-trip-sum": 0.25,  # the constant trips are exact; the saving is the loop control
 }
 EXPECTED_CHECKS = {"pointer-chase": 3, "byte-loop": 4, "spin-wait": 3, "dispatch": 2,
-                   "memory-state": 3, "table-crc": 3}
+                   "memory-state": 3, "table-crc": 3, "gather-branch": 4,
+                   "struct-relaxation": 4, "fixed-trip-sum": 3}
 # The catalog rule whose guides and confirming measurement each kind shares.
 RULE = {
     "dispatch": "indirect-mispredict", "indirect-call": "indirect-mispredict",
@@ -73,7 +80,8 @@ RULE = {
     "jit": "jit-code", "memory-state": "memory-state", "per-operation": "per-operation",
     "table-crc": "table-crc", "return-zeroing": "return-zeroing",
     "byte-swap-store": "byte-swap-store", "store-loop": "store-loop",
-    "spill-block": "spill-block",
+    "spill-block": "spill-block", "gather-branch": "gather-branch",
+    "struct-relaxation": "struct-relaxation", "fixed-trip-sum": "fixed-trip-sum",
 }  # fmt: skip
 NOUN = {"executions": "executions", "samples": "samples", "cycles": "cycles"}
 
@@ -877,11 +885,124 @@ def _store_loop_removes(m: dict) -> float | None:
     return round(1 - width / WIDE, 3) if 0 < width < WIDE else None
 
 
+def _after(m: dict, prefix: str) -> str:
+    """The text after the first colon of the check starting with ``prefix``."""
+    return next((c.partition(": ")[2] for c in m["checks"] if c.startswith(prefix)), "")
+
+
+def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
+    fn = m["functions"][0]
+    keys = metric(m, "keys gathered") or 0
+    loops = int(metric(m, "loop iterations") or 0)
+    moves = any(c.startswith("the loop stores index values back") for c in m["checks"])
+    several = m["sites"] > 1
+    figures = (f"{number(keys)} keys, {number(loops)} loop iterations"
+               if noun == "executions" else
+               f"the key loads {count(keys, noun)}, the loop heads {count(loops, noun)}")
+    claim = (f"{'Loops' if several else 'A loop'} in `{fn}` "
+             f"{'read' if several else 'reads'} an array of indexes "
+             f"({_after(m, 'index loads')}) and {'load' if several else 'loads'} a key "
+             f"through each index "
+             f"({_after(m, 'key loads')}): {figures}"
+             + (f" over {m['sites']} loops" if several else "") + ". "
+             f"It branches on each key: {_after(m, 'conditional branches on the loaded key')}"
+             + (". It stores index values back into the array: a partition" if moves else "")
+             + ". Every key is a load whose address is known only after its index is loaded, "
+             "and every decision is a data-dependent branch. Exact counts show how often each "
+             "branch went one way, not how often it mispredicted or how long the key loads took.")
+    decide = ("then partition branch-free on the contiguous keys: compute each element's "
+              "side with `cmp`/`cset` and store it unconditionally at both candidate "
+              "positions, advancing one pointer by the flag (block partitioning, as in "
+              "BlockQuicksort and pdqsort)" if moves else
+              "then decide branch-free where the branch only picks a value (`csel`/`cset`)")
+    rec = ("Take the key loads off the decision's path: gather the keys into a contiguous "
+           "array first (a loop `key[i] = base[idx[i] + k]` has independent loads the core "
+           "overlaps), or prefetch `base[idx[i + d] + k]` about 8-16 elements ahead "
+           f"(`__builtin_prefetch`, `prfm pldl1keep`); {decide}. Which half pays is what the "
+           "counts cannot show: mispredicts per key (BR_MIS_PRED_RETIRED, SPE or the "
+           "simulator) decide the branch-free rewrite; the key loads' latency (SPE, "
+           "L1D_CACHE_REFILL) decides the gather or prefetch. A branch taken near 50% of the "
+           "time on random data mispredicts often; one near 0% or 100% does not.")
+    return (f"Keys gathered through an index array and branched on in {fn} "
+            f"({number(keys)} keys)", claim, rec)
+
+
+def _struct_relaxation(m: dict, noun: str) -> tuple[str, str, str]:
+    fn = m["functions"][0]
+    stride = int(metric(m, "struct stride") or 0)
+    updates = metric(m, "update share") or 0
+    runs = metric(m, "iterations") or 0
+    fixed = any(c.startswith("the table entry is added to values the loop does not load")
+                for c in m["checks"])
+    several = m["sites"] > 1
+    claim = (f"{'Loops' if several else 'A loop'} in `{fn}` "
+             f"{'relax' if several else 'relaxes'} costs over an array of "
+             f"{stride}-byte structs ("
+             + (f"{number(runs)} iterations" if noun == "executions" else
+                f"loop heads {count(runs, noun)}")
+             + (f" over {m['sites']} loops" if several else "") + "): each iteration adds a "
+             f"contiguous table entry ({_after(m, 'a table entry')}) to a base and compares "
+             f"the sum with one field ({_after(m, 'one field of a')}), and stores to the "
+             f"struct on {number(updates)}% of the "
+             + ("heaviest loop's iterations (each loop's share is in the checks)" if several
+                else "iterations")
+             + f". Of every {stride} bytes the loop steps over, it compares 4.")
+    rec = (f"Keep the compared field in an array of its own (structure of arrays: a "
+           f"`uint32_t` cost array beside the other fields), then handle four iterations per "
+           f"vector step: `ldr q` of four table entries, `add v.4s` of the base (`dup`), "
+           f"`ldr q` of four costs, `cmhi v.4s` and `umaxv` to see whether any lane improved, "
+           f"and the scalar update only for the lanes that did ({number(updates)}% of "
+           f"iterations today). One 64-byte line then holds 16 costs instead of "
+           f"{64 / stride:.2g} structs.")
+    rec += (" The base is fixed in the loop, so it is one `dup`." if fixed else
+            " Where the base changes with the index (here it comes from other loads in the "
+            "loop), compute the bases into a small array first, or vectorise the loop whose "
+            "base is fixed first.")
+    rec += (" Other code reading the struct must follow the new layout; count the loop's "
+            "instructions per iteration before and after.")
+    return (f"Cost relaxation over {stride}-byte structs in {fn} ({number(updates)}% "
+            f"updates)", claim, rec)
+
+
+def _fixed_trip_sum(m: dict, noun: str) -> tuple[str, str, str]:
+    fn = m["functions"][0]
+    trips = int(metric(m, "trips per entry") or 0)
+    per_trip = metric(m, "instructions per trip") or 0
+    calls = metric(m, "function calls") or 0
+    per_call = metric(m, "instructions per call") or 0
+    varies = any("the bound may differ" in c for c in m["checks"])
+    claim = (f"`{fn}` is entered {count(calls, noun)}, {number(per_call)} instructions per "
+             f"entry, and runs loops whose head count is a whole multiple of their entries: "
+             f"{_after(m, 'loops whose head count')}. Each trip adds a table "
+             f"lookup into one register ({_after(m, 'loaded values summed')}), and no lookup "
+             f"address depends on an earlier trip's lookup, so the trips do not wait for "
+             f"memory from one to the next: the cost is the loop itself, its compare and "
+             f"branch every trip and the index arithmetic carried from trip to trip.")
+    rec = (f"Unroll the loop fully (`#pragma GCC unroll {trips}`, or {trips} written-out "
+           f"steps): that deletes the compare and branch of every trip ({LOOP_CONTROL} of "
+           f"{number(per_trip)} instructions) and lets the index arithmetic of all trips be "
+           f"computed first, so the {trips} lookups issue back to back"
+           + (f" (the bound is set before the loop and may differ between calls: unroll for "
+              f"{trips} and keep the loop for other counts)" if varies else "")
+           + f". If callers ask for "
+           f"the same sum again with the same context, keep the sums in a table per context "
+           f"and refresh it when the table the loop reads changes: compare how often that "
+           f"table is written with the {number(calls)} calls before choosing that.")
+    return (f"Fixed-trip lookup loop in {fn} ({trips} trips × {number(per_trip)} "
+            f"instructions, {number(calls)} calls)", claim, rec)
+
+
+def _fixed_trip_removes(m: dict) -> float | None:
+    """A full unroll deletes the compare and branch of every trip."""
+    per_trip = metric(m, "instructions per trip") or 0
+    return round(LOOP_CONTROL / per_trip, 3) if per_trip > LOOP_CONTROL else None
+
+
 # What part of its own share a kind's advice deletes, where that (not the category's
 # penalty) sizes the upside.
 _REMOVES = {"dispatch": _dispatch_removes, "byte-swap-store": _byte_swap_removes,
             "store-loop": _store_loop_removes, "per-operation": _per_operation_removes,
-            "return-zeroing": _return_zeroing_removes}
+            "return-zeroing": _return_zeroing_removes, "fixed-trip-sum": _fixed_trip_removes}
 
 _WRITERS = {
     "dispatch": _dispatch, "indirect-call": _indirect_call, "plt": _plt,
@@ -893,4 +1014,6 @@ _WRITERS = {
     "per-operation": _per_operation, "table-crc": _table_crc,
     "return-zeroing": _return_zeroing, "spill-block": _spill_block,
     "byte-swap-store": _byte_swap, "store-loop": _store_loop,
+    "gather-branch": _gather_branch, "struct-relaxation": _struct_relaxation,
+    "fixed-trip-sum": _fixed_trip_sum,
 }  # fmt: skip

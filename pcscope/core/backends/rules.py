@@ -346,4 +346,37 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         confirm="bytes per call (the loop's trips per entry) and the store bandwidth "
         "(STALL_BACKEND, SPE store latency)",
     ),
+    Rule(
+        "gather-branch", "branch-mispredict", "software",
+        "Keys gathered through an index array and branched on at {asm} in {fn}",
+        "Keys gathered through an index array and branched on at {asm} in {fn}",
+        "Gather the keys into a contiguous array first (independent loads overlap) or "
+        "prefetch `base[idx[i + d] + k]`, then decide branch-free; mispredicts decide which.",
+        sections_for("branch-mispredict", "gather-branch"),
+        "gather index array prefetch branchless partition",
+        confirm="mispredicts per key of the branches on the key (BR_MIS_PRED_RETIRED, SPE or "
+        "ALP) and the key loads' latency (SPE, L1D_CACHE_REFILL)",
+    ),
+    Rule(
+        "struct-relaxation", "vectorization", "software",
+        "Cost relaxation over an array of structs at {asm} in {fn}",
+        "Cost relaxation over an array of structs at {asm} in {fn}",
+        "Move the compared field into its own array and compare four at a time (`ldr q`, "
+        "`add v.4s`, `cmhi`, `umaxv`), updating the rare winners in scalar code.",
+        sections_for("vectorization", "struct-relaxation"),
+        "structure of arrays layout simd compare",
+        confirm="the loop's instructions per candidate before and after, and L1D refills of "
+        "the field loads (L1D_CACHE_REFILL or SPE)",
+    ),
+    Rule(
+        "fixed-trip-sum", "other", "software",
+        "Fixed-trip lookup loop at {asm} in {fn}",
+        "Fixed-trip lookup loop at {asm} in {fn}",
+        "Unroll the constant-trip loop fully and compute its indexes up front, or keep the "
+        "sums in a table per context.",
+        sections_for("other", "fixed-trip-sum"),
+        "loop unrolling constant trip count lookup table",
+        confirm="the function's instructions per call before and after (`perf stat -e "
+        "instructions`)",
+    ),
 )}

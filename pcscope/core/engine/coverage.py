@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from pcscope.core import code_character
+from pcscope.core import code_character, function_counts
 from pcscope.core.engine.ideas import Idea
 from pcscope.core.workload import Workload
 
@@ -85,8 +85,8 @@ def coverage_rows(result: RunResult, workload: Workload) -> list[CoverageRow]:
             (profile.asm(r), float(profile.value[r])) for r in fn_rows.tolist())
         rows.append(CoverageRow("function", fn.id, fn.name or fn.id, fn.weight,
                                 _status(ranks, examined, left, measured,
-                                        bool(windows & selected), small), ranks, code.what,
-                                code.decides))
+                                        bool(windows & selected), small), ranks,
+                                _what(code, profile, fn_rows), code.decides))
     for m in mechanisms[:TOP_MECHANISMS]:
         pcs = set(m.pcs)
         ranks = tuple(n for n, idea in enumerate(result.ideas, 1)
@@ -100,6 +100,17 @@ def coverage_rows(result: RunResult, workload: Workload) -> list[CoverageRow]:
                                         m.id in small_mechs else None),
                                 ranks))
     return rows
+
+
+def _what(code: code_character.Character, profile, rows) -> str:
+    """What the code is; with exact counts, where no rule applies, what the counts show
+    instead of saying so (entries, instructions per entry, the heaviest loop's trips)."""
+    if not code.what.endswith(code_character.NO_RULE) or profile.basis != "executions":
+        return code.what
+    counts = function_counts.of(profile, rows)
+    if counts is None:
+        return code.what
+    return f"{code.what.removesuffix(code_character.NO_RULE)}; {counts.text()}"
 
 
 def _status(ranks: tuple[int, ...], examined: bool, left_out: bool, measured: bool,

@@ -1,0 +1,170 @@
+"""Gather and branch through an index array: a loop that walks an array of indexes
+(``ldr w6, [x14]`` with ``x14`` stepped, or ``ldr w, [x22, x1, lsl #2]`` with ``x1`` stepped),
+loads ``base[idx + k]`` from a fixed table (``ldrb w1, [x2, w1, uxtw]``) and branches on the
+loaded key: the inner loop of a radix or three-way quicksort partition (bzip2's
+mainQSort3), a filter through a permutation, a bucket scan.
+
+Each key is a dependent load (the index first, then the key) whose address is known only
+from the index array, and each decision is a data-dependent branch. Loading the keys into a
+contiguous array first lets independent loads overlap (or a prefetch of
+``base[idx[i + d] + k]`` a few elements ahead hides their latency), and a partition on a
+contiguous key array can be written branch-free. Whether mispredicts or misses dominate is
+not in an execution count: the branches' taken ratios are, and a mispredict count (PMU or
+the simulator) decides.
+
+The loop is a natural loop of its function (pcscope.core.natural_loops; a partition's two
+scans and its swaps are one loop). It fires when:
+- a *stream* load reads 4 or 8 bytes at an address that moves by a constant each iteration
+  (pcscope.core.loop_dataflow strides), not a stack slot;
+- a *gather* load has a base the loop does not change and an index that comes from a
+  stream load's value;
+- a conditional branch of the loop decides on the gathered value;
+- the loop has no ``prfm`` (a loop that prefetches already does the cheap half).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from pcscope.core import isa, loop_dataflow
+from pcscope.core.mechanisms import Mechanism, Metric
+from pcscope.core.profile import Profile
+from pcscope.core.shapes import Op
+
+if TYPE_CHECKING:
+    from pcscope.core.mechanism_finder import _Finder
+
+MIN_SHARE = 0.005  # a loop's own share worth a mechanism
+_WORDS = ("w", "x")  # a stream of indexes is 32- or 64-bit
+_STREAMS = frozenset(("ldr", "ldur", "ldrsw", "ldursw"))
+_FRAME = frozenset(("sp", "x29"))
+
+
+@dataclass(frozen=True)
+class GatherLoop:
+    rows: tuple[int, ...]  # the loop's rows (less those another mechanism counts)
+    streams: tuple[int, ...]  # rows of the index loads feeding a gather
+    gathers: tuple[int, ...]  # rows of the key loads
+    branches: tuple[int, ...]  # rows of the conditional branches on the keys
+    moves: bool  # the loop stores index values back (a partition or swap)
+    keys: int  # gather executions
+    iterations: int  # the loop head's count
+
+
+def find(finder: _Finder, claimed: np.ndarray) -> list[Mechanism]:
+    """One mechanism per function, a site per loop (pcscope.core.natural_loops over
+    functions) that gathers keys through an index array and branches on them; rows already
+    ``claimed`` are left out."""
+    p = finder.p
+    by_fn: dict[int, list[GatherLoop]] = {}
+    for rows in finder.function_loops:
+        fn = int(p.function[rows[0]])
+        if fn < 0 or finder._libc_names[fn] is not None or finder.share(rows) < MIN_SHARE:
+            continue
+        loop = gather_loop([finder.op(r) for r in rows], rows, [finder.count(r) for r in rows])
+        if loop is None or claimed[[*loop.gathers, *loop.branches]].any():
+            continue
+        own = replace(loop, rows=tuple(r for r in loop.rows if not claimed[r]))
+        if finder.share(own.rows) >= MIN_SHARE:
+            by_fn.setdefault(fn, []).append(own)
+    return [_mechanism(finder, loops) for loops in by_fn.values()]
+
+
+def gather_loop(ops: list[Op], rows: list[int], counts: list[int]) -> GatherLoop | None:
+    """The gather through an index array of one loop (``ops[0]`` its head), or None."""
+    if any(o.mnemonic.startswith("prfm") for o in ops):
+        return None
+    flow = loop_dataflow.read(ops)
+    streams = {i for i, o in enumerate(ops) if _stream(o, flow.strides[i])}
+    gathers = {i for i, o in enumerate(ops)
+               if o.load and len(o.addr) == 2 and i not in streams and
+               _fixed(o.addr[0], flow) and flow.sources[i] & streams}
+    branches = [i for i, o in enumerate(ops)
+                if isa.is_conditional_branch(o.mnemonic) and flow.sources[i] & gathers]
+    if not branches or not gathers:
+        return None
+    used = sorted({s for g in gathers for s in flow.sources[g] & streams})
+    moves = any(isa.is_store(o.mnemonic) and flow.sources[i] & streams
+                for i, o in enumerate(ops))
+    return GatherLoop(
+        tuple(rows), tuple(rows[i] for i in used), tuple(rows[i] for i in sorted(gathers)),
+        tuple(rows[i] for i in branches),
+        moves, sum(counts[i] for i in gathers), counts[0])
+
+
+def _stream(o: Op, stride: int | None) -> bool:
+    return o.mnemonic in _STREAMS and o.operands[0][:1] in _WORDS and \
+        stride not in (None, 0) and not _FRAME.intersection(o.addr)
+
+
+def _fixed(reg: str, flow: loop_dataflow.LoopValues) -> bool:
+    return reg not in flow.written and reg not in _FRAME
+
+
+def taken_share(finder: _Finder, row: int) -> float | None:
+    """The share of a conditional branch's executions that jumped, from the counts: its
+    count less the next instruction's when only the fall-through reaches that one (no
+    branch targets it), else its target's count when only this branch reaches the target
+    (the instruction before the target does not fall into it); None when both are joins."""
+    counts, pcs, targets = finder.counts, finder.p.pc, finder.facts.target
+    runs = int(counts[row])
+    if not runs:
+        return None
+    pc = int(pcs[row])
+    after = row + 1
+    if after < len(pcs) and int(pcs[after]) == pc + 4 and \
+            not np.count_nonzero(targets == pc + 4):
+        return max(runs - int(counts[after]), 0) / runs
+    target = int(targets[row])
+    at = int(np.searchsorted(pcs, target))
+    if at < len(pcs) and int(pcs[at]) == target and \
+            np.count_nonzero(targets == target) == 1 and \
+            (at == 0 or int(pcs[at - 1]) != target - 4 or _ends_flow(finder.op(at - 1))):
+        return min(int(counts[at]), runs) / runs
+    return None
+
+
+def _ends_flow(o: Op) -> bool:
+    """Control never falls through ``o`` (``b``, ``br``, ``ret``)."""
+    return o.mnemonic == "b" or o.mnemonic in ("br", "braa", "brab") or \
+        isa.is_return(o.mnemonic)
+
+
+def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
+    """Figures and checks of the heaviest loop; a site per loop."""
+    loop = max(loops, key=lambda x: finder.share(x.rows))
+    p = finder.p
+    shares = {r: taken_share(finder, r) for r in loop.branches}
+    decided = "; ".join(f"`{p.asm(r)}` at {int(p.pc[r]):#x} (count {finder.count(r):,}"
+                        + (f", taken {shares[r]:.0%})" if shares[r] is not None else ")")
+                        for r in loop.branches[:4])
+    checks = [
+        "index loads (4 or 8 bytes) at an address that moves by a constant each iteration: "
+        + _texts(p, loop.streams),
+        "key loads from a fixed base indexed by the loaded index: " + _texts(p, loop.gathers),
+        f"conditional branches on the loaded key: {decided}",
+        "no prfm in the loop",
+    ]
+    if loop.moves:
+        checks.append("the loop stores index values back (it partitions or swaps the "
+                      "index array)")
+    if len(loops) > 1:
+        checks.append(f"{len(loops)} such loops in the function")
+    return finder.mechanism("gather-branch", [
+        finder.site(x.rows, max(x.gathers, key=lambda r: (finder.count(r), -r)))
+        for x in loops], [
+        Metric("keys gathered", sum(x.keys for x in loops), "executions",
+               "executions of the key loads indexed by a loaded index"),
+        Metric("loop iterations", sum(x.iterations for x in loops), "executions",
+               "the loops' head counts"),
+        Metric("branches on the key", len(loop.branches), "branches",
+               "conditional branches deciding on the gathered key (the heaviest loop)"),
+    ], checks)
+
+
+def _texts(profile: Profile, rows: tuple[int, ...]) -> str:
+    """The distinct instruction texts of ``rows`` (at most three), quoted."""
+    return ", ".join(f"`{text}`" for text in list(dict.fromkeys(profile.asm(r) for r in rows))[:3])

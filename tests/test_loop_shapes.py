@@ -1,0 +1,200 @@
+"""Loops read through their dataflow (pcscope.core.loop_dataflow), each with look-alikes
+that must stay quiet: keys gathered through an index array and branched on (review 6 item
+3), a cost relaxation over an array of structs and a fixed-trip lookup sum (item 4)."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+from test_store_shapes import as_dict
+
+from pcscope.core import loop_dataflow
+from pcscope.core.backends.advice import advise
+from pcscope.core.mechanism_finder import find_mechanisms
+from pcscope.core.patterns import code_facts, find_patterns
+from pcscope.core.readers.profile_csv import read_profile
+from pcscope.core.shapes import Op
+
+
+def mechanisms_of(tmp_path, blocks):
+    """blocks: (function, first pc, [(count, asm)...]); one window per function, a row per
+    instruction at consecutive addresses."""
+    path = tmp_path / "p.csv"
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["function", "window", "pc", "samples", "asm"])
+        for function, at, rows in blocks:
+            for i, (count, asm) in enumerate(rows):
+                out.writerow([function, function, hex(at + 4 * i), count, asm])
+    profile = read_profile(path)
+    facts = code_facts(profile)
+    return profile, find_mechanisms(profile, find_patterns(profile, facts), facts)
+
+
+def of_kind(table, kind: str) -> list:
+    return [m for m in table if m.kind == kind]
+
+
+WORK = ("work", 0x9000, [(1000, "add x0, x0, #1")] * 20)
+
+
+# -- the dataflow the detectors read -------------------------------------------------------
+def test_strides_follow_the_induction_variable_through_shifts_and_moves():
+    ops = [Op.of(0x1000 + 4 * i, a) for i, a in enumerate([
+        "add w13, w3, w21", "add x0, x13, x13, lsl #1", "lsl x0, x0, #2", "sub x0, x0, x13",
+        "add x0, x26, x0, lsl #2", "ldr w1, [x0, #0xedc]", "ldr w2, [x5, x3, lsl #2]",
+        "add w4, w3, #1", "mov w3, w4", "ldr w6, [x7]", "b.ne #0x1000"])]
+    flow = loop_dataflow.read(ops)
+    assert flow.steps == {"x3": 1}
+    assert flow.strides[5] == 44 and flow.strides[6] == 4  # 11 × 4 bytes, then 4 bytes
+    assert flow.strides[9] == 0  # a fixed address
+
+
+def test_a_value_loaded_in_an_earlier_iteration_is_marked():
+    ops = [Op.of(0x1000 + 4 * i, a) for i, a in enumerate([
+        "ldr x0, [x0, #8]", "ldr w1, [x0]", "add w2, w2, w1", "cbnz x0, #0x1000"])]
+    flow = loop_dataflow.read(ops)
+    assert loop_dataflow.EARLIER in flow.sources[0]  # the walk: its address was loaded
+    assert flow.sources[2] >= {1}
+
+
+# -- gather and branch through an index array ----------------------------------------------
+def partition(extra: tuple[str, ...] = (), stream: str = "ldr w6, [x14]",
+              key: str = "ldrb w1, [x2, w1, uxtw]", decide: str = "b.hs #0x1018",
+              index: str = "add w1, w13, w6") -> list[tuple[int, str]]:
+    """A partition scan: the index, the key through it, a branch on the key, a swap on one
+    side (4000 of 10000 elements)."""
+    return [(10000, stream), (10000, index), (10000, key), (10000, "cmp w1, w12"),
+            (10000, decide), (4000, "str w6, [x15], #4"), (10000, "add x14, x14, #4"),
+            *((10000, e) for e in extra), (10000, "cmp x14, x16"), (10000, "b.ne #0x1000")]
+
+
+def test_keys_gathered_through_an_index_array_and_branched_on_are_an_idea(tmp_path):
+    profile, table = mechanisms_of(tmp_path, [("qsort3", 0x1000, partition()), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    assert m.sites[0].pc == 0x1008  # the key load
+    assert len(m.sites[0].pcs) == 9 and m.share == pytest.approx(
+        (8 * 10000 + 4000) / profile.total)
+    assert any("`ldr w6, [x14]`" in c for c in m.checks)
+    assert any("taken 60%" in c for c in m.checks)  # 6000 of 10000 skip the swap
+    assert any("partitions or swaps" in c for c in m.checks)
+    advice = advise(as_dict(m), "executions", None)
+    assert "base[idx[i + d] + k]" in advice.recommendation
+    assert "branch-free" in advice.recommendation and "BR_MIS_PRED_RETIRED" in advice.recommendation
+    assert "not how often it mispredicted" in advice.claim
+
+
+@pytest.mark.parametrize("loop", [
+    # post-indexed: `ldr w6, [x14], #4`
+    [(10000, "ldr w6, [x14], #4"), *partition()[1:6], *partition()[7:]],
+    # an index register scaled into the array: `ldr w6, [x22, x9, lsl #2]`, `add x9, x9, #1`
+    partition(stream="ldr w6, [x22, x9, lsl #2]", extra=("add x9, x9, #1",)),
+])
+def test_other_ways_of_reading_the_index_array_fire(tmp_path, loop):
+    _profile, table = mechanisms_of(tmp_path, [("f", 0x1000, loop), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    assert any(f"`{loop[0][1]}`" in c for c in m.checks)
+
+
+@pytest.mark.parametrize("loop", [
+    # the keys are summed, nothing decides on them: a plain gather, not this idea
+    partition(decide="b.hs #0x1018", extra=("add w0, w0, w1",))[:3]
+    + [(10000, "add w0, w0, w1"), (10000, "add x14, x14, #4"), (10000, "cmp x14, x16"),
+       (10000, "b.ne #0x1000")],
+    # a byte stream through a class table (ctype): not an array of indexes
+    partition(stream="ldrb w6, [x14]"),
+    # a walk: the next index is the loaded key's slot, not the next array element
+    partition(stream="ldr w6, [x2, x6, lsl #2]", index="add w1, w6, w13"),
+    # already prefetching the keys ahead
+    partition(extra=("prfm pldl1keep, [x14, #64]",)),
+])
+def test_gather_look_alikes_stay_quiet(tmp_path, loop):
+    _profile, table = mechanisms_of(tmp_path, [("f", 0x1000, loop), WORK])
+    assert not of_kind(table, "gather-branch")
+
+
+# -- cost relaxation over an array of structs ----------------------------------------------
+def relaxation(updates: int = 500, scale: tuple[str, ...] = (
+        "add x0, x13, x13, lsl #1", "lsl x0, x0, #2", "sub x0, x0, x13"),
+        table: str = "ldr w5, [x5, #0x404]") -> list[tuple[int, str]]:
+    """xz's price loop: price[len] + base against opts[cur + len].price (44-byte structs)."""
+    n = 10000
+    body = [(n, "add w13, w1, w21"), (n, "sub w5, w1, #2"), (n, "add x5, x3, x5"),
+            *((n, s) for s in scale), (n, "add x5, x27, x5, lsl #2"), (n, table),
+            (n, "add x0, x26, x0, lsl #2"), (n, "add w5, w16, w5"),
+            (n, "ldr w13, [x0, #0xedc]"), (n, "cmp w5, w13")]
+    at = 0x1000 + 4 * (len(body) + 3)
+    return [*body, (n, f"b.hs {hex(at)}"), (updates, "str w5, [x0, #0xedc]"),
+            (updates, "str w21, [x0, #0xee0]"), (n, "sub w1, w1, #1"), (n, "cmp w1, #1"),
+            (n, "b.hi #0x1000")]
+
+
+def test_a_rarely_updating_relaxation_over_structs_is_an_idea(tmp_path):
+    profile, table = mechanisms_of(tmp_path, [("optimum", 0x1000, relaxation()), WORK])
+    (m,) = of_kind(table, "struct-relaxation")
+    figures = {x.name: x.value for x in m.metrics}
+    assert figures["struct stride"] == 44 and figures["update share"] == 5.0
+    assert m.share == pytest.approx((16 * 10000 + 2 * 500) / profile.total)
+    assert any("a fixed base" in c for c in m.checks)  # w16 is not loaded in the loop
+    advice = advise(as_dict(m), "executions", None)
+    assert "`cmhi v.4s`" in advice.recommendation and "`umaxv`" in advice.recommendation
+    assert "44-byte structs" in advice.claim and "one `dup`" in advice.recommendation
+
+
+@pytest.mark.parametrize("loop", [
+    relaxation(updates=10000),  # updated every iteration: a transform, not a relaxation
+    relaxation(scale=("lsl x0, x13, #1", "nop", "nop")),  # 8-byte pairs: not a wide struct
+    relaxation(table="ldr w5, [x0, #0x404]"),  # an 11-byte stride: no contiguous cost table
+])
+def test_relaxation_look_alikes_stay_quiet(tmp_path, loop):
+    _profile, table = mechanisms_of(tmp_path, [("f", 0x1000, loop), WORK])
+    assert not of_kind(table, "struct-relaxation")
+
+
+# -- fixed-trip lookup sums ----------------------------------------------------------------
+def price_loop(trips: float = 8, entries: int = 2000, bound: str = "cmp w5, w9",
+               extra: tuple[str, ...] = (),
+               index: str = "add w1, w1, w5, lsr #8") -> list[tuple[int, str]]:
+    """LZMA's literal price: 8 trips per call over the symbol's bits."""
+    n = int(trips * entries)
+    body = ["lsl w4, w4, #1", "and w1, w2, w4", index, "lsl w5, w5, #1",
+            "ldrh w1, [x6, x1, lsl #1]", "lsr w1, w1, #4", "ldrb w1, [x8, w1, uxtw]",
+            "add w0, w0, w1", *extra, bound]
+    return [(entries, "movz w0, #0"), (entries, "movz w9, #0xffff"), *((n, a) for a in body),
+            (n, "b.ls #0x1008"), (entries, "ret")]
+
+
+def test_a_constant_trip_lookup_sum_is_an_idea(tmp_path):
+    profile, table = mechanisms_of(tmp_path, [("literal_price", 0x1000, price_loop())])
+    (m,) = of_kind(table, "fixed-trip-sum")
+    figures = {x.name: x.value for x in m.metrics}
+    assert figures["trips per entry"] == 8 and figures["instructions per trip"] == 10
+    assert figures["function calls"] == 2000
+    assert m.share == pytest.approx(10 * 16000 / profile.total)
+    assert any("a constant set before the loop (`movz w9, #0xffff`)" in c for c in m.checks)
+    advice = advise(as_dict(m), "executions", None)
+    assert "`#pragma GCC unroll 8`" in advice.recommendation
+    assert "may differ" not in advice.recommendation
+    assert advice.removes == 0.2  # the compare and branch of 10 instructions per trip
+
+
+def test_a_bound_set_by_the_caller_is_said_to_vary(tmp_path):
+    """`cmp w5, w3` with w3 an argument: the average is whole, the bound may not be."""
+    _profile, table = mechanisms_of(tmp_path, [("sum", 0x1000, price_loop(bound="cmp w5, w3"))])
+    (m,) = of_kind(table, "fixed-trip-sum")
+    advice = advise(as_dict(m), "executions", None)
+    assert "may differ between calls" in advice.recommendation
+
+
+@pytest.mark.parametrize("loop", [
+    price_loop(trips=7.5),  # trips vary between entries
+    price_loop(trips=32),  # too many trips to unroll whole
+    price_loop(extra=("strh w1, [x7], #2",)),  # stores: not a sum
+    # the next index is the last lookup: a walk, which waits for memory every trip
+    price_loop(index="add w1, w0, w5, lsr #8"),
+    price_loop(bound="cmp w5, w0"),  # exits on the sum: the trips depend on the data
+])
+def test_fixed_trip_look_alikes_stay_quiet(tmp_path, loop):
+    _profile, table = mechanisms_of(tmp_path, [("f", 0x1000, loop)])
+    assert not of_kind(table, "fixed-trip-sum")
