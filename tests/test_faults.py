@@ -367,3 +367,17 @@ def test_the_explorer_reports_a_damaged_session_and_opens_fresh_only_when_asked(
     assert "corrupt" in str(err.value) and session.read_bytes().startswith(b"not a database")
     prepared = prepare(OpenRequest(**{**vars(request), "fresh": True}), lambda _step: None)
     assert prepared.restored.run is None and list(tmp_path.glob("s.sqlite.damaged-*"))
+
+
+def test_calls_that_fail_are_named_even_when_quiet(tmp_path, capsys):
+    """A run where some calls failed still reports, but says which part is missing."""
+    profile = tmp_path / "p.csv"
+    profile.write_text(profile_text(2000))
+    argv = ["analyze", str(profile), "--index-dir", str(tmp_path / "idx"), "--top", "16",
+            "--depth", "1", "--concurrency", "1", "--quiet", "--session",
+            str(tmp_path / "s.sqlite")]
+    assert main([*argv, "--model", "scripted:fail+ok"]) == 0
+    err = capsys.readouterr().err
+    assert "pcscope: warning:" in err and "calls failed" in err
+    assert main([*argv, "--model", "scripted:ok"]) == 0
+    assert "calls failed" not in capsys.readouterr().err
