@@ -29,3 +29,17 @@ def test_different_accesses_all_stay() -> None:
              insn(0x18, "str w1, [x0, #8]", 0.02), insn(0x1c, "add w1, w1, #1", 0.02)]
     assert hottest_instances((0x10, 0x99, 0x14, 0x18, 0x1c), insns) == \
         [0x10, 0x14, 0x18, 0x1c, 0x99]
+
+
+def test_rows_far_colder_than_the_hottest_are_not_cited() -> None:
+    """A row run under 1 % as often as the hottest cited row is left out; the key PC stays
+    first however cold it is."""
+    insns = [insn(0x10, "ldr w1, [x0, #8]", 0.00001),  # the key, cold
+             insn(0x14, "ldr w2, [x0, #0xc]", 0.02), insn(0x18, "str w1, [x0, #8]", 0.0003),
+             insn(0x1c, "str w4, [x0, #0xb8]", 0.00000008)]  # run 82 times
+    assert hottest_instances((0x10, 0x14, 0x18, 0x1c), insns) == [0x10, 0x14, 0x18]
+
+
+def test_cold_rows_stay_when_the_key_would_be_alone() -> None:
+    insns = [insn(0x10, "ldr w1, [x0, #8]", 0.02), insn(0x14, "str w1, [x0, #8]", 0.0001)]
+    assert hottest_instances((0x10, 0x14), insns) == [0x10, 0x14]
