@@ -679,12 +679,13 @@ def _alias(m: dict) -> str:
 
 def _missed_cse(m: dict) -> str:
     """The reloads nothing could have changed (pcscope.core.memory_state.RELOADED)."""
-    reloads = [c.removeprefix(RELOADED).split(" at ")[0] for c in m["checks"]
-               if c.startswith(RELOADED)]
-    if not reloads:
+    said = [c.removeprefix(RELOADED) for c in m["checks"] if c.startswith(RELOADED)]
+    if not said:
         return ""
+    # the PCs are part of the finding (the check is then not written twice)
+    reloads = [c.split(" at ")[0] for c in said]
     return (f" Stronger evidence: {', '.join(reloads)} {'is' if len(reloads) == 1 else 'are'} "
-            f"loaded again with no store of any kind between (PCs in the checks): a missed "
+            f"loaded again with no store of any kind between ({'; '.join(said)}): a missed "
             f"common subexpression (often where paths join), not aliasing; a local removes it "
             f"too.")
 
