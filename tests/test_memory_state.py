@@ -160,7 +160,7 @@ def test_fields_on_a_rare_path_are_not_every_iteration(tmp_path):
     assert "[x0, #0x10], [x0, #0x28] loaded and stored back every iteration" in claim
     assert "loaded and stored back on fewer iterations: [x0, #0x8] on 10.0% of iterations" \
         in claim
-    assert f"`strb w6, [x1, x5]` at {AT + 44:#x}, 0.1 per iteration (100 of 1,000)" in claim
+    assert f"`strb w6, [x1, x5]` at {AT + 44:#x}, 0.1× per iteration (100 of 1,000)" in claim
     assert "1 read-only field(s) reloaded every iteration, and" in claim
 
 
@@ -171,4 +171,4 @@ def test_a_path_taken_every_iteration_is_every_iteration(tmp_path):
     assert "[x0, #0x8], [x0, #0x10], [x0, #0x28] loaded and stored back every iteration" \
         in claim
     assert "fewer iterations" not in claim
-    assert f"at {AT + 44:#x}, 1 per iteration" in claim
+    assert f"at {AT + 44:#x}, 1× per iteration" in claim

@@ -383,7 +383,7 @@ def checks(state: LoopState) -> list[str]:
         b = state.byte_store
         out.append(f"{state.byte_stores} byte store(s) through other addresses "
                    f"in the loop (a char store may alias any field, which forces the reloads)")
-        out.append(f"{BYTE_STORE}`{b.asm}` at {b.pc:#x}, {b.runs / state.iterations:.3g} "
+        out.append(f"{BYTE_STORE}`{b.asm}` at {b.pc:#x}, {b.runs / state.iterations:.2g}× "
                    f"per iteration ({b.runs:,} of {state.iterations:,})")
     for r in state.reloads[:3]:
         out.append(f"{RELOADED}{r.field} at {r.first:#x}, again at {r.again:#x} (at least "

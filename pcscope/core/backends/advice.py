@@ -673,7 +673,7 @@ def _alias(m: dict) -> str:
                   if c.startswith(BYTE_STORE)), None)
     if store is None:
         return ""
-    return (f" The loop also stores a byte through another pointer ({store}): a `char` "
+    return (f" The loop also stores a byte through another pointer: {store}. A `char` "
             f"store may alias any field, forcing reloads after it.")
 
 
