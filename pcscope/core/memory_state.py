@@ -201,8 +201,11 @@ class _Paths:
         self.end = len(ops)
         self.next: list[list[int]] = []
         for o in ops:
-            ways = [] if o.mnemonic == "b" or o.mnemonic in isa.RETURNS or (
-                o.mnemonic in isa.INDIRECT and not isa.is_call(o.mnemonic)) else [o.pc + 4]
+            if o.mnemonic in isa.RETURNS or (o.mnemonic in isa.INDIRECT and
+                                             not isa.is_call(o.mnemonic)):
+                self.next.append([self.end])  # where it goes is unknown: the iteration ends
+                continue
+            ways = [] if o.mnemonic == "b" else [o.pc + 4]
             if o.target is not None and not isa.is_call(o.mnemonic):
                 ways.append(o.target)
             self.next.append([self.end if at.get(pc, 0) == 0 else at[pc] for pc in ways
