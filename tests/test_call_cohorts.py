@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from pcscope.core.backends.advice import advise
+from pcscope.core.call_cohorts import SETUP_CHECK
 from pcscope.core.engine.tools import _mechanism_data
 from tests.test_mechanism_rules import mechanisms_of
 
@@ -72,3 +73,127 @@ def test_allocator_calls_per_operation_are_named(tmp_path):
     assert {"malloc", "free", "CRYPTO_malloc"} <= set(m.functions)
     advice = advise(_mechanism_data(m), "executions", None)
     assert "The C allocator per operation: 2 malloc + 2 free = 44 instructions" in advice.claim
+
+
+def test_hidden_helpers_entered_as_often_as_an_allocator_routine_are_its_part(tmp_path):
+    # a hidden function entered once per free (the allocator's internal free) is part of the
+    # allocator's cost; a hidden member entered 0.6 % more often than malloc is not
+    blocks = tree([2000] * 8) + [("malloc", 0x700000, 4008, small(10)),
+                                 ("free", 0x710000, 4006, small(12)),
+                                 ("<unknown_7>", 0x720000, 4005, small(30)),
+                                 ("<unknown_8>", 0x730000, 4030, small(5))]
+    _profile, (m,) = operations(tmp_path, blocks)
+    assert {"<unknown_7>", "<unknown_8>"} <= set(m.functions)
+    advice = advise(_mechanism_data(m), "executions", None)
+    assert "The C allocator per operation: 2 malloc + 2 free, with the hidden functions of " \
+           "their module entered as often as they are (2 × <unknown_7>) = 104 instructions" \
+           in advice.claim
+    per_op = {x.name: x.value for x in m.metrics}["instructions per operation"]
+    assert advice.removes == pytest.approx(104 / per_op, abs=1e-3)
+
+
+def test_near_equal_entry_counts_name_the_operations(tmp_path):
+    # no two functions share one exact count, but all lie within 0.1 % of each other (other
+    # callers add a few entries): the smallest count is the number of operations
+    counts = [2000, 2001, 2002, 2003, 2000 + 1, 2002, 2001, 2004]
+    _profile, (m,) = operations(tmp_path, [*tree(counts)[:-2], ("main", 0x800000, 1, small(4))])
+    assert {x.name: x.value for x in m.metrics}["operations"] == 2000
+
+
+CLEARED = [*small(10)[:-1], "movz x2, #0", "movz x3, #0", "movz x4, #0", "ret"]
+
+
+def test_per_call_figures_are_net_of_rows_other_ideas_count(tmp_path):
+    # three members end in register-clearing runs (another mechanism counts those rows): the
+    # tree counts the rest of each call and names the mechanism holding the runs
+    blocks = tree([2000] * 8)
+    blocks[:3] = [(name, at, n, CLEARED) for name, at, n, _ in blocks[:3]]
+    _profile, table = mechanisms_of(tmp_path, blocks)
+    zeroing = next(m for m in table if m.kind == "return-zeroing")
+    (m,) = [m for m in table if m.kind == "per-operation"]
+    heaviest = next(c for c in m.checks if c.startswith("heaviest"))
+    assert f"f0 (1× per operation, 10 instructions per call counted here; 3 more in " \
+           f"`{zeroing.id}`)" in heaviest
+    assert "f3 (1× per operation, 10 instructions per call counted here)" in heaviest
+    advice = advise(_mechanism_data(zeroing), "executions", None)
+    assert advice.removes == 1.0  # every run is in a small function: exempting deletes it
+
+
+def vector(n: int) -> list[str]:
+    return [f"pmull v{i % 8}.1q, v{i % 8}.1d, v9.1d" if i % 2 else
+            f"eor v{i % 8}.16b, v{i % 8}.16b, v10.16b" for i in range(n - 1)] + ["ret"]
+
+
+@pytest.mark.parametrize(("k", "size", "setup"), [
+    (1, 100, True),  # a fixed-size vector computation once per operation: key set-up
+    (2, 100, False),  # twice per operation: not the one set-up of an operation
+    (1, 16, False),  # short: a copy of the initial state, not a computation
+])  # fmt: skip
+def test_vector_code_once_per_operation_is_named_as_set_up(tmp_path, k, size, setup):
+    blocks = [*tree([2000] * 8), ("gfinit", 0x700000, 2000 * k, vector(size))]
+    _profile, (m,) = operations(tmp_path, blocks)
+    assert "gfinit" in m.functions
+    advice = advise(_mechanism_data(m), "executions", None)
+    assert ("set the key once" in advice.recommendation) is setup
+    assert any(c.startswith(f"{SETUP_CHECK} ") and "gfinit (100 instructions per call)" in c
+               for c in m.checks) is setup
+    figures = {x.name: x.value for x in m.metrics}
+    # the upside counts what the advice deletes: the set-up, when it is one
+    assert advice.removes == (pytest.approx(100 / figures["instructions per operation"], abs=1e-3)
+                              if setup else None)
+
+
+def test_upside_of_a_tree_with_allocator_calls_is_their_part(tmp_path):
+    blocks = tree([2000] * 8) + [("malloc", 0x700000, 4008, small(10)),
+                                 ("free", 0x710000, 4006, small(12))]
+    _profile, (m,) = operations(tmp_path, blocks)
+    advice = advise(_mechanism_data(m), "executions", None)
+    assert advice.removes == pytest.approx(44 / (8 * 10 + 44), abs=1e-3)
+
+
+def test_a_tree_of_long_calls_is_the_work_not_plumbing(tmp_path):
+    # the same eight functions once per operation, 100 instructions per call each: the
+    # operation's work split over functions (no idea); 60 per call is plumbing
+    assert operations(tmp_path, tree([2000] * 8, size=100))[1] == []
+    assert len(operations(tmp_path, tree([2000] * 8, size=60))[1]) == 1
+
+
+@pytest.mark.parametrize(("count", "shared"), [
+    (3 * 2000 + 2500 + 3, True),  # 3 calls per operation of one tree, 1 of the other
+    (3 * 2000 + 2500 + 250, False),  # near no sum of multiples: another caller's function
+])  # fmt: skip
+def test_a_callee_of_two_trees_joins_the_larger_part_and_both_name_it(tmp_path, count, shared):
+    other = [(f"g{i}", 0x200000 + 0x10000 * i, 2500, small(10)) for i in range(8)]
+    blocks = [*tree([2000] * 8), *other, ("clear", 0x700000, count, small(20))]
+    _profile, found = operations(tmp_path, blocks)
+    first, second = sorted(found, key=lambda m: m.metrics[0].value)
+    assert ("clear" in first.functions) is shared and "clear" not in second.functions
+    if shared:
+        figures = {x.name: x.value for x in first.metrics}
+        # 3 of its 3.5 calls per operation of the first tree's are its: 6/8.5 of its work
+        assert figures["instructions per operation"] == round((80 * 2000 + 20 * count * 6000
+                                                               / 8500) / 2000)
+        assert f"clear (3× here, 1× in `{second.id}`)" in \
+            advise(_mechanism_data(first), "executions", None).claim
+        assert f"clear (1× here, in `{first.id}`)" in \
+            advise(_mechanism_data(second), "executions", None).claim
+
+
+@pytest.mark.parametrize(("entry", "split"), [
+    ([], True),  # nothing in the label jumps past the ret: the next row is another routine's entry
+    (["cbz x0, 0x700148"], False),  # a branch of the label reaches it: one function, early return
+])  # fmt: skip
+def test_a_label_covering_two_routines_is_split_at_the_ret(tmp_path, entry, split):
+    # a hidden label: an 82-instruction vector routine once per operation, then after its
+    # ret a 10-instruction routine entered 3 times per operation
+    first = [*entry, *vector(82 - len(entry))]
+    blocks = [*tree([2000] * 8), ("<unknown_5>", 0x700000, 2000, first),
+              ("<unknown_5>", 0x700000 + 4 * 82, 6000, small(10))]
+    _profile, (m,) = operations(tmp_path, blocks)
+    setup = next(c for c in m.checks if c.startswith(SETUP_CHECK))
+    heaviest = next(c for c in m.checks if c.startswith("heaviest"))
+    if split:
+        assert "<unknown_5> (82 instructions per call)" in setup
+        assert "<unknown_5>+0x148 (3× per operation, 10 instructions per call" in heaviest
+    else:
+        assert "<unknown_5> (112 instructions per call)" in setup and "+0x148" not in heaviest

@@ -151,3 +151,14 @@ def test_analyze_the_real_bzip2_profile(bzip2, bundled_guides, tmp_path):
     check_report(report, workload)
     assert {i["basis"] for i in report["ideas"]} == {"profile-only"}
     assert "no ALP record covers it" in markdown
+
+
+def test_mechanism_ids_of_other_ideas_are_linked_by_number():
+    from pcscope.core.engine.report import _linked
+
+    ranks = {"mech:libc-routine:0x10": 4, "mech:per-operation:0x20": 2}
+    text = ("made by its members, counted in `mech:libc-routine:0x10`; this tree "
+            "`mech:per-operation:0x20`; no idea `mech:plt:0x30`")
+    assert _linked(text, ranks, 2) == (
+        "made by its members, counted in idea #4 (`mech:libc-routine:0x10`); this tree "
+        "`mech:per-operation:0x20`; no idea `mech:plt:0x30`")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from pcscope.core.keyed_lookups import LOOKUP_CHECK, MORE_CHECK, TREE_CHECK
 from tests.test_mechanism_rules import STRCMP, STUB, lookup, mechanisms_of
 
 ENTRIES = 125  # the caller's entries; 8 lookups each make the 1,000 lookups below
@@ -13,11 +14,11 @@ ENTRIES = 125  # the caller's entries; 8 lookups each make the 1,000 lookups bel
 LONG_STRCMP = [*STRCMP[:-1], *(["nop"] * 12), STRCMP[-1]]
 
 
-def keyed_calls(key: str, n: int = 8) -> list[str]:
-    """``n`` calls to the lookup at 0x1000, each after ``key`` (asm lines ending with the
+def keyed_calls(key: str, n: int = 8, to: int = 0x1000) -> list[str]:
+    """``n`` calls to the lookup at ``to``, each after ``key`` (asm lines ending with the
     key in x1; ``{i}`` is the call's number)."""
     return [line for i in range(n) for line in
-            [*(k.format(i=i) for k in key.split("; ")), "mov x0, x21", "bl 0x1000",
+            [*(k.format(i=i) for k in key.split("; ")), "mov x0, x21", f"bl {hex(to)}",
              f"cbz x0, {hex(0x3400 + 16 * i)}"]]
 
 
@@ -79,3 +80,53 @@ def test_idea_names_the_caller_and_the_inverted_lookup(tmp_path):
            "entry, each with a different constant key" in advice.claim
     assert "In `requests`, walk the request once and dispatch on the name" in \
            advice.recommendation
+
+
+KEYS = "adrp x1, 0x30000; add x1, x1, #{i}0"
+
+
+@pytest.mark.parametrize(("forward", "named"), [
+    (["b 0x1000"], True),  # a tail call: the forwarder's callers are the lookup's callers
+    (["bl 0x1000", "ret"], False),  # a call: the forwarder is the caller, with no constant key
+])  # fmt: skip
+def test_callers_reaching_the_lookup_through_a_tail_call_are_named(tmp_path, forward, named):
+    # `direct` makes 500 lookups with 4 constant keys; `requests` 500 with 4 other keys
+    # through `forwarder`, which ends in a jump to the lookup
+    m = libc_of(tmp_path, [
+        ("lookup", 0x1000, 1000, lookup(0x1000)), ("plt", 0x4000, 1000, STUB),
+        ("strcmp", 0x5000, 1000, LONG_STRCMP), ("forwarder", 0x6000, 500, forward),
+        ("direct", 0x3000, ENTRIES, keyed_calls(KEYS, 4) + ["ret"]),
+        ("requests", 0x7000, ENTRIES, keyed_calls(KEYS, 4, to=0x6000) + ["ret"])])
+    assert any(c.endswith(": direct") for c in m.checks)
+    more = [c for c in m.checks if c.startswith(MORE_CHECK)]
+    assert (more == [f"{MORE_CHECK}requests (4 keys, 4.00 lookups per entry, entered 125 "
+                     f"times, through forwarder, which tail-calls it)"]) is named
+
+
+def test_lookups_of_a_per_operation_tree_link_both_ideas(tmp_path):
+    from pcscope.core.backends.advice import advise
+    from pcscope.core.engine.tools import _mechanism_data
+    from tests.test_call_cohorts import tree
+
+    # `requests` (8 keys) runs twice per operation of a tree of small functions; the same
+    # caller entered 3 % more often than twice per operation is no member and no link
+    def table(entries: int):
+        calls = 8 * entries
+        return mechanisms_of(tmp_path, [
+            *tree([2000] * 8),
+            ("lookup", 0x100000, calls, lookup(0x100000)), ("plt", 0x4000, calls, STUB),
+            ("strcmp", 0x5000, calls, LONG_STRCMP),
+            ("requests", 0x3000, entries, keyed_calls(KEYS, 8, to=0x100000) + ["ret"])])[1]
+
+    found = table(4000)
+    (tree_m,) = [m for m in found if m.kind == "per-operation"]
+    (libc,) = [m for m in found if m.kind == "libc-routine"]
+    assert f"{TREE_CHECK}16.0 by requests (2.0× per operation, 8 keys), counted in " \
+           f"`{libc.id}`" in tree_m.checks
+    assert f"{LOOKUP_CHECK}16.0 constant-key lookups in each of the 2,000 operations of `{tree_m.id}`, by " \
+           f"requests" in libc.checks
+    advice = advise(_mechanism_data(tree_m), "executions", None)
+    assert "Constant-key lookups per operation: 16.0 by requests" in advice.claim
+    assert f"`{tree_m.id}`" in advise(_mechanism_data(libc), "executions", None).claim
+    quiet = table(4120)
+    assert not any(c.startswith((TREE_CHECK, LOOKUP_CHECK)) for m in quiet for c in m.checks)

@@ -37,3 +37,13 @@ def test_returning_zero_is_not_clearing(tmp_path):
 def test_one_function_alone_is_no_flag(tmp_path):
     _profile, found = zeroing(tmp_path, [CLEARS, RETURNS_ZERO, RETURNS_ZERO])
     assert found == []
+
+
+def test_upside_counts_the_runs_of_the_small_functions_the_advice_exempts(tmp_path):
+    # three small functions and one of 100 instructions per call, each clearing 3 registers:
+    # exempting the small ones deletes three quarters of the runs
+    long = [*(["add x0, x0, x1"] * 96), *CLEARS[1:]]
+    _profile, (m,) = zeroing(tmp_path, [CLEARS] * 3 + [long])
+    advice = advise(_mechanism_data(m), "executions", None)
+    assert advice.removes == 0.75
+    assert "75% of the runs' executions are in small functions" in advice.claim

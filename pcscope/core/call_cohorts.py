@@ -2,31 +2,52 @@
 
 With exact execution counts, a program that performs one operation over and over (a digest
 per buffer, a request per connection) enters the functions of that operation's call tree
-exactly once per operation, or a whole number of times: a group of at least COHORT_FUNCTIONS
-functions with one entry count ``B`` names the operations, and every function entered
-``k × B`` times (k ≤ MULTIPLES) or up to EXCESS more belongs to the same tree: start-up and
-callers outside the tree only add entries, never remove them. The small functions of that tree (at most PLUMBING instructions per call: context
-set-up and teardown, wrappers, parameter lookups, allocation, clears) are what every
-operation pays besides its work; a longer function does the operation's work (a crypto or
-compression kernel) and is left out. Sampled counts rarely give many functions one exact
-entry count, so this finds nothing there. No name is read to find a tree; the report names
-the C allocator's routines among its members by their standard symbols, since allocation per
-operation is the first thing an owner can remove.
+exactly once per operation, or a whole number of times: at least BASE_FUNCTIONS functions
+whose entry counts chain within BASE_SPREAD of each other name the operations ``B`` (the
+smallest of those counts: start-up and callers outside the tree only add entries, never
+remove them), and every function entered ``k × B`` times (k ≤ MULTIPLES) or up to EXCESS
+more belongs to the same tree; at least COHORT_FUNCTIONS members make one. A small function
+entered ``k1 × B1 + k2 × B2`` times is shared by two trees and split between them.
+
+Members are routines, not symbols: a hidden label can cover several assembly routines (a
+key expansion, then a block encrypt), so a function is split after each ``ret`` that no
+branch of its own jumps past (Routines). The small routines of a tree (at most PLUMBING
+instructions per call: context set-up and teardown, wrappers, parameter lookups,
+allocation, clears) are what every operation pays besides its work; a longer one does the
+operation's work (a crypto or compression kernel) and is left out, and a tree whose members
+average over PLUMBING_MEAN instructions per call is the work split over functions, not
+plumbing. A vector or crypto-extension member of at least SETUP instructions entered exactly
+once per operation computes something of fixed size per operation: key or context set-up (a
+key schedule, a table of key powers) that a key set once would not repeat.
+
+Sampled counts rarely give many functions near-equal entry counts, so this finds nothing
+there. No name is read to find a tree; the report names the C allocator's routines among
+its members by their standard symbols, since allocation per operation is the first thing an
+owner can remove, with their helpers: hidden functions of the allocator's module entered as
+often as one of its routines (within BASE_SPREAD: once per call of it, such as the
+allocator's internal free).
 """
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from pcscope.core import code_character, isa
+from pcscope.core.ids import is_hidden_name
 from pcscope.core.mechanisms import Metric
+from pcscope.core.patterns import CodeFacts
 from pcscope.core.profile import Profile
 
-COHORT_FUNCTIONS = 8  # functions with one exact entry count that make a per-operation tree
+COHORT_FUNCTIONS = 8  # members that make a per-operation tree
+BASE_FUNCTIONS = 4  # functions with near-equal entry counts that name a number of operations
+# entry counts chained at most this far apart (relative) are near-equal: python's long-integer
+# helpers run 182,365–182,413 times, one per step of the script's loop, never one exact count
+BASE_SPREAD = 0.001
 MIN_OPERATIONS = 1000  # an entry count below this is a set-up path, not repeated operations
 MULTIPLES = 8  # entries per operation a member may have
 # entries a member may have beyond k × operations, relative: start-up and callers outside the
@@ -34,20 +55,86 @@ MULTIPLES = 8  # entries per operation a member may have
 # function of another tree whose count is near a multiple only by chance rarely lands this close
 EXCESS = 0.01
 PLUMBING = 256  # instructions per call above which a function does the operation's work
+SETUP = 64  # instructions per call from which a vector member computes (below: copies, clears)
+# mean instructions per call of the members above which the tree is the operation's work split
+# over functions (an interpreter's arithmetic on big integers), not plumbing around the work
+PLUMBING_MEAN = 64
 COHORT_SHARE = 0.02  # share of the total the tree's plumbing needs to be worth an idea
 # the C allocator's entry points, allocation before release (the order they are reported in);
 # glibc exports ``__libc_malloc`` and friends as aliases
 _ALLOCATOR_ROUTINES = ("malloc", "calloc", "realloc", "reallocarray", "aligned_alloc",
                        "posix_memalign", "memalign", "valloc", "pvalloc", "free")
 _ALLOCATOR = re.compile(r"^(?:__libc_)?(" + "|".join(_ALLOCATOR_ROUTINES) + r")$")
+SETUP_CHECK = "vector or crypto code entered exactly once per operation"  # the advice reads it
+SHARED_CHECK = "callees shared with another tree"  # the advice reads it
+
+
+@dataclass(frozen=True)
+class Routines:
+    """The routines of the profile's functions: a function is split after each ``ret``
+    whose next row no branch of the function targets (that row is entered from outside, a
+    routine of its own, as when one hidden label covers several assembly routines); most
+    functions are one routine. Routine ``i`` owns ``order[starts[i]:starts[i + 1]]``."""
+
+    order: np.ndarray  # the rows grouped by function, ascending within each
+    starts: np.ndarray  # int64, len = routines + 1
+    code: np.ndarray  # the function each routine is part of
+    entries: np.ndarray  # int64: its first row's count
+    work: np.ndarray  # int64: its instruction executions
+
+    def rows(self, i: int) -> np.ndarray:
+        return self.order[self.starts[i]:self.starts[i + 1]]
+
+    def name(self, profile: Profile, i: int) -> str:
+        """The function's name, with the offset of the routine's first PC after the first."""
+        code = int(self.code[i])
+        first = int(profile.functions.groups.rows[profile.functions.groups.offsets[code]])
+        offset = int(profile.pc[self.rows(i)[0]]) - int(profile.pc[first])
+        return profile.function_names[code] + (f"+{offset:#x}" if offset else "")
+
+
+def routines(profile: Profile, facts: CodeFacts) -> Routines:
+    """The routines of every function with rows (see Routines)."""
+    src = np.flatnonzero((facts.target >= 0) & ~facts.call)
+    dst = np.searchsorted(profile.pc, facts.target[src].astype(np.uint64))
+    inside = dst < len(profile.pc)
+    src, dst = src[inside], dst[inside]
+    hit = (profile.pc[dst] == facts.target[src].astype(np.uint64)) & \
+        (profile.function[src] == profile.function[dst])
+    targeted = np.zeros(len(profile.pc), dtype=bool)
+    targeted[dst[hit]] = True
+    groups = profile.functions.groups
+    codes = entry_counts(profile)[0]
+    firsts = groups.offsets[codes]
+    order = groups.rows
+    after_ret = np.zeros(len(order), dtype=bool)  # per position of ``order``
+    after_ret[1:] = facts.flags(isa.is_return)[order[:-1]] & ~targeted[order[1:]]
+    after_ret[groups.offsets[:-1]] = False  # a function's first row starts its first routine
+    starts = np.union1d(firsts, np.flatnonzero(after_ret))
+    ends = np.r_[starts[1:], groups.offsets[codes[-1] + 1]] if len(starts) else starts
+    code = np.searchsorted(firsts, starts, side="right") - 1
+    samples = profile.samples.astype(np.int64)[order]
+    return Routines(order, np.r_[starts, ends[-1:]] if len(starts) else np.zeros(1, np.int64),
+                    codes[code], samples[starts],
+                    np.add.reduceat(samples, starts) if len(starts) else starts)
 
 
 @dataclass(frozen=True)
 class Member:
     code: int
+    name: str  # the routine's name (pcscope.core.call_cohorts.Routines)
     per_operation: int  # k: entries per operation
     rows: tuple[int, ...]  # its rows not claimed by another mechanism
-    per_call: float  # instructions per entry
+    per_call: float  # instructions of ``rows`` per entry
+    elsewhere: tuple[tuple[int, float], ...]  # (owner, instructions per entry) of its other rows
+    allocator: str | None  # the C allocator routine it is (by its symbol) or helps
+    entries: int  # its entry count
+    setup: bool  # vector or crypto code entered once per operation: key or context set-up
+    helper: bool = False  # a hidden helper of the allocator routine ``allocator``
+    # a callee shared with another tree (its position among the trees found, and the calls
+    # per operation there): this tree's part of its entries is the larger, and only that part
+    # of its instructions counts in this tree's figures
+    shared: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +147,13 @@ class Cohort:
     def rows(self) -> list[int]:
         return [r for m in self.members for r in m.rows]
 
+    @property
+    def deletable(self) -> float:
+        """Instructions per operation the advice deletes outright: the allocator calls of a
+        context reused across operations and the key set-up of a key set once."""
+        return sum(m.per_operation * m.per_call for m in self.members
+                   if m.allocator is not None or m.setup)
+
 
 def entry_counts(profile: Profile) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(the codes of the functions with rows, their first rows, their entry counts)."""
@@ -69,32 +163,127 @@ def entry_counts(profile: Profile) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return codes, first, profile.samples[first].astype(np.int64)
 
 
-def find(profile: Profile, claimed: np.ndarray) -> list[Cohort]:
-    """Every per-operation tree whose plumbing holds COHORT_SHARE of the total; ``claimed``
-    marks the rows other mechanisms count (a row is counted once)."""
-    codes, _first, entries = entry_counts(profile)
-    work = profile.functions.groups.sums(profile.samples)[codes]
-    groups = Counter(entries[entries >= MIN_OPERATIONS].tolist())
-    bases = sorted((b for b, n in groups.items() if n >= COHORT_FUNCTIONS),
-                   key=lambda b: (-groups[b], b))
-    free = np.ones(len(codes), dtype=bool)
+def bases(entries: np.ndarray) -> list[int]:
+    """Candidate numbers of operations, most functions first: the smallest count of each
+    run of at least BASE_FUNCTIONS sorted entry counts (≥ MIN_OPERATIONS) whose neighbours
+    lie within BASE_SPREAD of each other."""
+    counts = np.sort(entries[entries >= MIN_OPERATIONS])
+    if not len(counts):
+        return []
+    breaks = np.flatnonzero(np.diff(counts) > BASE_SPREAD * counts[:-1]) + 1
+    starts, ends = np.r_[0, breaks], np.r_[breaks, len(counts)]
+    runs = [(int(e - s), int(counts[s])) for s, e in zip(starts, ends, strict=True)
+            if e - s >= BASE_FUNCTIONS]
+    return [base for _n, base in sorted(runs, key=lambda run: (-run[0], run[1]))]
+
+
+def find(profile: Profile, facts: CodeFacts, owner: np.ndarray) -> list[Cohort]:
+    """Every per-operation tree whose plumbing holds COHORT_SHARE of the total, its members
+    the functions' routines; ``owner`` gives per row the position of the other mechanism
+    counting it (-1: none), so a row is counted once and a member's other rows are named
+    with their owner."""
+    found = routines(profile, facts)
+    entries, work = found.entries, found.work
+    free = np.ones(len(entries), dtype=bool)
     out = []
-    for base in bases:
+    for base in bases(entries):
         k = entries // base
         near = free & (k >= 1) & (k <= MULTIPLES) & (entries - k * base <= EXCESS * k * base)
         members = []
         for i in np.flatnonzero(near).tolist():
             free[i] = False
-            per_call = int(work[i]) / int(entries[i])
-            rows = [r for r in profile.function_rows(int(codes[i])).tolist() if not claimed[r]]
-            if per_call <= PLUMBING and rows:
-                members.append(Member(int(codes[i]), int(k[i]), tuple(rows), round(per_call, 1)))
+            member = _member(profile, found, i, int(k[i]), owner)
+            if int(work[i]) <= PLUMBING * int(entries[i]) and member.rows:
+                members.append(member)
+        members = _with_helpers(profile, members)
         cohort = Cohort(base, tuple(members),
                         int(sum(int(profile.samples[list(m.rows)].sum()) for m in members)))
-        if len(members) >= COHORT_FUNCTIONS and \
-                float(profile.value[cohort.rows].sum()) >= COHORT_SHARE * profile.total:
+        calls = sum(m.per_operation for m in members) * base
+        if len(members) >= COHORT_FUNCTIONS and cohort.instructions <= PLUMBING_MEAN * calls \
+                and float(profile.value[cohort.rows].sum()) >= COHORT_SHARE * profile.total:
             out.append(cohort)
+    return _with_shared(profile, out, found, free, owner)
+
+
+def _with_shared(profile: Profile, cohorts: list[Cohort], found: Routines, free: np.ndarray,
+                 owner: np.ndarray) -> list[Cohort]:
+    """``cohorts`` with their shared callees: a small function in no tree entered
+    ``k1 × N1 + k2 × N2`` times (up to BASE_SPREAD more) for exactly one pair of trees and
+    multiples (openssl's hidden memset: 3 per digest and 1 per AES-GCM operation) joins the
+    tree with the larger part of its entries; that tree counts its part of the
+    instructions, and both name it."""
+    entries, work = found.entries, found.work
+    candidates = np.flatnonzero(free & (entries >= MIN_OPERATIONS)
+                                & (work <= PLUMBING * entries))
+    fits: dict[int, list[tuple[int, int, int, int]]] = {}
+    for a, b in itertools.combinations(range(len(cohorts)), 2):
+        for ka in range(1, MULTIPLES + 1):
+            for kb in range(1, MULTIPLES + 1):
+                expected = ka * cohorts[a].operations + kb * cohorts[b].operations
+                gap = entries[candidates] - expected
+                for i in candidates[(gap >= 0) & (gap <= BASE_SPREAD * expected)].tolist():
+                    fits.setdefault(i, []).append((a, ka, b, kb))
+    added: dict[int, list[tuple[Member, int]]] = {}
+    for i, fit in fits.items():
+        if len(fit) != 1:
+            continue  # several fits: which trees call it is not known
+        a, ka, b, kb = fit[0]
+        if ka * cohorts[a].operations < kb * cohorts[b].operations:
+            a, ka, b, kb = b, kb, a, ka
+        member = _member(profile, found, i, ka, owner)
+        part = ka * cohorts[a].operations / (ka * cohorts[a].operations
+                                              + kb * cohorts[b].operations)
+        if member.rows:
+            executed = int(profile.samples[list(member.rows)].sum())
+            added.setdefault(a, []).append((replace(member, shared=(b, kb)),
+                                            round(executed * part)))
+    return [Cohort(c.operations, (*c.members, *(m for m, _ in added.get(n, []))),
+                   c.instructions + sum(part for _, part in added.get(n, [])))
+            for n, c in enumerate(cohorts)]
+
+
+def _member(profile: Profile, found: Routines, i: int, k: int, owner: np.ndarray) -> Member:
+    """Routine ``i`` of ``found`` as a member entered ``k`` times per operation."""
+    code, rows, entries = int(found.code[i]), found.rows(i), int(found.entries[i])
+    counts = profile.samples[rows].astype(np.int64)
+    owners = owner[rows]
+    mine = owners < 0
+    elsewhere = tuple((o, n) for o in np.unique(owners[~mine]).tolist()
+                      if (n := round(int(counts[owners == o].sum()) / entries, 1)) >= 1)
+    name = found.name(profile, i)
+    match = _ALLOCATOR.match(name)
+    setup = k == 1 and int(counts.sum()) >= SETUP * entries and _vector(profile, rows, counts)
+    return Member(code, name, k, tuple(rows[mine].tolist()),
+                  round(int(counts[mine].sum()) / entries, 1), elsewhere,
+                  match.group(1) if match else None, entries, setup)
+
+
+def _with_helpers(profile: Profile, members: list[Member]) -> list[Member]:
+    """``members`` with the allocator's helpers marked: a hidden member of the module of a
+    member that is an allocator routine, entered as often as that routine (within
+    BASE_SPREAD), helps it."""
+    def module(m: Member) -> int:
+        return int(profile.module[profile.function_rows(m.code)[0]])
+
+    routines = [m for m in members if m.allocator is not None]
+    out = []
+    for m in members:
+        near = [r for r in routines if m.allocator is None
+                and is_hidden_name(profile.function_names[m.code]) and module(m) == module(r)
+                and abs(m.entries - r.entries) <= BASE_SPREAD * r.entries]
+        helped = min(near, key=lambda r: abs(m.entries - r.entries), default=None)
+        out.append(replace(m, allocator=helped.allocator, helper=True) if helped else m)
     return out
+
+
+def _vector(profile: Profile, rows: np.ndarray, counts: np.ndarray) -> bool:
+    """Whether the code is crypto-extension or Advanced SIMD code by its executions
+    (the thresholds the coverage table describes code by)."""
+    mix = code_character.Mix.of((profile.asm(int(r)), float(c))
+                                for r, c in zip(rows.tolist(), counts.tolist(), strict=True))
+    return bool(mix.total) and (
+        sum(mix.crypto.values()) >= code_character.CRYPTO_SHARE * mix.total
+        or mix.vector >= code_character.SIMD_SHARE * mix.total)
 
 
 def metrics(cohort: Cohort) -> list[Metric]:
@@ -110,10 +299,16 @@ def metrics(cohort: Cohort) -> list[Metric]:
                "instructions", "their instruction executions / operations"),
         Metric("instructions per call", round(cohort.instructions / cohort.operations / calls, 1),
                "instructions", "instructions per operation / calls per operation"),
+        Metric("deletable instructions per operation", round(cohort.deletable),
+               "instructions", "the allocator routines' and the once-per-operation vector or "
+                               "crypto members' instructions per operation"),
     ]
 
 
-def checks(cohort: Cohort, name: Callable[[int], str]) -> list[str]:
+def checks(cohort: Cohort, owner: Callable[[int], str]) -> list[str]:
+    """The checks naming the tree's shape, its heaviest members (their instructions per
+    call counted here, and how many more per call the mechanism ``owner(position)``
+    counts), its allocator calls and its key set-up."""
     once = sum(1 for m in cohort.members if m.per_operation == 1)
     top = sorted(cohort.members, key=lambda m: -m.per_operation * m.per_call)[:8]
     return [f"{once} functions entered once per operation ({cohort.operations:,} times, "
@@ -121,20 +316,57 @@ def checks(cohort: Cohort, name: Callable[[int], str]) -> list[str]:
             f"times per operation (exact counts: one call tree per operation)",
             f"functions doing the work (over {PLUMBING} instructions per call) left out; rows "
             f"other mechanisms count left out",
-            "heaviest: " + ", ".join(f"{name(m.code)} ({m.per_operation}× per operation, "
-                                     f"{m.per_call:g} instructions per call)" for m in top),
-            *_allocations(cohort, name)]
+            "heaviest: " + ", ".join(f"{m.name} ({m.per_operation}× per operation, "
+                                     f"{m.per_call:g} instructions per call counted here"
+                                     + "".join(f"; {n:g} more in `{owner(o)}`"
+                                               for o, n in m.elsewhere) + ")" for m in top),
+            *_allocations(cohort), *_setups(cohort)]
 
 
-def _allocations(cohort: Cohort, name: Callable[[int], str]) -> list[str]:
-    """The check naming the members that are C allocator routines, with their calls and
-    instructions per operation; none when no member is one."""
-    found = sorted(((m, match.group(1)) for m in cohort.members
-                    if (match := _ALLOCATOR.match(name(m.code)))),
-                   key=lambda found: _ALLOCATOR_ROUTINES.index(found[1]))
+def shared_checks(cohort: Cohort, tree: Callable[[int], str]) -> list[str]:
+    """The check naming the callees this tree shares with the tree ``tree(position)``."""
+    found = [(m, m.shared) for m in cohort.members if m.shared is not None]
     if not found:
         return []
-    instructions = sum(m.per_operation * m.per_call for m, _ in found)
-    return [f"C allocator calls per operation (by symbol name): "
-            f"{' + '.join(f'{m.per_operation} {routine}' for m, routine in found)} = "
-            f"{instructions:,.0f} instructions"]
+    return [f"{SHARED_CHECK} (entries = k × these operations + k' × that tree's, "
+            f"instructions split by the fit): "
+            + ", ".join(f"{m.name} ({m.per_operation}× here, {there}× in `{tree(other)}`)"
+                        for m, (other, there) in found)]
+
+
+def shared_in(cohort_position: int, cohorts: list[Cohort],
+              tree: Callable[[int], str]) -> list[str]:
+    """The check a tree gets for the callees it shares whose rows another tree counts."""
+    found = [(n, m.name, m.shared[1]) for n, c in enumerate(cohorts) for m in c.members
+             if m.shared is not None and m.shared[0] == cohort_position]
+    if not found:
+        return []
+    return [f"{SHARED_CHECK}, counted there: "
+            + ", ".join(f"{name} ({here}× here, in `{tree(n)}`)" for n, name, here in found)]
+
+
+def _allocations(cohort: Cohort) -> list[str]:
+    """The check naming the members that are C allocator routines and their helpers, with
+    their calls and instructions per operation; none when no member is one."""
+    found = sorted((m for m in cohort.members if m.allocator is not None),
+                   key=lambda m: (m.helper, _ALLOCATOR_ROUTINES.index(m.allocator)))
+    if not found:
+        return []
+    instructions = sum(m.per_operation * m.per_call for m in found)
+    routines = " + ".join(f"{m.per_operation} {m.allocator}" for m in found if not m.helper)
+    helpers = ", ".join(f"{m.per_operation} × {m.name}" for m in found if m.helper)
+    return [f"C allocator calls per operation (by symbol name): {routines}"
+            + (f", with the hidden functions of their module entered as often as they are "
+               f"({helpers})" if helpers else "")
+            + f" = {instructions:,.0f} instructions"]
+
+
+def _setups(cohort: Cohort) -> list[str]:
+    """The check naming the once-per-operation vector or crypto members; none without."""
+    found = [m for m in cohort.members if m.setup]
+    if not found:
+        return []
+    return [f"{SETUP_CHECK} (a fixed-size computation per operation, such as a key schedule "
+            f"or a table of key powers): "
+            + ", ".join(f"{m.name} ({m.per_call:g} instructions per call)"
+                        for m in found)]

@@ -1,14 +1,20 @@
 """Callers that look up many constant keys per entry, one call site per key.
 
 A lookup routine (say, a search of a parameter list by name) costs a C-library compare per
-call; when one of its callers calls it from k ≥ MIN_KEYS call sites per entry, each loading
+call; when one of its callers calls it from k ≥ MIN_KEYS call sites run on most entries
+(MOST), each loading
 a different address constant (``adrp xN; add xN, xN, #…``) into the key register (x1, else
 x0) just before the ``bl``, the caller asks for k fixed names one by one. The lever is that
 caller: walk the request once and dispatch on the name, or cache the results per context.
 
-A routine called k times from a loop (one site, one key register) or with keys computed at
-run time is not this shape. Counts are the profile's: the sites' ``bl`` counts against the
-caller's entry count (its first instruction's).
+A routine called k times from a loop (one site, one key register), with keys computed at
+run time, or from call sites each on another path (a few of the entries each) is not this
+shape. Counts are the profile's: the sites' ``bl`` counts against the caller's entry count
+(its first instruction's). Every caller with the shape that makes at least PART of the
+lookups is reported, heaviest first, also those reaching the routine through a forwarding
+function (one that tail-calls it). When such callers are members of a per-operation call
+tree (pcscope.core.call_cohorts), the tree and the lookup name each other with the lookups
+per operation: one chain of cause.
 """
 
 from __future__ import annotations
@@ -21,7 +27,9 @@ from pcscope.core import isa, shapes
 from pcscope.core.mechanisms import Metric
 from pcscope.core.profile import Profile
 
-MIN_KEYS = 4  # different constant keys, and lookups per caller entry, that make the shape
+MIN_KEYS = 4  # different constant keys, each looked up on most entries, that make the shape
+MOST = 0.5  # part of the caller's entries a key's call site must run on
+PART = 0.05  # part of all the calls' lookups a caller must make to be named
 KEY_REGISTERS = ("x1", "x0")  # where a lookup's key is passed (after the table, else first)
 LOOK_BACK = 8  # instructions before a call searched for its key's adrp/add
 CHECK = ("a caller passes a different address constant (adrp; add) as the key at each of "
@@ -32,22 +40,24 @@ CHECK = ("a caller passes a different address constant (adrp; add) as the key at
 class KeyedCaller:
     """A caller of the lookup routine and its constant-key call sites."""
 
+    function: int  # its function code
     name: str
     sites: tuple[int, ...]  # rows of the ``bl`` calls, one per key
     keys: tuple[int, ...]  # the address constant each site passes
     lookups: int  # sum of the sites' counts
     entries: int  # the caller's entry count
+    via: str | None = None  # the function its calls reach the routine through (a tail call)
 
     @property
     def per_entry(self) -> float:
         return self.lookups / self.entries if self.entries else 0.0
 
 
-def find(profile: Profile, op: Callable[[int], shapes.Op],
-         calls: list[int]) -> KeyedCaller | None:
-    """The caller making the most constant-key lookups among ``calls`` (the rows of the
-    calls to the lookup routine, directly or through its PLT stub), or None when no caller
-    has the shape."""
+def find(profile: Profile, op: Callable[[int], shapes.Op], calls: list[int],
+         via: dict[int, str]) -> list[KeyedCaller]:
+    """The callers with the shape among ``calls`` (the rows of the calls to the lookup
+    routine, directly, through its PLT stub or through a function forwarding to it: ``via``
+    names that function per call row), most lookups first."""
     by_fn: dict[int, dict[int, int]] = defaultdict(dict)  # caller -> key -> call row
     for r in calls:
         fn = int(profile.function[r])
@@ -55,13 +65,17 @@ def find(profile: Profile, op: Callable[[int], shapes.Op],
         if fn >= 0 and key is not None:
             by_fn[fn].setdefault(key, r)
     found = []
+    total = sum(int(profile.samples[r]) for r in calls)
     for fn, keyed in by_fn.items():
         entries = int(profile.samples[profile.function_rows(fn)[0]])
-        lookups = sum(int(profile.samples[r]) for r in keyed.values())
-        if len(keyed) >= MIN_KEYS and entries and lookups >= MIN_KEYS * entries:
-            found.append(KeyedCaller(profile.function_names[fn], tuple(keyed.values()),
-                                     tuple(keyed), lookups, entries))
-    return max(found, key=lambda c: (c.lookups, -c.sites[0]), default=None)
+        usual = {key: r for key, r in keyed.items()
+                 if entries and int(profile.samples[r]) >= MOST * entries}
+        lookups = sum(int(profile.samples[r]) for r in usual.values())
+        if len(usual) >= MIN_KEYS and lookups >= PART * total:
+            sites = tuple(usual.values())
+            found.append(KeyedCaller(fn, profile.function_names[fn], sites, tuple(usual),
+                                     lookups, entries, via.get(sites[0])))
+    return sorted(found, key=lambda c: (-c.lookups, c.sites[0]))
 
 
 def _constant_key(profile: Profile, op: Callable[[int], shapes.Op], call: int) -> int | None:
@@ -121,3 +135,38 @@ def metrics(caller: KeyedCaller) -> list[Metric]:
 
 def check(caller: KeyedCaller) -> str:
     return f"{CHECK}{caller.name}"
+
+
+MORE_CHECK = "more callers passing a constant key at each call site: "  # the advice reads it
+
+
+def more_check(callers: list[KeyedCaller]) -> str:
+    """The check naming the callers after the heaviest, with their figures."""
+    return MORE_CHECK + ", ".join(
+        f"{c.name} ({len(c.keys)} keys, {c.per_entry:.2f} lookups per entry, entered "
+        f"{c.entries:,} times" + (f", through {c.via}, which tail-calls it" if c.via else "")
+        + ")" for c in callers)
+
+
+TREE_CHECK = "constant-key lookups per operation made by members of this tree: "
+LOOKUP_CHECK = "constant-key lookups per operation of a per-operation tree: "  # advice reads them
+
+
+def per_operation(callers: list[KeyedCaller], operations: float) -> float:
+    return sum(c.lookups for c in callers) / operations if operations else 0.0
+
+
+def tree_check(callers: list[KeyedCaller], lookup: str, operations: float) -> str:
+    """The check a per-operation tree gets for its members that are ``callers``, which
+    make the lookups the mechanism ``lookup`` counts."""
+    return (f"{TREE_CHECK}{per_operation(callers, operations):.1f} by "
+            + " and ".join(f"{c.name} ({c.entries / operations:.1f}× per operation, "
+                           f"{len(c.keys)} keys)" for c in callers)
+            + f", counted in `{lookup}`")
+
+
+def lookup_check(callers: list[KeyedCaller], tree: str, operations: float) -> str:
+    """The check the lookup mechanism gets for its ``callers`` inside the tree ``tree``."""
+    return (f"{LOOKUP_CHECK}{per_operation(callers, operations):.1f} constant-key lookups "
+            f"in each of the {operations:,.0f} operations of `{tree}`, by "
+            + " and ".join(c.name for c in callers))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -128,7 +128,8 @@ def find_mechanisms(profile: Profile, patterns: PatternTable, facts: CodeFacts) 
     found = [m for m in found if m.sites]
     # spread over many functions, these two count only rows no other mechanism counts
     found += finder.return_zeroing(finder.claimed(found))
-    found += finder.per_operation(finder.claimed(found))
+    found += finder.per_operation(found)
+    found = finder.link_lookups(found)
     found = hand_written.mark(profile, facts, finder.op, found)
     return MechanismTable(tuple(sorted(found, key=lambda m: (-m.share, m.id))))
 
@@ -139,6 +140,9 @@ class _Finder:
         self.patterns = patterns
         self.facts = facts
         self.counts = profile.samples
+        # the constant-key callers found for each lookup mechanism, by its ID (linked to the
+        # per-operation trees they belong to once those are found)
+        self.keyed: dict[str, list[keyed_lookups.KeyedCaller]] = {}
 
     # -- helpers ---------------------------------------------------------------------------
     def op(self, row: int) -> shapes.Op:
@@ -696,6 +700,7 @@ class _Finder:
                   if kind == "libc-lock" else f"C-library {what} routine (by symbol name)"]
         metrics = [Metric("calls", calls, "executions", "entry counts (first instruction's count)")]
         callers: list[tuple[str, int]] = []
+        keyed: list[keyed_lookups.KeyedCaller] = []
         if kind == "libc-routine":
             way_in = self._stub_to(calls)
             if way_in is not None:
@@ -708,15 +713,20 @@ class _Finder:
                     sites.append(caller.site)
                     metrics += caller.metrics
                     checks.append(caller.check)
-                    keyed = self._keyed_caller(caller.function)
-                    if keyed is not None:
-                        metrics += keyed_lookups.metrics(keyed)
-                        checks.append(keyed_lookups.check(keyed))
+                    keyed = self._keyed_callers(caller.function)
+                    if keyed:
+                        metrics += keyed_lookups.metrics(keyed[0])
+                        checks.append(keyed_lookups.check(keyed[0]))
+                    if keyed[1:]:
+                        checks.append(keyed_lookups.more_check(keyed[1:]))
                 else:
                     sites.append(self.site(stub, stub[-1]))
                     checks.append("its PLT stub is counted with it")
-        return self.mechanism(kind, sites, metrics, checks,
-                              functions=[name for name, _ in callers], category=category)
+        m = self.mechanism(kind, sites, metrics, checks,
+                           functions=[name for name, _ in callers], category=category)
+        if keyed:
+            self.keyed[m.id] = keyed
+        return m
 
     def _stub_to(self, calls: int) -> tuple[list[int], list[int]] | None:
         """The rows of the PLT stub whose count matches the routine's call count, and the
@@ -785,14 +795,35 @@ class _Finder:
                            f"({len(loop)} instructions): the loop and the stub are counted "
                            f"with it")
 
-    def _keyed_caller(self, lookup: int) -> keyed_lookups.KeyedCaller | None:
-        """The caller of function ``lookup`` (directly or through the PLT stub run as often
-        as it is entered) that looks up many constant keys per entry (pcscope.core.keyed_lookups)."""
-        first = self.p.function_rows(lookup)[0]
-        calls = np.flatnonzero(self.facts.call & (self.facts.target == int(self.p.pc[first])))
+    def _keyed_callers(self, lookup: int) -> list[keyed_lookups.KeyedCaller]:
+        """The callers of function ``lookup`` that look up many constant keys per entry
+        (pcscope.core.keyed_lookups), reaching it directly, through the PLT stub run as
+        often as it is entered, or through a function that tail-calls it (``b`` to it or
+        its stub from another function)."""
+        calls, entries = self._calls_to(lookup)
+        forwarders = {int(self.p.function[r]) for r in np.flatnonzero(
+            ~self.facts.call & np.isin(self.facts.target, entries)).tolist()
+            if self.op(r).mnemonic == "b" and int(self.p.function[r]) not in (-1, lookup)}
+        via: dict[int, str] = {}
+        for fn in sorted(forwarders):
+            forwarded = self._calls_to(fn)[0]
+            calls += forwarded
+            via |= dict.fromkeys(forwarded, self.p.function_names[fn])
+        return keyed_lookups.find(self.p, self.op, calls, via)
+
+    def _calls_to(self, fn: int) -> tuple[list[int], list[int]]:
+        """The rows of the calls reaching function ``fn`` (directly, or through the PLT stub
+        run as often as it is entered) and the PCs such calls target (its own first PC, its
+        stub's)."""
+        first = self.p.function_rows(fn)[0]
+        entries = [int(self.p.pc[first])]
+        calls = np.flatnonzero(self.facts.call & (self.facts.target == entries[0])).tolist()
         way_in = self._stub_to(self.count(first))
-        stub_calls = way_in[1] if way_in is not None else []
-        return keyed_lookups.find(self.p, self.op, [*calls.tolist(), *stub_calls])
+        if way_in is not None:
+            stub, stub_calls = way_in
+            entries.append(int(self.p.pc[stub[0]]))
+            calls += stub_calls
+        return calls, entries
 
     def memory_states(self) -> list[Mechanism]:
         """Loops keeping their state in memory (pcscope.core.memory_state): one mechanism per
@@ -827,10 +858,14 @@ class _Finder:
 
     def claimed(self, found: list[Mechanism]) -> np.ndarray:
         """Per row: whether a mechanism of ``found`` counts it."""
-        out = np.zeros(len(self.p), dtype=bool)
-        pcs = np.fromiter((pc for m in found for site in m.sites for pc in site.pcs),
-                          dtype=np.uint64)
-        out[np.searchsorted(self.p.pc, pcs)] = True
+        return self.owners(found) >= 0
+
+    def owners(self, found: list[Mechanism]) -> np.ndarray:
+        """Per row: the position in ``found`` of a mechanism counting it, or -1."""
+        out = np.full(len(self.p), -1, dtype=np.int32)
+        for i, m in enumerate(found):
+            pcs = np.fromiter((pc for site in m.sites for pc in site.pcs), dtype=np.uint64)
+            out[np.searchsorted(self.p.pc, pcs)] = i
         return out
 
     def return_zeroing(self, claimed: np.ndarray) -> list[Mechanism]:
@@ -843,14 +878,36 @@ class _Finder:
                                                   z.runs.values()],
                                return_zeroing.metrics(z), return_zeroing.checks(z))]
 
-    def per_operation(self, claimed: np.ndarray) -> list[Mechanism]:
+    def per_operation(self, found: list[Mechanism]) -> list[Mechanism]:
         """Per-operation call trees (pcscope.core.call_cohorts): the plumbing every operation
-        runs, less the ``claimed`` rows (a row is counted once)."""
-        return [self.mechanism("per-operation", [
+        runs, less the rows a mechanism of ``found`` counts (a row is counted once; the
+        checks name that mechanism, and the trees name the callees they share)."""
+        cohorts = call_cohorts.find(self.p, self.facts, self.owners(found))
+        trees = [self.mechanism("per-operation", [
             self.site(m.rows, self._return_of(m.rows)) for m in cohort.members],
             call_cohorts.metrics(cohort),
-            call_cohorts.checks(cohort, lambda code: self.p.function_names[code]))
-            for cohort in call_cohorts.find(self.p, claimed)]
+            call_cohorts.checks(cohort, lambda position: found[position].id))
+            for cohort in cohorts]
+        tree_id = [t.id for t in trees].__getitem__
+        return [replace(t, checks=(*t.checks,
+                                   *call_cohorts.shared_checks(cohort, tree_id),
+                                   *call_cohorts.shared_in(n, cohorts, tree_id)))
+                for n, (t, cohort) in enumerate(zip(trees, cohorts, strict=True))]
+
+    def link_lookups(self, found: list[Mechanism]) -> list[Mechanism]:
+        """``found`` with each per-operation tree and each lookup mechanism whose
+        constant-key callers are members of that tree naming each other, with the lookups
+        per operation (one chain of cause: the tree makes the lookups)."""
+        added: dict[str, list[str]] = defaultdict(list)
+        for tree in (m for m in found if m.kind == "per-operation"):
+            operations = next(x.value for x in tree.metrics if x.name == "operations")
+            for lookup, callers in self.keyed.items():
+                inside = [c for c in callers if c.name in tree.functions]
+                if inside:
+                    added[tree.id].append(keyed_lookups.tree_check(inside, lookup, operations))
+                    added[lookup].append(keyed_lookups.lookup_check(inside, tree.id, operations))
+        return [replace(m, checks=(*m.checks, *added[m.id])) if m.id in added else m
+                for m in found]
 
     def _return_of(self, rows: tuple[int, ...]) -> int:
         """A function's ``ret`` (what a call costs ends there), else its hottest row."""

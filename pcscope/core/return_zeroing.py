@@ -27,6 +27,9 @@ from pcscope.core.shapes import Op
 MIN_CLEARED = 2  # registers (other than x0/x1) one return clears
 MIN_FUNCTIONS = 3  # functions doing it before the runs are a build flag, not one function
 MIN_SHARE = 0.005  # share of the total the runs need
+# instructions per call up to which a function is small: its run is a large part of each call,
+# the functions the advice exempts (a longer function's run costs little per call)
+SMALL = 64
 _RESULT = frozenset(("x0", "x1"))  # may carry the return value
 
 
@@ -35,6 +38,7 @@ class Zeroing:
     runs: dict[int, tuple[int, ...]]  # function code -> the zeroing rows before its returns
     returns: int  # executions of the returns with a run
     cleared: float  # registers cleared per such return
+    small: float  # part of the runs' executions in small functions (at most SMALL per call)
 
 
 def find(profile: Profile, facts: CodeFacts, op: Callable[[int], Op],
@@ -62,10 +66,20 @@ def find(profile: Profile, facts: CodeFacts, op: Callable[[int], Op],
         return None
     runs = {fn: found for fn, found in runs.items() if found}
     rows = [r for found in runs.values() for r in found]
-    if float(profile.value[rows].sum()) < MIN_SHARE * profile.total:
+    executed = int(profile.samples[rows].sum())
+    if float(profile.value[rows].sum()) < MIN_SHARE * profile.total or not executed:
         return None
+    small = sum(int(profile.samples[list(found)].sum()) for fn, found in runs.items()
+                if _per_call(profile, fn) <= SMALL)
     return Zeroing({fn: tuple(sorted(r)) for fn, r in runs.items()}, returns,
-                   round(cleared / returns, 1))
+                   round(cleared / returns, 1), round(small / executed, 3))
+
+
+def _per_call(profile: Profile, fn: int) -> float:
+    """Instructions per call of function ``fn`` (its executions / its first row's count)."""
+    rows = profile.function_rows(fn)
+    entries = int(profile.samples[rows[0]])
+    return int(profile.samples[rows].sum()) / entries if entries else float("inf")
 
 
 def _zeroes(o: Op) -> bool:
@@ -79,7 +93,10 @@ def metrics(z: Zeroing) -> list[Metric]:
                    f"at least {MIN_CLEARED} registers besides x0/x1"),
             Metric("returns", z.returns, "executions", "executions of those returns"),
             Metric("registers cleared per return", z.cleared, "instructions",
-                   "mov/movz #0 before each such return (x0/x1 not counted)")]
+                   "mov/movz #0 before each such return (x0/x1 not counted)"),
+            Metric("runs in small functions", round(100 * z.small, 1), "%",
+                   f"executions of the runs in functions of at most {SMALL} instructions per "
+                   f"call / all the runs' executions")]
 
 
 def checks(z: Zeroing) -> list[str]:

@@ -57,9 +57,12 @@ from pcscope.index.parts import load_parts, save_parts
 # the unrolled extension with its exit blocks in the site, the link width bounding its table);
 # a memory-state mechanism names reloads with no store between and its byte stores per iteration;
 # a mechanism in a function likely written in assembly says so (pcscope.core.hand_written)
-# 14: a memory-state mechanism lists the fields stored back on fewer than 90 % of its
-# iterations apart, with their part, and names its hottest aliasing byte store
-FORMAT_VERSION = 14
+# 14: per-operation trees from near-equal entry counts, member figures net of other mechanisms'
+#     rows, key set-up and the constant-key lookups they make (linked to the lookup's
+#     mechanism); lookup callers reached through tail calls; zeroing runs in small functions
+# 15: a memory-state mechanism lists the fields stored back on fewer than 90 % of its
+#     iterations apart, with their part, and names its hottest aliasing byte store
+FORMAT_VERSION = 15
 Progress = Callable[[str], None]
 
 

@@ -21,13 +21,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from pcscope.core import chain_walk
-from pcscope.core.call_cohorts import PLUMBING
+from pcscope.core.call_cohorts import PLUMBING, SETUP_CHECK, SHARED_CHECK
 from pcscope.core.hand_written import CHECK as HAND_WRITTEN
 from pcscope.core.keyed_lookups import CHECK as KEYED_CHECK
+from pcscope.core.keyed_lookups import LOOKUP_CHECK, MORE_CHECK, TREE_CHECK
 from pcscope.core.mechanism_finder import RELINKS, is_jit_module
 from pcscope.core.mechanisms import number
 from pcscope.core.memory_state import BYTE_STORE, RELOADED, STORED_EVERY, STORED_FEWER
 from pcscope.core.patterns import libc_routine_name
+from pcscope.core.return_zeroing import SMALL as ZEROING_SMALL
 from pcscope.core.store_loops import WIDE
 
 MIN_SHARE = 0.005  # own share a profile-only mechanism needs to become an idea
@@ -596,12 +598,24 @@ def _libc(m: dict, noun: str) -> tuple[str, str, str]:
                       f"calls per entry).")
             rec += (f" In `{keyed}`, walk the request once and dispatch on the name (switch, "
                     f"perfect hash, generated decoder), or cache the results per context.")
+        claim += _keyed_lookup_links(m)
         what = "Lookups by name" if compares else "Calls"
         return f"{what}: {name} called from {caller}", claim, rec
     rec = (f"Call `{name}` less rather than rewrite it: in {where}, cache the result of "
            f"lookups by name, compare lengths or hashes first, intern strings or replace "
            f"string keys by integers.")
     return f"Time in the C library's {name} ({number(calls)} calls)", claim, rec
+
+
+def _keyed_lookup_links(m: dict) -> str:
+    """The sentences naming the other constant-key callers of a lookup and the
+    per-operation tree making its lookups (empty without)."""
+    more = _check_list(m, MORE_CHECK.removesuffix(": "))
+    tree = next((c.removeprefix(LOOKUP_CHECK) for c in m["checks"]
+                 if c.startswith(LOOKUP_CHECK)), None)
+    return ((f" More callers pass a different constant key at each call site: {more}."
+             if more else "")
+            + (f" Per operation: {tree}." if tree else ""))
 
 
 def _routine_and_callers(functions: list[str]) -> tuple[str, list[str]]:
@@ -723,6 +737,11 @@ def _return_zeroing(m: dict, noun: str) -> tuple[str, str, str]:
              f"reads those registers afterwards; this is the code a hardening flag such as "
              f"`-fzero-call-used-regs=used-gpr` adds. The cost is issue and rename slots, "
              f"not latency: the moves are cheap, but there are many.")
+    small = metric(m, "runs in small functions")
+    if small:
+        claim += (f" {number(small)}% of the runs' executions are in small functions (at most "
+                  f"{ZEROING_SMALL} instructions per call), where a run is a large part of "
+                  f"every call.")
     rec = ("Keep the flag where the threat model needs it, and exempt the hot small functions "
            "(`__attribute__((zero_call_used_regs(\"skip\")))`, or a narrower mode such as "
            "`used-gpr-arg`) or inline them with LTO so fewer returns run. Compare instructions "
@@ -771,25 +790,56 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
     per_call = metric(m, "instructions per call") or 0
     heaviest = _check_list(m, "heaviest") or ""
     allocations = _check_list(m, "C allocator calls per operation")
+    setups = _check_list(m, SETUP_CHECK)
+    lookups = next((c.removeprefix(TREE_CHECK) for c in m["checks"]
+                    if c.startswith(TREE_CHECK)), None)
     claim = (f"Every operation runs the same call tree: {functions} functions are entered once "
              f"or a whole number of times per operation ({number(ops)} operations by their "
              f"exact entry counts), {number(calls)} calls and {number(per_op)} instructions "
              f"per operation, {number(per_call)} instructions per call — set-up, teardown, "
              f"wrappers and lookups around the work (functions over "
-             f"{number(PLUMBING)} instructions per call, the work itself, are not counted). "
-             + (f"The C allocator per operation: {allocations} (their own code, not their "
-                f"helpers'). "
-                if allocations else "")
-             + f"Heaviest: {heaviest}.")
-    rec = (f"Make the per-operation part smaller than the work: reuse the context or object "
-           f"across operations instead of creating, initialising and freeing it on every "
-           f"call (the functions entered once per operation above show which), pass more "
-           f"data per call so the {number(per_op)} instructions are paid less often, cache "
-           f"lookups made on every operation, and let LTO inline the small wrappers "
-           f"({number(per_call)} instructions per call on average). Measure instructions per "
-           f"operation at two payload sizes: the part that does not grow is this overhead.")
+             f"{number(PLUMBING)} instructions per call, the work itself, are not counted; nor "
+             f"are the rows other ideas count, named per function below). "
+             + (f"The C allocator per operation: {allocations}. " if allocations else "")
+             + (f"Vector or crypto code runs once per operation, a fixed-size computation "
+                f"repeated for every operation: {setups} — the shape of key or context set-up "
+                f"(a key schedule, a table of key powers). " if setups else "")
+             + (f"Constant-key lookups per operation: {lookups}. " if lookups else "")
+             + "".join(f"Callees shared with another tree{c.removeprefix(SHARED_CHECK)}. "
+                       for c in m["checks"] if c.startswith(SHARED_CHECK))
+             + f"Heaviest, by the instructions counted here: {heaviest}.")
+    rec = ("Make the per-operation part smaller than the work: reuse the context or object "
+           "across operations instead of creating, initialising and freeing it on every "
+           "call (the functions entered once per operation above show which"
+           + ("; a reused context also removes the allocator calls" if allocations else "")
+           + f"), pass more data per call so the {number(per_op)} instructions are paid less "
+           f"often, cache lookups made on every operation, and let LTO inline the small "
+           f"wrappers ({number(per_call)} instructions per call on average).")
+    if setups:
+        rec += (" The once-per-operation vector or crypto set-up is recomputed for every "
+                "operation: if it derives from the key, set the key once (initialise the "
+                "context with the key once) and change only the IV or nonce per operation, "
+                "so the set-up runs once instead of once per operation.")
+    if lookups:
+        rec += (" The constant-key lookups its members make are the lookup idea's cost: "
+                "resolve those keys once per context rather than on every operation.")
+    rec += (" Measure instructions per operation at two payload sizes: the part that does "
+            "not grow is this overhead.")
     return (f"Per-operation overhead ({number(ops)} operations): {number(per_op)} instructions "
             f"in {number(calls)} calls each", claim, rec)
+
+
+def _per_operation_removes(m: dict) -> float | None:
+    """Reusing the context deletes the allocator calls; setting the key once, the set-up."""
+    deleted, per_op = metric(m, "deletable instructions per operation"), \
+        metric(m, "instructions per operation")
+    return round(deleted / per_op, 3) if deleted and per_op else None
+
+
+def _return_zeroing_removes(m: dict) -> float | None:
+    """Exempting the small functions deletes their clearing runs."""
+    small = metric(m, "runs in small functions")
+    return round(small / 100, 3) if small else None
 
 
 def _dispatch_removes(m: dict) -> float | None:
@@ -851,7 +901,8 @@ def _store_loop_removes(m: dict) -> float | None:
 # What part of its own share a kind's advice deletes, where that (not the category's
 # penalty) sizes the upside.
 _REMOVES = {"dispatch": _dispatch_removes, "byte-swap-store": _byte_swap_removes,
-            "store-loop": _store_loop_removes}
+            "store-loop": _store_loop_removes, "per-operation": _per_operation_removes,
+            "return-zeroing": _return_zeroing_removes}
 
 _WRITERS = {
     "dispatch": _dispatch, "indirect-call": _indirect_call, "plt": _plt,

@@ -119,8 +119,10 @@ def markdown_report(report: dict, workload: Workload) -> str:
             f"modelled penalty (or the part the advice deletes) × confidence)", ""]
     if not report["ideas"]:
         out += ["No idea passed validation.", ""]
+    ranks = {m: rank for rank, idea in enumerate(report["ideas"], 1)
+             for m in idea.get("mechanisms") or []}
     for rank, idea in enumerate(report["ideas"], 1):
-        out += _idea_md(rank, idea, store, report["model"])
+        out += _idea_md(rank, idea, store, report["model"], ranks)
     if report["rejected"]:
         out += ["## Rejected outputs", "", "| call | reason |", "| --- | --- |"]
         out += [f"| {r['call']} | {_cell(r['reason'])} |" for r in report["rejected"]]
@@ -160,7 +162,8 @@ def _why_not(row: dict) -> str:
     return f"{row['status']}; {code}" if code else row["status"]
 
 
-def _idea_md(rank: int, idea: dict, store: EvidenceStore, model: str) -> list[str]:
+def _idea_md(rank: int, idea: dict, store: EvidenceStore, model: str,
+             ranks: dict[str, int]) -> list[str]:
     label = " (rule-based)" if model == RULE_BASED else ""
     mechanisms = idea.get("mechanisms") or []
     out = [
@@ -173,9 +176,9 @@ def _idea_md(rank: int, idea: dict, store: EvidenceStore, model: str) -> list[st
         "",
         f"**Expected upside** ≈ {idea['upside']:.2%} of the total = {idea['upside_how']}.",
         "",
-        f"**Claim.** {_unlabelled(idea['claim'])}",
+        f"**Claim.** {_linked(_unlabelled(idea['claim']), ranks, rank)}",
         "",
-        f"**Recommendation.** {_unlabelled(idea['recommendation'])}",
+        f"**Recommendation.** {_linked(_unlabelled(idea['recommendation']), ranks, rank)}",
         "",
         "| PC | asm | share (%) | ALP (rates %, latencies cycles) |",
         "| --- | --- | ---: | --- |",
@@ -217,6 +220,19 @@ def _wrapped(head: str, items: list[str]) -> list[str]:
     lines = textwrap.wrap(f"{head} {', '.join(items)}", WRAP, break_long_words=False,
                           break_on_hyphens=False)
     return [line + "  " for line in lines[:-1]] + lines[-1:]
+
+
+_MECH_ID = re.compile(r"`?(mech:[a-z-]+:0x[0-9a-f]+)`?")
+
+
+def _linked(text: str, ranks: dict[str, int], rank: int) -> str:
+    """``text`` with each mechanism ID that another idea of the report is about followed by
+    that idea's number, so ideas that are one chain of cause point at each other."""
+    def link(match: re.Match) -> str:
+        other = ranks.get(match.group(1))
+        return (f"idea #{other} (`{match.group(1)}`)" if other is not None and other != rank
+                else match.group(0))
+    return _MECH_ID.sub(link, text)
 
 
 def _unlabelled(text: str) -> str:
