@@ -131,11 +131,22 @@ def test_cancel_from_another_thread_keeps_completed_results(workload, tmp_path):
 
 
 async def test_cancelling_the_run_task_records_what_finished(workload, tmp_path):
+    # cancel while the second call is in flight, by events rather than a sleep that a
+    # loaded machine can outrun
+    bus, finished, second = EventBus(), [], asyncio.Event()
+
+    def watch(event):
+        if isinstance(event, CallFinished):
+            finished.append(event)
+        elif isinstance(event, CallStarted) and len(finished) == 1:
+            second.set()
+
+    bus.listen(watch)
     with SessionStore(tmp_path / "s.sqlite") as store:
         orch = Orchestrator(workload, backend_for("scripted:ok@0.3"),
-                            settings(concurrency=1, **ALL), store)
+                            settings(concurrency=1, **ALL), store, bus=bus)
         task = asyncio.create_task(orch.run())
-        await asyncio.sleep(0.45)
+        await asyncio.wait_for(second.wait(), timeout=60)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

@@ -120,6 +120,21 @@ def test_failed_build_leaves_the_last_good_index(tmp_path, profile):
     assert sorted(p.name for p in home.iterdir()) == sorted([".lock", "current", name])
 
 
+def test_a_failed_write_of_the_arrays_fails_the_build(tmp_path, profile, monkeypatch):
+    """A write error ends the build as one that writes nothing, and no build folder is
+    left."""
+    from pcscope.index import arrays
+
+    def full_disk(*_args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(arrays, "save_profile", full_disk)
+    idx = tmp_path / "idx"
+    with pytest.raises(InputError, match="cannot write the index"):
+        open_workload(profile, index_dir=idx)
+    assert sorted(p.name for p in next(idx.iterdir()).iterdir()) == [".lock"]
+
+
 def test_missing_input_is_an_input_error(tmp_path):
     with pytest.raises(InputError) as err:
         open_workload(tmp_path / "nope.csv", index_dir=tmp_path / "idx")

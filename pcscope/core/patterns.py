@@ -184,11 +184,14 @@ def _hottest_loops(prefix: np.ndarray, heads: np.ndarray, branches: np.ndarray,
                    budget: int) -> np.ndarray:
     """Positions (ascending) of the entries whose loop ``heads..branches`` is among the
     ``budget`` heaviest distinct loops (``prefix``: cumulative row values)."""
-    loops, inverse = np.unique(np.stack([heads, branches], axis=1), axis=0, return_inverse=True)
-    if len(loops) <= budget:
+    # One int64 key per loop, in (head, branch) order: numpy's unique of rows (axis=0)
+    # sorts them as opaque records, ~30x slower (40 ms at 1M rows).
+    span = len(prefix)  # > every row index
+    keys, inverse = np.unique(heads.astype(np.int64) * span + branches, return_inverse=True)
+    if len(keys) <= budget:
         return np.arange(len(heads))
-    weight = prefix[loops[:, 1] + 1] - prefix[loops[:, 0]]
-    chosen = np.zeros(len(loops), dtype=bool)
+    weight = prefix[keys % span + 1] - prefix[keys // span]
+    chosen = np.zeros(len(keys), dtype=bool)
     chosen[np.argsort(-weight, kind="stable")[:budget]] = True
     return np.flatnonzero(chosen[inverse.ravel()])
 

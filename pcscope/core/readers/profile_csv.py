@@ -26,6 +26,7 @@ REQUIRED = ("pc", "samples", "asm")
 MAX_SUM = 2**63 - 1  # counts and their sums must fit int64
 KNOWN = ("pc", "samples", "asm", "function", "window", "module", "cycles")
 WINDOW_GAP = 64  # bytes between PCs that start a new derived window
+_STRIPPED_ASM = "_asm"  # the parse's stripped asm (internal, like "_row")
 
 Progress = Callable[[str], None]
 
@@ -98,7 +99,9 @@ def _collect(path: str, query: pl.LazyFrame, sep: str, width: int) -> pl.DataFra
 def _parse(path: str, sep: str, names: list[str]) -> pl.DataFrame:
     """One streaming pass: every derived column at once (numbers read the fast way; see
     _columns), the columns outside KNOWN kept as text."""
-    cols = _collect(path, _scan(path, sep, names).select(_columns(names)), sep, len(names))
+    query = _scan(path, sep, names).with_columns(
+        pl.col("asm").str.strip_chars().alias(_STRIPPED_ASM)).select(_columns(names))
+    cols = _collect(path, query, sep, len(names))
     if not len(cols):
         raise InputError(path, None, "no instructions: the file has a header and no rows")
     return cols
@@ -187,7 +190,9 @@ def _columns(names: list[str]) -> list[pl.Expr]:
     """Every derived column, so polars runs them in one pass. Numbers are read the fast way
     (see _slow_numbers for cells that fail); labels are kept raw as Categorical and cleaned
     per distinct label (_encode)."""
-    asm = pl.col("asm").str.strip_chars()
+    # Stripped once, before this select (_parse): the streaming engine strips anew for each
+    # use of a stripped expression (three here; ~0.06 s CPU at 1M rows).
+    asm = pl.col(_STRIPPED_ASM)
     exprs = [
         pl.col("_row"),
         _pc_expr(fast=True).alias("pc_value"),
