@@ -115,9 +115,12 @@ def test_stage_seen_only_in_zero_iteration_loops_is_a_plain_mean(tmp_path):
         {"loop": "A", "pc": "0x30", "iterations": 0, "stages": {"issue": 2.0}},
         {"loop": "B", "pc": "0x30", "iterations": 0, "stages": {"issue": 4.0}},
         {"loop": "C", "pc": "0x30", "iterations": 5, "stages": {"fetch": 1.0}},
+        {"loop": "A", "pc": "0x34", "iterations": 0, "stages": {"issue": 9.0}},
+        {"loop": "B", "pc": "0x34", "iterations": 2, "stages": {"issue": 1.0}},
     ])
-    rec = read_alp(path, profile_pcs=None).get(0x30)
-    assert rec.stages == {"fetch": 1.0, "issue": 3.0}
+    table = read_alp(path, profile_pcs=None)
+    assert table.get(0x30).stages == {"fetch": 1.0, "issue": 3.0}
+    assert table.get(0x34).stages == {"issue": 1.0}  # a weight beside it: the weighted mean
 
 
 def test_extra_stage_names_are_averaged_and_listed_after_canonical(tmp_path):

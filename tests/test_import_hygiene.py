@@ -6,8 +6,8 @@ one lookup needs numpy, not the parser (polars), the models (pydantic), the mode
 mechanisms at a PC are named from arrays, the guides decode on first use), the guide
 readers or the pattern pass (the pattern table is a module of its own); the explorer's
 first frame needs
-Textual, not the analysis engine's libraries, the text index or the Markdown renderer (all
-loaded after the first frame, in workers).
+Textual, not the analysis engine's libraries, the text index, the Markdown renderer, the ALP
+module, the guide reader or the msgpack codec (all loaded after the first frame).
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ UI = ("textual", "rich", "markdown_it", "pygments")
 # pattern pass's instruction tables and regular expressions, temporary folders.
 LOOKUP = ("msgspec", "pcscope.core.readers.guides", "pcscope.core.patterns", "pcscope.core.isa",
           "tempfile")
+# What the explorer loads after its first frame: the ALP module (with the ALP), the guide
+# reader and the msgpack codec (with the guide pane).
+LATER = ("msgspec", "pcscope.core.alp", "pcscope.core.readers.guides")
 
 
 @pytest.fixture()
@@ -100,7 +103,7 @@ def test_explorer_first_frame_loads_only_textual(indexed, tmp_path):
         "request = request_of(args)\n"
         "prepared = reopen(request)\n"
         "assert prepared is not None, 'the index was not current'\n"
-        "MainScreen(prepared, request, TuiConfig(path=None))\n", tmp_path)
+        "MainScreen(prepared, request, TuiConfig(path=None))\n", tmp_path, ENGINE + UI + LATER)
     assert [m for m in loaded if m not in ("textual", "rich")] == []
     assert "textual" in loaded  # the check sees what was imported
 

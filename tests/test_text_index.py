@@ -277,3 +277,30 @@ def test_texts_match_what_tantivy_matches(tmp_path, query):
     parsed = reference.parse_query(query, ["asm"], conjunction_by_default=True)
     hits = reference.searcher().search(parsed, 100, order_by_field="row", order=tantivy.Order.Asc).hits
     assert ours.tolist() == sorted(row for row, _ in hits)
+
+
+@pytest.mark.parametrize("limit", [1, 7, 5000])
+def test_terms_within_samples_ranges_by_either_plan(tmp_path, limit):
+    """A term within a samples range (a rank range) is answered from the term's texts or by
+    scanning the range in rank order, and counted at the nearest block bound plus a scan:
+    every plan gives the brute-force answer, with range ends inside blocks and on bounds."""
+    rng = np.random.default_rng(5)
+    common = ["ldr x0, [x1]", "ldr x2, [x3]", "add x0, x0, #1", "str x4, [sp]"]
+    texts = [common[i] if i < 4 else f"ldr x{i % 29}, [x{i % 7}, #{i}]" for i in
+             rng.integers(0, 60, 3000).tolist()]  # fmt: skip
+    texts[17] = "udiv x0, x1, x2"  # a text of one row
+    samples = rng.integers(0, 400, 3000).tolist()
+    lines = ["pc,samples,asm"] + [f'{0x1000 + 4 * i:#x},{s},"{t}"'
+                                  for i, (s, t) in enumerate(zip(samples, texts, strict=True))]
+    (tmp_path / "p.csv").write_text("\n".join(lines) + "\n")
+    profile = read_profile(tmp_path / "p.csv")
+    text = TextIndex.build(tmp_path / "idx", profile)
+    order = sorted(range(3000), key=lambda r: (-samples[r], r))
+    for words, has in [("ldr", lambda t: t.startswith("ldr")), ("udiv", lambda t: "udiv" in t),
+                       ('"x0 x0"', lambda t: "x0, x0" in t), ("x0 -ldr", lambda t: "x0," in t and not t.startswith("ldr")),
+                       ("nosuch", lambda t: False)]:  # fmt: skip
+        for low, high in [(0, 399), (1, 5), (100, 101), (37, 250), (0, 0), (399, 399), (250, 5)]:
+            rows, total = text.search(f"samples:[{low} TO {high}] {words}", limit)
+            expected = [r for r in order if low <= samples[r] <= high and has(texts[r])]
+            assert (rows.tolist(), total) == (expected[:limit], len(expected)), (words, low, high)
+            assert text.matching_rows(f"samples:[{low} TO {high}] {words}").tolist() == sorted(expected)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from textual import events
 from tui_support import build_index, fresh_session, ready, screen_text, until
 
 from pcscope.tui.config import TuiConfig, read_config
@@ -264,6 +265,42 @@ async def test_typed_ahead_enter_answers_the_prompt_once(indexed) -> None:
         field.post_message(Input.Submitted(field, "0x100c"))
         await pilot.pause()
         assert answers == ["0x100c"] and not screen.command.asking
+
+
+def burst(app, text: str) -> None:
+    """``text`` as one terminal read delivers it (a paste, fast typing): every key is
+    posted to the app before the first is handled, as the driver does. ``pilot.press``
+    waits for each key to be handled, which would hide what happens to the later ones."""
+    names = {"/": "slash", ":": "colon"}
+    for char in text:
+        app.post_message(events.Key(names.get(char, char), char))
+
+
+async def test_keys_typed_with_the_slash_reach_the_query(indexed) -> None:
+    """`/ldr` in one burst: the letters after / are the query, not commands of the hot
+    list (l would open a window) they were sent to before the query box took the focus."""
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        assert screen.hot.has_focus
+        burst(app, "/ldr")
+        await pilot.pause()
+        assert screen.search.input.value == "ldr"
+        assert screen.search.input.has_focus and screen.active == "search"
+        burst(app, "/x:1")  # inside the query / and : are text, not the search and goto keys
+        await pilot.pause()
+        assert screen.search.input.value == "ldr/x:1" and not screen.command.asking
+
+
+async def test_keys_typed_with_the_colon_reach_the_prompt(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        burst(app, ":0x2004")
+        await pilot.pause()
+        assert screen.command.asking and screen.command.input.value == "0x2004"
+        await pilot.press("enter")
+        assert screen.asm.pc == 0x2004
 
 
 async def test_finished_search_never_moves_the_focus(indexed) -> None:

@@ -9,7 +9,15 @@ text set becomes rows through the text code of each row:
   of ``asm`` (for phrases), the texts of ``mnemonic`` and ``base``, the rows of ``function``;
 - the rows in rank order (samples descending, then PC) with each one's text, and per text
   its rank positions, so the first hits in rank order are the best and a hit count is a sum
-  over texts.
+  over texts;
+- per text, its rows ranked before each of a few evenly spaced rank positions
+  (``block_counts``), so a hit count within a rank range (``samples:>1000 ldr``) is a sum
+  over the term's texts plus a scan of the rank positions between an end of the range and
+  the nearest of those positions, whatever the range's size.
+
+A query planned the way a database would: a conjunction of text terms and a rank range
+starts from the cheaper side by estimated size, listing the texts' rank positions when
+they are few, scanning the range in rank order when hits are dense.
 
 Tantivy parses the query (pcscope.index.parsed_query) and tokenises its values with the
 fields' analyzers; the texts are tokenised the way Tantivy's ``default`` analyzer does
@@ -23,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 import polars as pl
@@ -50,6 +58,8 @@ TEXT_FIELDS = ("asm", "mnemonic", "base")  # properties of the instruction text
 LONG_TOKEN = 40  # bytes: Tantivy's default analyzer drops longer tokens
 SMALL = 1 << 17  # rank positions worth listing to narrow where a query is evaluated
 _SCAN = 4096  # rank positions looked at first when the best hits are searched in order
+_BLOCKS = 16  # rank positions counted per text: a few MB per 256k texts, at most a
+              # sixteenth of the rows scanned at each end of a range
 _REGISTER_NAMES = [f"x{n}" for n in range(31)] + ["sp"]  # by asmtext.register_code
 _KEY_MIX = np.uint64(0x9E3779B97F4A7C15)
 
@@ -176,7 +186,7 @@ class InstructionIndex:
     """Write with ``InstructionIndex.build(dir, profile)``; read with ``open(dir)``."""
 
     ARRAYS = ("rank_rows", "row_ranks", "rank_texts", "text_ranks", "text_offsets",
-              "flat_tokens", "flat_texts")  # fmt: skip
+              "block_counts", "flat_tokens", "flat_texts")  # fmt: skip
 
     def __init__(self, arrays: dict[str, np.ndarray], postings: dict[str, Postings]) -> None:
         self.rank_rows = arrays["rank_rows"]  # the row at each rank position
@@ -185,11 +195,13 @@ class InstructionIndex:
         self.text_ranks = arrays["text_ranks"]  # rank positions by text, ascending in each
         self.text_offsets = arrays["text_offsets"]
         self.text_rows = np.diff(self.text_offsets)
+        self.block_counts = arrays["block_counts"]  # [b, text]: its rows ranked < b * block
         self.flat_tokens = arrays["flat_tokens"]  # asm term id at each token position (-1: long)
         self.flat_texts = arrays["flat_texts"]  # the text of each token position
         self.postings = postings
         self.rows = len(self.rank_rows)
         self.texts = len(self.text_rows)
+        self.block = _block_size(self.rows)
 
     # --- building ---------------------------------------------------------------------
 
@@ -209,8 +221,9 @@ class InstructionIndex:
         bases = AsmScan(profile.asm_column).memory_bases().astype(np.int64)
         arrays: dict[str, np.ndarray] = {"rank_rows": rank_rows, "row_ranks": row_ranks, "rank_texts": rank_texts,
                   "text_ranks": np.argsort(rank_texts, kind="stable").astype(np.int32),
-                  "text_offsets": text_offsets, "flat_tokens": flat_tokens,
-                  "flat_texts": flat_texts}  # fmt: skip
+                  "text_offsets": text_offsets,
+                  "block_counts": _block_counts(rank_texts, len(texts)),
+                  "flat_tokens": flat_tokens, "flat_texts": flat_texts}  # fmt: skip
         postings = {
             "asm": asm,
             "mnemonic": Postings.of_codes(profile.mnemonic[first], mnemonics),
@@ -233,16 +246,45 @@ class InstructionIndex:
     def top(self, node: Node, limit: int) -> tuple[np.ndarray, int]:
         """The rows of the first ``limit`` matches in rank order, and how many match."""
         query = _Evaluation(self, node)
-        if query.text_level(node):
-            mask = query.text_mask(node)
-            count = self.count(mask)
-            if count * count <= limit * max(self.rows, 1):  # few: list them all
-                ranks = self.expand(np.flatnonzero(mask))[:limit]
-            else:  # many: the best come soon in rank order
-                ranks = self._first(mask, limit, count)
+        ranged = query.ranged(node)
+        if ranged is not None:
+            ranks, count = self._top_ranged(ranged, limit)
             return self.rank_rows[ranks].astype(np.int64), count
         where, hit = query.matching()
         return self.rank_rows[where.first(hit, limit)].astype(np.int64), int(np.count_nonzero(hit))
+
+    def _top_ranged(self, ranged: _Ranged, limit: int) -> tuple[np.ndarray, int]:
+        """The first ``limit`` rank positions of a text set within a rank range, and how
+        many there are: listed from the texts when they hold few rows for the range's
+        density of hits, else looked for in rank order from the range's start."""
+        low, high = ranged.low, ranged.high
+        if ranged.texts is None:
+            return np.arange(low, min(high, low + limit)), high - low
+        texts = np.flatnonzero(ranged.texts)
+        count = self.count_between(ranged.texts, texts, low, high)
+        if count == 0:
+            return np.zeros(0, dtype=np.int64), 0
+        listed = int(self.text_rows[texts].sum())  # rank positions to list from the texts
+        if listed * count <= limit * (high - low):  # fewer than a scan would look at
+            ranks = self.expand(texts)
+            return ranks[(ranks >= low) & (ranks < high)][:limit], count
+        return self._first(ranged.texts, limit, count, low, high), count
+
+    def count_between(self, mask: np.ndarray, texts: np.ndarray, low: int, high: int) -> int:
+        """The rows of ``texts`` (the texts in ``mask``) ranked in [low, high)."""
+        if low == 0 and high == self.rows:
+            return int(self.text_rows[texts].sum())
+        return self._ranked_before(mask, texts, high) - self._ranked_before(mask, texts, low)
+
+    def _ranked_before(self, mask: np.ndarray, texts: np.ndarray, rank: int) -> int:
+        """The rows of ``texts`` ranked before ``rank``: the counts at the nearest block
+        bound, corrected by a scan of the rank positions between it and ``rank``."""
+        b = min((rank + self.block // 2) // self.block, len(self.block_counts) - 1)
+        bound = min(b * self.block, self.rows)
+        at_bound = int(self.block_counts[b][texts].sum())
+        scanned = self.rank_texts[min(bound, rank) : max(bound, rank)]
+        between = int(np.count_nonzero(np.take(mask, scanned)))
+        return at_bound + between if bound <= rank else at_bound - between
 
     def matching_rows(self, node: Node) -> np.ndarray:
         """Every row the query matches, ascending."""
@@ -265,18 +307,30 @@ class InstructionIndex:
         step = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
         return np.sort(self.text_ranks[step + np.arange(total)])
 
-    def _first(self, mask: np.ndarray, limit: int, count: int) -> np.ndarray:
-        """The first ``limit`` rank positions whose text is in ``mask`` (of ``count``)."""
+    def _first(self, mask: np.ndarray, limit: int, count: int, low: int,
+               high: int) -> np.ndarray:  # fmt: skip
+        """The first ``limit`` rank positions in [low, high) whose text is in ``mask`` (of
+        ``count`` there)."""
         found: list[np.ndarray] = []
-        need, start = min(limit, count), 0
-        size = max(_SCAN, 2 * limit * self.rows // max(count, 1))
-        while need > 0 and start < self.rows:
-            hits = np.flatnonzero(np.take(mask, self.rank_texts[start : start + size]))[:need] + start
+        need, start = min(limit, count), low
+        size = max(_SCAN, 2 * limit * (high - low) // max(count, 1))
+        while need > 0 and start < high:
+            stop = min(start + size, high)
+            hits = np.flatnonzero(np.take(mask, self.rank_texts[start:stop]))[:need] + start
             found.append(hits)
             need -= len(hits)
-            start += size
+            start = stop
             size *= 2
         return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class _Ranged:
+    """A query that is a set of texts within a run of rank positions [low, high)."""
+
+    texts: np.ndarray | None  # mask over the texts; None: every text
+    low: int
+    high: int
 
 
 class _Evaluation:
@@ -302,6 +356,28 @@ class _Evaluation:
     def _row_count(self, node: Leaf) -> int:
         leaf = self.row_leaf(node)
         return len(leaf.rows) if leaf.rows is not None else leaf.high - leaf.low
+
+    def ranged(self, node: Node) -> _Ranged | None:
+        """The node as texts within a rank range, if it is one: a text-level node (over
+        every rank), a rank range (of every text), or a conjunction of those, less
+        text-level exclusions (Tantivy: Shoulds beside a Must count only with a minimum)."""
+        if self.text_level(node):
+            return _Ranged(self.text_mask(node), 0, self.index.rows)
+        if isinstance(node, RangeNode) and FIELDS[node.field] == "rank":
+            leaf = self.row_leaf(node)
+            return _Ranged(None, leaf.low, leaf.high)
+        if not isinstance(node, BoolNode) or node.minimum_should:
+            return None
+        parts = [self.ranged(c) for o, c in node.clauses if o == "Must"]
+        excluded = [c for o, c in node.clauses if o == "MustNot"]
+        if not parts or None in parts or not all(self.text_level(c) for c in excluded):
+            return None
+        ranges = cast(list[_Ranged], parts)
+        masks = [p.texts for p in ranges if p.texts is not None]
+        masks += [~self.text_mask(c) for c in excluded]
+        low = max(p.low for p in ranges)
+        high = max(low, min(p.high for p in ranges))
+        return _Ranged(np.logical_and.reduce(masks) if masks else None, low, high)
 
     def text_mask(self, node: Node) -> np.ndarray:
         """The texts a text-level node matches."""
@@ -437,6 +513,22 @@ class _Evaluation:
 def _load(path: Path) -> np.ndarray:
     """Mapped, as a plain array (indexing numpy's memmap class costs ~40 µs a call)."""
     return np.asarray(np.load(path, mmap_mode="r"))
+
+
+def _block_size(rows: int) -> int:
+    return max(1, -(-rows // _BLOCKS))
+
+
+def _block_counts(rank_texts: np.ndarray, texts: int) -> np.ndarray:
+    """Per block bound b (0 to _BLOCKS, each ``_block_size`` rank positions on), the rows
+    of each text ranked before it."""
+    block = _block_size(len(rank_texts))
+    bounds = np.minimum(np.arange(_BLOCKS + 1) * block, len(rank_texts))
+    counts = np.zeros((_BLOCKS + 1, texts), dtype=np.int32)
+    for b in range(1, _BLOCKS + 1):
+        counts[b] = counts[b - 1] + np.bincount(rank_texts[bounds[b - 1] : bounds[b]],
+                                                minlength=texts)  # fmt: skip
+    return counts
 
 
 def _field(node: Leaf) -> int:

@@ -46,6 +46,7 @@ from pcscope.core.queries import (
     SearchResult,
 )
 from pcscope.core.workload import Workload
+from pcscope.index.memory import keep_freed_memory
 from pcscope.index.text import QUERY_TOKEN, TextIndex
 
 MAX_LIMIT = 1000  # hits or groups in one result
@@ -71,6 +72,7 @@ class QueryEngine:
         self.profile = profile
         self.patterns = patterns
         self._text = text
+        keep_freed_memory()  # a query's temporaries are not faulted in anew each time
 
     @classmethod
     def of(cls, workload: Workload) -> QueryEngine:

@@ -53,7 +53,8 @@ from pcscope.core.readers.guides import GuideSection
 from pcscope.index.instructions import FIELDS, InstructionIndex
 from pcscope.index.parsed_query import Node, UnknownQuery, read_parsed
 
-FORMAT = 3  # 3: instructions answered from arrays (2: Tantivy documents per row)
+FORMAT = 4  # 4: rows per text counted at rank bounds (3: instructions answered from arrays;
+            # 2: Tantivy documents per row)
 META = "text.json"
 SAMPLES = "samples_by_rank.npy"  # every row's samples, ascending (= rank order reversed)
 ROWS = "{}_rows.npz"  # per window / module: its value's row runs

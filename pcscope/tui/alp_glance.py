@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from pcscope.core.alp import MEM_COUNTS, row_of
 from pcscope.core.profile import Profile
 from pcscope.tui import render
 
@@ -17,23 +16,28 @@ from pcscope.tui import render
 ALP_ANY, ALP_MISPREDICT, ALP_MISS = 1, 2, 4
 # Display threshold for the flags (a glance aid, not a judgement: the analysis decides).
 FLAG_RATE = 0.05
-_ACCESSES, _L1D = MEM_COUNTS.index("accesses"), MEM_COUNTS.index("l1d_miss")
 
 
 class AlpGlance:
     def __init__(self, alp) -> None:
+        # The ALP module (and its codec) loads with the ALP, after the first frame.
+        from pcscope.core.alp import MEM_COUNTS, row_of
+
         self.columns = alp.records.columns  # the aggregated ALP's own arrays
+        self._row_of = row_of
+        self._accesses, self._l1d = MEM_COUNTS.index("accesses"), MEM_COUNTS.index("l1d_miss")
 
     def badge(self, pc: int) -> str | None:
         """The figure most worth a glance — mispredict rate, else L1D miss rate — or
         ``A`` (other ALP evidence); None without a record."""
-        row = row_of(self.columns.pcs, pc)
+        row = self._row_of(self.columns.pcs, pc)
         if row is None:
             return None
         executed, _taken, mispredicted = (int(x) for x in self.columns.branch[row])
         if executed > 0 and mispredicted >= 0:
             return f"mp {render.rate(mispredicted / executed)}"
-        accesses, l1d = int(self.columns.mem[row, _ACCESSES]), int(self.columns.mem[row, _L1D])
+        mem = self.columns.mem
+        accesses, l1d = int(mem[row, self._accesses]), int(mem[row, self._l1d])
         if accesses > 0 and l1d >= 0:
             return f"l1 {render.rate(l1d / accesses)}"
         return "A"
@@ -53,7 +57,7 @@ class AlpGlance:
         """Flags per ALP row; absent counts are negative and never set a flag."""
         c = self.columns
         executed, mispredicted = c.branch[:, 0], c.branch[:, 2]
-        accesses, l1d = c.mem[:, _ACCESSES], c.mem[:, _L1D]
+        accesses, l1d = c.mem[:, self._accesses], c.mem[:, self._l1d]
         mispredicts = (executed > 0) & (mispredicted >= 0) & (mispredicted >= FLAG_RATE * executed)
         misses = (accesses > 0) & (l1d >= 0) & (l1d >= FLAG_RATE * accesses)
         bits = np.full(len(c.pcs), ALP_ANY, dtype=np.uint8)

@@ -19,7 +19,6 @@ from pcscope.tui.work import WorkFailed, in_thread
 
 
 class PcscopeApp(App[int], inherit_bindings=False):
-    CSS_PATH = STYLESHEET
     TITLE = "pcscope"
     BINDINGS = bindings("app")
     ENABLE_COMMAND_PALETTE = True
@@ -42,6 +41,10 @@ class PcscopeApp(App[int], inherit_bindings=False):
         """The explorer itself when the index reopened before the UI started: no empty
         default screen is mounted, styled and laid out first only to be covered by a pushed
         one before the first frame."""
+        # The stylesheet is read here, not through CSS_PATH: Textual parses a CSS_PATH
+        # stylesheet for its start-up theme, then once more (its parse cache cleared) when
+        # the first screen's styles are added; read here, it is parsed once.
+        self.stylesheet.read(STYLESHEET)
         if self.prepared is not None:
             return MainScreen(self.prepared, self.request, self.config)
         return super().get_default_screen()

@@ -20,6 +20,10 @@ class KeySpec:
     action: str       # Textual action run in the scope's widget
     description: str
     show: bool = True  # shown in the footer
+    # The key opens a text field: answered before the keys typed after it in the same burst
+    # (a paste, fast typing) are handed to the widget that has the focus, so they land in
+    # the field (a priority binding; the screen turns it off where the focus types it).
+    opens_field: bool = False
 
     @property
     def scope(self) -> str:
@@ -58,10 +62,10 @@ SPECS: tuple[KeySpec, ...] = (
     KeySpec("app.palette", "f2,ctrl+p", "command_palette", "Commands"),
     # Not a single letter: a theme change is saved, and a stray keystroke must not do it.
     KeySpec("app.theme", "f9", "next_theme", "Theme"),
-    KeySpec("main.search", "slash", "search", "Search"),
+    KeySpec("main.search", "slash", "search", "Search", opens_field=True),
     KeySpec("main.next_hit", "n", "step_hit(1)", "Next hit", show=False),
     KeySpec("main.prev_hit", "N", "step_hit(-1)", "Previous hit", show=False),
-    KeySpec("main.goto", "colon", "goto_pc", "Go to PC"),
+    KeySpec("main.goto", "colon", "goto_pc", "Go to PC", opens_field=True),
     KeySpec("main.analyze", "a", "analyze(False)", "Analyze selection"),
     KeySpec("main.analyze_all", "A", "analyze(True)", "Analyze all hot", show=False),
     KeySpec("main.cancel", "x,escape", "cancel", "Cancel", show=False),
@@ -120,6 +124,7 @@ SPECS: tuple[KeySpec, ...] = (
 )
 
 KEY_IDS = frozenset(spec.id for spec in SPECS)
+FIELD_ACTIONS = frozenset(spec.action for spec in SPECS if spec.opens_field)
 # Cursor motions: keys, not commands, so the palette leaves them out.
 MOTIONS = frozenset(
     spec.id for spec in SPECS
@@ -129,21 +134,18 @@ MOTIONS = frozenset(
 
 def bindings(*scopes: str) -> list[Binding]:
     """The Textual bindings of these scopes, ids kept so ``App.set_keymap`` remaps them."""
-    return [
-        Binding(spec.keys, spec.action, spec.description, show=spec.show, id=spec.id)
-        for spec in SPECS
-        if spec.scope in scopes
-    ]
+    return [_binding(spec) for spec in SPECS if spec.scope in scopes]
 
 
 def bindings_of(*ids: str) -> list[Binding]:
     """Bindings picked by id (for widgets that take part of a scope)."""
     wanted = set(ids)
-    return [
-        Binding(spec.keys, spec.action, spec.description, show=spec.show, id=spec.id)
-        for spec in SPECS
-        if spec.id in wanted
-    ]
+    return [_binding(spec) for spec in SPECS if spec.id in wanted]
+
+
+def _binding(spec: KeySpec) -> Binding:
+    return Binding(spec.keys, spec.action, spec.description, show=spec.show,
+                   priority=spec.opens_field, id=spec.id)
 
 
 def specs_of(scope: str) -> list[KeySpec]:

@@ -25,6 +25,7 @@ import numpy as np
 
 from pcscope.core.alp import BRANCH_KINDS, MEM_KINDS, AlpFileStats, AlpTable
 from pcscope.core.alp_columns import ABSENT, AlpRecords
+from pcscope.core.collector import collector_paused
 from pcscope.core.errors import InputError
 from pcscope.core.ids import hex_pc, parse_pc
 from pcscope.core.readers.alp_records import (
@@ -459,8 +460,11 @@ def read_alp(
     of lines.
     """
     reader = _Reader(str(path), profile_pcs, keep_pcs, skip_bad_lines)
-    for block in open_line_blocks(path, _BATCH):
-        reader.add_block(block)
-        if progress is not None:
-            progress(reader.chars)
-    return reader.table()
+    # The reader makes no garbage cycles, only what lives to its end: automatic passes
+    # would walk the kept lines and PCs again and again and free nothing.
+    with collector_paused():
+        for block in open_line_blocks(path, _BATCH):
+            reader.add_block(block)
+            if progress is not None:
+                progress(reader.chars)
+        return reader.table()

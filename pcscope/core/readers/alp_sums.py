@@ -37,12 +37,23 @@ def distinct(arr: np.ndarray) -> np.ndarray:
     return out[np.concatenate([[True], out[1:] != out[:-1]])] if len(out) else out
 
 
-def _mean_terms(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Per row, what a record adds to a weighted mean: (value * weight, weight, value, 1),
-    all zero where the value is absent (NaN). ``weights`` broadcasts against ``values``."""
+def _weighted_terms(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per row, what a record adds to a weighted mean: (value * weight, weight), both zero
+    where the value is absent (NaN). ``weights`` broadcasts against ``values``."""
     have = ~np.isnan(values)
-    v = np.where(have, values, 0.0)
-    return np.stack([v * weights, np.where(have, weights, 0.0), v, have], axis=1)
+    return np.stack([np.where(have, values, 0.0) * weights, np.where(have, weights, 0.0)],
+                    axis=1)
+
+
+def _plain_terms(values: np.ndarray) -> np.ndarray:
+    """Per row, what a record adds to a plain mean: (value, 1), both zero where absent."""
+    have = ~np.isnan(values)
+    return np.stack([np.where(have, values, 0.0), have], axis=1)
+
+
+def _mean_terms(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Both: (value * weight, weight, value, 1)."""
+    return np.concatenate([_weighted_terms(values, weights), _plain_terms(values)], axis=1)
 
 
 def _means(acc: np.ndarray) -> np.ndarray:
@@ -97,11 +108,20 @@ def _add_counts(sums: np.ndarray, seen: np.ndarray, to: _Targets, counts: np.nda
 
 
 class _Sums:
-    """Running sums per kept PC (by slot), grown as PCs arrive."""
+    """Running sums per kept PC (by slot), grown as PCs arrive. A stage's plain mean counts
+    only where its weights sum to zero, i.e. where every record carrying it ran 0
+    iterations, so plain sums are kept only for PCs with such records (``idle``): the
+    weighted sums alone are half of the memory per PC that all four terms took."""
+
+    _BY_SLOT = ("iterations", "stage", "idle_row", "branch", "branch_seen", "mem", "mem_seen",
+                "latency")
 
     def __init__(self) -> None:
         self.iterations = np.zeros(0, np.int64)
-        self.stage = np.zeros((0, 4, len(STAGES)))             # summed _mean_terms
+        self.stage = np.zeros((0, 2, len(STAGES)))             # summed _weighted_terms
+        self.idle_row = np.zeros(0, np.int64)                  # its row of idle + 1; 0: none
+        self.idle = np.zeros((0, 2, len(STAGES)))              # summed _plain_terms of the
+        self.idle_rows = 0                                     # records of 0 iterations
         self.branch = np.zeros((0, 3), np.int64)
         self.branch_seen = np.zeros((0, 3), bool)              # some record carried the count
         self.mem = np.zeros((0, len(MEM_COUNTS)), np.int64)
@@ -109,8 +129,8 @@ class _Sums:
         self.latency = np.zeros((0, 4))                        # summed _mean_terms
 
     def grow(self, rows: int) -> None:
-        for name, arr in vars(self).items():
-            setattr(self, name, grown(arr, rows))
+        for name in self._BY_SLOT:
+            setattr(self, name, grown(getattr(self, name), rows))
 
     def add(self, slots: np.ndarray, cols: RecordColumns) -> None:
         """Add a batch; SumOverflow when a count sum would pass int64 (nothing is usable
@@ -118,8 +138,11 @@ class _Sums:
         its = cols.iterations
         _check_room(self.iterations, slots, its, "iterations")
         np.add.at(self.iterations, slots, its)     # 1-D: ufunc.at is fast
-        _Targets(slots).add(self.stage, _mean_terms(cols.stages,
-                                                    its.astype(np.float64)[:, None]))
+        _Targets(slots).add(self.stage, _weighted_terms(cols.stages,
+                                                        its.astype(np.float64)[:, None]))
+        idle = np.flatnonzero(its == 0)
+        if len(idle):
+            self._add_idle(slots[idle], cols.stages[idle])
         bi = np.flatnonzero(cols.branch_kind != ABSENT)
         _add_counts(self.branch, self.branch_seen, _Targets(slots[bi]), cols.branch[bi], bi,
                     "branch counts")
@@ -131,6 +154,29 @@ class _Sums:
         weights = np.maximum(mem[:, 0], 0).astype(np.float64)
         to.add(self.latency, _mean_terms(cols.latency[mi], weights))
 
+    def _add_idle(self, slots: np.ndarray, stages: np.ndarray) -> None:
+        """The stages of records that ran 0 iterations, to their PCs' plain sums."""
+        new = distinct(slots[self.idle_row[slots] == 0])
+        if len(new):
+            self.idle = grown(self.idle, self.idle_rows + len(new))
+            self.idle_row[new] = np.arange(self.idle_rows + 1, self.idle_rows + len(new) + 1)
+            self.idle_rows += len(new)
+        _Targets(self.idle_row[slots] - 1).add(self.idle, _plain_terms(stages))
+
+    def _stage_means(self, n: int) -> np.ndarray:
+        """Per slot and stage, the weighted mean; where no weight, the plain mean of the
+        records of 0 iterations (0 / 0, NaN: no record carried the stage, as the plain
+        sums of every record gave). In the sums' memory."""
+        wsum, weight = self.stage[:n, 0], self.stage[:n, 1]
+        rows = self.idle_row[:n]
+        idle = np.flatnonzero(rows)
+        vsum, count = np.zeros(wsum.shape), np.zeros(wsum.shape)
+        vsum[idle], count[idle] = self.idle[rows[idle] - 1].transpose(1, 0, 2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            np.divide(wsum, weight, out=wsum)
+            np.divide(vsum, count, out=vsum)
+        np.copyto(wsum, vsum, where=weight == 0)
+        return wsum
 
     def by_row(self, n: int, order: np.ndarray) -> dict[str, np.ndarray]:
         """The figures of the ``n`` slots in ``order`` (row -> slot): iterations, stages,
@@ -138,8 +184,8 @@ class _Sums:
         ~200k PCs they are the largest arrays held), so this is called once."""
         out = {"iterations": self.iterations[:n][order]}
         del self.iterations
-        out["stages"] = _means(self.stage[:n])[order]
-        del self.stage
+        out["stages"] = self._stage_means(n)[order]
+        del self.stage, self.idle, self.idle_row
         out["branch"] = _present(self.branch[:n], self.branch_seen[:n])[order]
         del self.branch, self.branch_seen
         out["mem"] = _present(self.mem[:n], self.mem_seen[:n])[order]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
+from itertools import takewhile
 from typing import Any
 
 from textual import events
@@ -19,7 +20,7 @@ from textual.containers import Container, Horizontal
 from textual.reactive import Reactive
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Static
+from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
 from pcscope.core.errors import EvidenceError
@@ -33,7 +34,7 @@ from pcscope.tui.config import TuiConfig
 from pcscope.tui.export import export_report, export_view
 from pcscope.tui.hot_model import HotModel, HotView, compute_badges
 from pcscope.tui.idea_view import ShownIdea
-from pcscope.tui.keymap import MOTIONS, PANES, KeySpec, bindings
+from pcscope.tui.keymap import FIELD_ACTIONS, MOTIONS, PANES, KeySpec, bindings
 from pcscope.tui.launch import OpenRequest, Prepared
 from pcscope.tui.session import Restored, RunKey, ViewState, run_key
 from pcscope.tui.widgets.alp_view import AlpView
@@ -100,7 +101,7 @@ class MainScreen(Screen):
         self.findings = FindingsView(self.store)
         self.calls = CallsView(self.session.call_of)
         self.search = SearchView(workload)
-        self.guide = GuideView(workload.guides)
+        self.guide = GuideView(lambda: workload.guides)
         self.analysis = AnalysisController(self)
         self.command = CommandLine(IDLE_STATUS)
         self._run_seen: RunKey | None = run_key(self.restored.run) if self.restored.run else None
@@ -118,11 +119,12 @@ class MainScreen(Screen):
             yield Pane("hot", TITLES["hot"], self.hot, self.functions)
             yield Pane("asm", TITLES["asm"], self.asm_header, self.asm)
             yield Pane("alp", TITLES["alp"], self.alp)
+        first = self._first_pane()
         with Container(id="bottom"):
             yield Pane("findings", TITLES["findings"], self.findings)
-            yield Pane("calls", TITLES["calls"], self.calls)
-            yield Pane("search", TITLES["search"], self.search)
-            yield Pane("guide", TITLES["guide"], self.guide)
+            yield Pane("calls", TITLES["calls"], self.calls, held=first != "calls")
+            yield Pane("search", TITLES["search"], self.search, held=first != "search")
+            yield Pane("guide", TITLES["guide"], self.guide, held=first != "guide")
         yield self.command
         yield KeyBar()
 
@@ -133,13 +135,28 @@ class MainScreen(Screen):
                 f"{len(self.selection.windows):,} windows ({self.selection.coverage:.0%}) · "
                 f"model {self.request.model}")
 
+    def _first_pane(self) -> str:
+        pane = self.restored.view.pane
+        return pane if pane in FOCUS else "hot"
+
     def on_mount(self) -> None:
         self._restore(self.restored)
         self._apply_layout()
         # After the first frame: decoding the ALP holds the GIL while it runs.
         self.call_after_refresh(self.load_evidence)
+        self.call_after_refresh(self._fill_panes)
         self.set_interval(SAVE_EVERY, self._save_view)
         self.set_interval(RUN_CHECK_EVERY, self._check_runs)
+
+    def _fill_panes(self) -> None:
+        for name in BOTTOM:
+            self._fill(name)
+
+    def _fill(self, name: str) -> None:
+        """Mount a pane's held-back content; the search restored from the session runs
+        once its pane is there."""
+        if self.query_one(f"#pane-{name}", Pane).fill() and name == "search":
+            self.search.restore(self.restored.view.query, self.restored.view.regex)
 
     def load_evidence(self) -> None:
         """The ALP table and the per-window badges load off the UI thread."""
@@ -224,6 +241,8 @@ class MainScreen(Screen):
                 pane.display = name == "asm"
             else:
                 pane.display = name in TOP or name == self.lower
+            if pane.display:
+                self._fill(name)
         top = self.query_one("#top")
         bottom = self.query_one("#bottom")
         top.display = not self.tabs or self.active in TOP
@@ -241,16 +260,19 @@ class MainScreen(Screen):
         self.query_one(PaneBar).set_active(name)
 
     def action_show_pane(self, name: str) -> None:
-        self._activate(name)
-        self._apply_layout()
-        if name == "guide":
-            self._guide_for_pc()
+        self._show_pane(name)
         if name == "search" and self.search.results.count:
             self.search.results.focus()  # back to the hits; / goes to the query
         elif name == "hot" and self.functions.display:
             self.functions.focus()
         else:
             self.query_one(FOCUS[name]).focus()
+
+    def _show_pane(self, name: str) -> None:
+        self._activate(name)
+        self._apply_layout()
+        if name == "guide":
+            self._guide_for_pc()
 
     def action_zoom(self) -> None:
         """The assembly alone across the top (wide layout); again to bring the panes back."""
@@ -392,6 +414,7 @@ class MainScreen(Screen):
         try:
             kind = kind_of(evidence_id)
             if kind == "guide":
+                self._fill("guide")
                 if not self.guide.show(evidence_id):
                     raise EvidenceError(f"no guide section {evidence_id}")
                 self._guide_pc = self.asm.pc  # the link chose the section, not the PC
@@ -441,8 +464,27 @@ class MainScreen(Screen):
 
     # -- search --------------------------------------------------------------------------
     def action_search(self) -> None:
-        self.action_show_pane("search")
-        self.search.input.focus()
+        self._show_pane("search")
+        # The focus moves now, not after the keys already waiting (Widget.focus would
+        # queue it behind them): the keys typed after / in the same burst are the query.
+        self.set_focus(self.search.input)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool:
+        """A key that opens a text field is a priority binding (keymap ``opens_field``):
+        it yields where the focus takes the key itself, in an input (which types it) or
+        where the focused widget or its pane binds the same key (the guide's own `/`)."""
+        if action not in FIELD_ACTIONS:
+            return True
+        return not isinstance(self.focused, Input) and not self._bound_nearer(action)
+
+    def _bound_nearer(self, action: str) -> bool:
+        chain = self._binding_chain  # (node, its bindings after the keymap): focus first
+        mine = next(bindings for node, bindings in chain if node is self)
+        keys = [key for key, found in mine.key_to_bindings.items()
+                if any(binding.action == action for binding in found)]
+        nearer = [bindings for node, bindings in
+                  takewhile(lambda pair: pair[0] is not self, chain)]
+        return any(key in bindings.key_to_bindings for bindings in nearer for key in keys)
 
     def on_search_view_results(self, event: SearchView.Results) -> None:
         self.hits = [hit.pc for hit in event.hits]
@@ -556,6 +598,7 @@ class MainScreen(Screen):
 
     def on_run_changed(self, message: RunChanged) -> None:
         """The analysis controller's picture of the run, applied to the panes at once."""
+        self._fill("calls")
         if message.restart is not None:
             self.calls.start(message.run, message.restart)
         self.calls.sync(set(message.changed))
@@ -592,7 +635,8 @@ class MainScreen(Screen):
             self.hot.show_window(self.asm.window)
         elif len(self.hot.model):
             self.asm.show_window(self.hot.model.window_at(0))
-        self.search.restore(state.query, state.regex)
+        if self.query_one("#pane-search", Pane).filled:  # else once it is filled
+            self.search.restore(state.query, state.regex)
         self.action_show_pane(state.pane if state.pane in FOCUS else "hot")
         self._retitle()
 

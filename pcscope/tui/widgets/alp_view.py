@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from textual.content import Content
 
-from pcscope.core.alp import STAGES
 from pcscope.core.ids import alp_id, hex_pc
 from pcscope.tui import render
 from pcscope.tui.widgets.text_pane import TextPane
@@ -76,6 +75,8 @@ def stage_lines(record, width: int) -> list[Content]:
     stages = record.stages
     if not stages:
         return [Content.assemble(("no pipeline stages recorded", LABEL))]
+    from pcscope.core.alp import STAGES  # loaded with the ALP, after the first frame
+
     names = [s for s in STAGES if s in stages] + [s for s in stages if s not in STAGES]
     span = max(stages.values()) or 1.0
     room = max(8, width - 18)

@@ -59,7 +59,9 @@ class CommandLine(Horizontal):
         self.input.cursor_position = len(value)
         self.query_one("#command-ask").visible = True
         self.status.visible = False
-        self.input.focus()
+        # Now, not queued behind the keys already waiting: those typed after the key that
+        # asked (`:` then a PC, in one burst) are the answer.
+        self.screen.set_focus(self.input)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()

@@ -8,6 +8,8 @@ headings and text, phrases allowed) in a worker thread; Escape goes back to the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
@@ -16,7 +18,6 @@ from textual.message import Message
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
-from pcscope.core.readers.guides import section_index
 from pcscope.tui.keymap import bindings
 from pcscope.tui.widgets.virtual_list import Row, VirtualList
 from pcscope.tui.work import in_thread
@@ -82,18 +83,33 @@ class GuideView(Horizontal):
             super().__init__()
             self.summary = summary
 
-    def __init__(self, sections: list) -> None:
+    def __init__(self, load_sections: Callable[[], list]) -> None:
         super().__init__(id="guide-view")
-        self.sections = list(sections)
-        position = {s.id: n for n, s in enumerate(self.sections)}
-        self._index = {key: position[s.id] for key, s in section_index(self.sections).items()}
-        self.sections_list = SectionList(self.sections)
-        self.placeholder = Static(_empty(self.sections), id="guide-empty")
+        self._load_sections = load_sections  # decoded when the pane is first shown
         self.section_text: Markdown | None = None  # made when a section is first opened
         self.shown: str | None = None
         self.query = ""
         self._search_index = None  # built in memory on the first search (a few ms)
         self._worker: Worker | None = None
+
+    @cached_property
+    def sections(self) -> list:
+        return list(self._load_sections())
+
+    @cached_property
+    def _index(self) -> dict[str, int]:
+        from pcscope.core.readers.guides import section_index
+
+        position = {s.id: n for n, s in enumerate(self.sections)}
+        return {key: position[s.id] for key, s in section_index(self.sections).items()}
+
+    @cached_property
+    def sections_list(self) -> SectionList:
+        return SectionList(self.sections)
+
+    @cached_property
+    def placeholder(self) -> Static:
+        return Static(_empty(self.sections), id="guide-empty")
 
     def compose(self) -> ComposeResult:
         yield self.sections_list

@@ -12,13 +12,30 @@ from textual.widget import Widget
 
 
 class Pane(Vertical):
-    def __init__(self, pane: str, title: str, *children: Widget) -> None:
-        super().__init__(*children, id=f"pane-{pane}", classes="pane")
+    def __init__(self, pane: str, title: str, *children: Widget, held: bool = False) -> None:
+        super().__init__(*(() if held else children), id=f"pane-{pane}", classes="pane")
+        # A pane the first frame does not show holds its content back: mounting and styling
+        # it would only delay that frame. ``fill`` mounts it when the pane is first shown,
+        # or just after the first frame, whichever comes first.
+        self._held = children if held else ()
         self.pane = pane
         self.title = title
         self.active = False
         self.status = ""
         self.border_title = title
+
+    @property
+    def filled(self) -> bool:
+        return not self._held
+
+    def fill(self) -> bool:
+        """Mount the held-back content (at once: it can be queried and focused next);
+        True when this call mounted it."""
+        if not self._held:
+            return False
+        content, self._held = self._held, ()
+        self.mount(*content)
+        return True
 
     def set_active(self, active: bool) -> None:
         if active != self.active:
