@@ -29,3 +29,28 @@ def test_different_accesses_all_stay() -> None:
              insn(0x18, "str w1, [x0, #8]", 0.02), insn(0x1c, "add w1, w1, #1", 0.02)]
     assert hottest_instances((0x10, 0x99, 0x14, 0x18, 0x1c), insns) == \
         [0x10, 0x14, 0x18, 0x1c, 0x99]
+
+
+def test_rows_far_colder_than_the_hottest_are_not_cited() -> None:
+    """A row run under 1 % as often as the hottest cited row is left out; the key PC stays
+    first however cold it is."""
+    insns = [insn(0x10, "ldr w1, [x0, #8]", 0.00001),  # the key, cold
+             insn(0x14, "ldr w2, [x0, #0xc]", 0.02), insn(0x18, "str w1, [x0, #8]", 0.0003),
+             insn(0x1c, "str w4, [x0, #0xb8]", 0.00000008)]  # run 82 times
+    assert hottest_instances((0x10, 0x14, 0x18, 0x1c), insns) == [0x10, 0x14, 0x18]
+
+
+def test_cold_rows_stay_when_the_key_would_be_alone() -> None:
+    insns = [insn(0x10, "ldr w1, [x0, #8]", 0.02), insn(0x14, "str w1, [x0, #8]", 0.0001)]
+    assert hottest_instances((0x10, 0x14), insns) == [0x10, 0x14]
+
+
+def test_a_cold_row_outside_the_window_is_known_by_its_row() -> None:
+    """A row read outside the window is judged by its own count (cold: left out; the same
+    access as a hotter row: its twin) and ranks after window rows of the same count."""
+    insns = [insn(0x10, "ldr w1, [x0, #8]", 0.02), insn(0x14, "str w4, [x19, #0xb8]", 0.004)]
+    outside = (insn(0x99, "str w4, [x19, #0xb8]", 0.00000008),
+               insn(0x9c, "ldr w5, [x19, #0xc]", 0.00000008),
+               insn(0xa0, "ldr w6, [x19, #0x10]", 0.004))
+    assert hottest_instances((0x10, 0xa0, 0x99, 0x9c, 0x14), insns, outside) == \
+        [0x10, 0x14, 0xa0]

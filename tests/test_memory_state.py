@@ -132,3 +132,43 @@ def test_a_reload_after_a_store_or_a_join_is_not_called_a_missed_cse(tmp_path, l
     assert not [c for c in m.checks if c.startswith(RELOADED)]
     assert "missed common subexpression" not in advise(_mechanism_data(m), "executions",
                                                        None).claim
+
+
+def encoder(rare: int, later: int) -> list[tuple[str, int, int, list[str]]]:
+    """A coder step updating [x0, #0x10] and [x0, #0x28] on each of 1,000 iterations; on
+    ``rare`` of them a flush path updates [x0, #0x8] (twice on ``later`` of those, on the
+    same path) and stores a byte of output."""
+    tail = AT + 4 * 15
+    return [("enc", AT, 1000, [
+        "ldr w4, [x0, #0x10]", "ldr x5, [x0, #0x28]", "add x5, x5, #1", "str x5, [x0, #0x28]",
+        "sub w4, w4, #1", "str w4, [x0, #0x10]", "cmp w4, w8", f"b.hi {hex(tail)}"]),
+        ("enc", AT + 32, rare, [
+            "ldr x6, [x0, #8]", "add x6, x6, #1", "str x6, [x0, #8]", "strb w6, [x1, x5]",
+            f"cbz w6, {hex(tail)}"]),
+        ("enc", AT + 52, later, ["add x6, x6, #2", "str x6, [x0, #8]"]),
+        ("enc", tail, 1000, ["ldr x7, [x0, #0x20]", "cmp x5, x7", f"b.lo {hex(AT)}"]),
+        ("enc", tail + 12, 1, ["ret"])]
+
+
+def test_fields_on_a_rare_path_are_not_every_iteration(tmp_path):
+    """[x0, #0x8] runs on 10 % of the iterations: listed with its part, not as every
+    iteration; its two stores on one path count once (the first dominates the second);
+    the aliasing byte store is named with its PC and runs per iteration."""
+    profile, table = mechanisms_of(tmp_path, encoder(rare=100, later=50))
+    (m,) = [m for m in table if m.kind == "memory-state"]
+    claim = advise(_mechanism_data(m), "executions", None).claim
+    assert "[x0, #0x10], [x0, #0x28] loaded and stored back every iteration" in claim
+    assert "loaded and stored back on fewer iterations: [x0, #0x8] on 10.0% of iterations" \
+        in claim
+    assert f"`strb w6, [x1, x5]` at {AT + 44:#x}, 0.1× per iteration (100 of 1,000)" in claim
+    assert "1 read-only field(s) reloaded every iteration, and" in claim
+
+
+def test_a_path_taken_every_iteration_is_every_iteration(tmp_path):
+    _profile, table = mechanisms_of(tmp_path, encoder(rare=1000, later=1000))
+    (m,) = [m for m in table if m.kind == "memory-state"]
+    claim = advise(_mechanism_data(m), "executions", None).claim
+    assert "[x0, #0x8], [x0, #0x10], [x0, #0x28] loaded and stored back every iteration" \
+        in claim
+    assert "fewer iterations" not in claim
+    assert f"at {AT + 44:#x}, 1× per iteration" in claim

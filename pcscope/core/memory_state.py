@@ -17,6 +17,12 @@ loop and write them back after it (or ``restrict``). The detector reads one loop
   iterations (a callee may change the fields, so reloading after it is required), and
   field loads and stores are at least FIELDS_PER_ITERATION per iteration and FIELD_FRACTION
   of the loop's instructions.
+
+A field is said to be used "every iteration" only when its accesses run on at least EVERY of
+the iterations (exact counts: the rows' counts over the head's). The part of the iterations
+touching a field is the sum of its access rows' counts, less rows another of them dominates
+or post-dominates in the loop (they run on the same iterations), capped at one: exact for one
+row left, an upper bound for several (they may share an iteration).
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ FIELD_FRACTION = 0.2  # ...and their part of the loop's executed instructions
 CALLS_PER_ITERATION = 0.5  # calls per iteration from which reloading is required
 STABLE_DEPTH = 3  # pointer loads followed back from a base to where it comes from
 SLICE = 16  # instructions looked back from a store for the loaded value it depends on
+EVERY = 0.9  # part of the iterations from which an access runs "every iteration"
 _FRAME = frozenset(("sp", "x29"))
 _CONSTANT = frozenset(("adrp", "adr"))
 _MOVES = frozenset(("mov", "orr"))  # ``mov x0, x19`` (``orr x0, xzr, x19``) copies an address
@@ -44,6 +51,10 @@ _SIZES = {"w": 4, "x": 8, "s": 4, "d": 8, "q": 16, "b": 1, "h": 2}
 _BYTE_STORES = frozenset(("strb", "sturb"))
 # the check naming a reload nothing could have changed (the advice reads it)
 RELOADED = "reloaded with no store between (a missed CSE): "
+# the checks listing stored-back fields by how often they run, and the aliasing byte store
+STORED_EVERY = "fields loaded and stored back every iteration: "
+STORED_FEWER = "fields loaded and stored back on fewer iterations: "
+BYTE_STORE = "the hottest byte store through another address: "
 
 
 @dataclass(frozen=True)
@@ -60,16 +71,43 @@ class Reload:
 
 
 @dataclass(frozen=True)
+class FieldUse:
+    """A field and the part of the loop's iterations that touch it."""
+
+    field: str  # as ``[x0, #0x10]``
+    part: float  # of the iterations, at most 1
+    bound: bool  # an upper bound (several rows that may run on one iteration), not exact
+
+    @property
+    def every(self) -> bool:
+        return self.part >= EVERY
+
+    def text(self) -> str:
+        return f"{self.field} on {'at most ' if self.bound else ''}{self.part:.1%} of iterations"
+
+
+@dataclass(frozen=True)
+class ByteStore:
+    """The hottest byte store through an address that is not a field (the usual alias)."""
+
+    pc: int
+    asm: str
+    runs: int
+
+
+@dataclass(frozen=True)
 class LoopState:
     """What one loop keeps in memory, from its instructions and counts."""
 
     rows: tuple[int, ...]  # the field loads and stores (what keeping them in registers removes)
-    stored_back: tuple[str, ...]  # fields loaded and stored in the loop, as ``[x19, #0x80]``
-    reloaded: int  # fields only loaded (invariant, reloaded every iteration)
+    stored_back: tuple[FieldUse, ...]  # fields loaded and stored in the loop
+    reloaded: int  # fields only loaded (invariant) on EVERY of the iterations
+    reloaded_fewer: int  # fields only loaded, on fewer iterations
     write_only: int  # fields only stored (could be stored once after the loop)
     recurrences: tuple[str, ...]  # stored-back fields whose stored value comes from their load
     byte_stores: int  # byte stores through other addresses (the usual alias)
     byte_store_runs: int  # their executions
+    byte_store: ByteStore | None  # the hottest of them
     reloads: tuple[Reload, ...]  # a field loaded twice with no store between (missed CSE)
     iterations: int
     per_iteration: float  # field loads and stores per iteration
@@ -100,13 +138,12 @@ def loop_state(ops: list[Op], rows: list[int], counts: list[int]) -> LoopState |
         return None
     loads: dict[tuple[str, int], list[int]] = defaultdict(list)
     stores: dict[tuple[str, int], list[int]] = defaultdict(list)
-    byte_stores = byte_store_runs = 0
+    bytes_at = []
     for i, o in enumerate(ops):
         fields = field_offsets(o)
         if fields is None:
             if o.mnemonic in _BYTE_STORES and counts[i] > 0:
-                byte_stores += 1
-                byte_store_runs += counts[i]
+                bytes_at.append(i)
             continue
         if not _stable_base(ops, i, o.addr[0]):
             continue
@@ -123,19 +160,88 @@ def loop_state(ops: list[Op], rows: list[int], counts: list[int]) -> LoopState |
     back = sorted(k for k in stores if k in loads)
     if not back:
         return None  # stores only, never read back: not state carried from one iteration
+    paths = _Paths(ops, counts)
+    only_read = [paths.use(loads[k]) for k in loads if k not in stores]
+    hottest = max(bytes_at, key=lambda i: (counts[i], -i), default=None)
     return LoopState(
         rows=tuple(rows[i] for i in picked),
-        stored_back=tuple(_text(k) for k in back),
-        reloaded=sum(1 for k in loads if k not in stores),
+        stored_back=tuple(_stored_back(_text(k), paths.use(loads[k]), paths.use(stores[k]))
+                          for k in back),
+        reloaded=sum(1 for part, _ in only_read if part >= EVERY),
+        reloaded_fewer=sum(1 for part, _ in only_read if part < EVERY),
         write_only=sum(1 for k in stores if k not in loads),
         recurrences=tuple(_text(k) for k in back if _recurs(ops, loads[k], stores[k])),
-        byte_stores=byte_stores,
-        byte_store_runs=byte_store_runs,
+        byte_stores=len(bytes_at),
+        byte_store_runs=sum(counts[i] for i in bytes_at),
+        byte_store=None if hottest is None else ByteStore(
+            ops[hottest].pc, f"{ops[hottest].mnemonic} {', '.join(ops[hottest].operands)}",
+            counts[hottest]),
         reloads=_reloads(ops, counts, loads),
         iterations=iterations,
         per_iteration=round(per_iteration, 1),
         fraction=round(done / total, 3),
     )
+
+
+def _stored_back(field: str, loaded: tuple[float, bool],
+                 stored: tuple[float, bool]) -> FieldUse:
+    """A field is loaded and stored back on no more iterations than the rarer of the two."""
+    part, bound = min(loaded, stored)
+    return FieldUse(field, part, bound)
+
+
+class _Paths:
+    """The loop's executed control flow, row by row (``ops[0]`` is the head; a branch back
+    to it, or out of the loop's rows, ends the iteration), and how many of its iterations
+    run a set of rows."""
+
+    def __init__(self, ops: list[Op], counts: list[int]) -> None:
+        self.counts = counts
+        at = {o.pc: i for i, o in enumerate(ops)}
+        self.end = len(ops)
+        self.next: list[list[int]] = []
+        for o in ops:
+            if o.mnemonic in isa.RETURNS or (o.mnemonic in isa.INDIRECT and
+                                             not isa.is_call(o.mnemonic)):
+                self.next.append([self.end])  # where it goes is unknown: the iteration ends
+                continue
+            ways = [] if o.mnemonic == "b" else [o.pc + 4]
+            if o.target is not None and not isa.is_call(o.mnemonic):
+                ways.append(o.target)
+            self.next.append([self.end if at.get(pc, 0) == 0 else at[pc] for pc in ways
+                              if at.get(pc, 0) == 0 or counts[at[pc]] > 0])
+        self.reached = self._reach(0, None)
+
+    def use(self, at: list[int]) -> tuple[float, bool]:
+        """The part of the iterations that run one of rows ``at`` (at most 1), and whether it
+        is an upper bound: rows another kept one dominates or post-dominates run on the same
+        iterations as it and are not added."""
+        kept: list[int] = []
+        for i in sorted(at, key=lambda i: (-self.counts[i], i)):
+            if not any(self._dominates(k, i) or self._dominates(i, k, after=True)
+                       for k in kept):
+                kept.append(i)
+        runs = sum(self.counts[i] for i in kept)
+        return min(1.0, runs / self.counts[0]), len(kept) > 1
+
+    def _dominates(self, a: int, b: int, after: bool = False) -> bool:
+        """``a`` is on every path from the head to ``b`` (``after``: every path from ``a`` to
+        the iteration's end passes ``b``, i.e. ``b`` post-dominates ``a``)."""
+        if after:
+            return self.end not in self._reach(a, b, start_after=True)
+        return b in self.reached and b not in self._reach(0, a)
+
+    def _reach(self, start: int, avoid: int | None, start_after: bool = False) -> set[int]:
+        todo = list(self.next[start]) if start_after else [start]
+        seen: set[int] = set()
+        while todo:
+            i = todo.pop()
+            if i in seen or i == avoid:
+                continue
+            seen.add(i)
+            if i != self.end:
+                todo.extend(self.next[i])
+        return seen
 
 
 def field_offsets(o: Op, frame: bool = False) -> tuple[tuple[str, int], ...] | None:
@@ -250,7 +356,9 @@ def metrics(state: LoopState) -> list[Metric]:
         Metric("fields stored back", len(state.stored_back), "fields",
                "fields both loaded and stored in the loop"),
         Metric("fields only reloaded", state.reloaded, "fields",
-               "loop-invariant fields loaded every iteration"),
+               f"loop-invariant fields loaded on at least {EVERY:.0%} of iterations"),
+        Metric("fields only reloaded on fewer iterations", state.reloaded_fewer, "fields",
+               f"loop-invariant fields loaded on fewer than {EVERY:.0%} of iterations"),
         Metric("recurrences through memory", len(state.recurrences), "fields",
                "stored-back fields whose new value is computed from the loaded one"),
         Metric("byte stores per iteration",
@@ -264,16 +372,22 @@ def checks(state: LoopState) -> list[str]:
            "(or reloads from such a field), not stack slots",
            f"{state.per_iteration:g} field loads and stores per iteration "
            f"({state.fraction:.0%} of the loop's instructions); no call on most iterations"]
-    if state.stored_back:
-        out.append("fields loaded and stored back every iteration: "
-                   + ", ".join(state.stored_back[:6]))
+    every = [f.field for f in state.stored_back if f.every]
+    fewer = [f.text() for f in state.stored_back if not f.every]
+    if every:
+        out.append(STORED_EVERY + ", ".join(every[:6]))
+    if fewer:
+        out.append(STORED_FEWER + ", ".join(fewer[:6]))
     if state.recurrences:
         out.append("stored value computed from the field's own load (a recurrence through "
                    "memory, store-to-load forwarding each iteration): "
                    + ", ".join(state.recurrences[:6]))
-    if state.byte_stores:
+    if state.byte_store is not None:
+        b = state.byte_store
         out.append(f"{state.byte_stores} byte store(s) through other addresses "
                    f"in the loop (a char store may alias any field, which forces the reloads)")
+        out.append(f"{BYTE_STORE}`{b.asm}` at {b.pc:#x}, {b.runs / state.iterations:.2g}× "
+                   f"per iteration ({b.runs:,} of {state.iterations:,})")
     for r in state.reloads[:3]:
         out.append(f"{RELOADED}{r.field} at {r.first:#x}, again at {r.again:#x} (at least "
                    f"{r.redundant:,} of {r.runs:,} runs)")

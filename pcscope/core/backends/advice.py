@@ -16,6 +16,7 @@ false-positive rate on profile-only evidence (RISK below, from reviews of real p
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +28,7 @@ from pcscope.core.keyed_lookups import CHECK as KEYED_CHECK
 from pcscope.core.keyed_lookups import LOOKUP_CHECK, MORE_CHECK, TREE_CHECK
 from pcscope.core.mechanism_finder import RELINKS, is_jit_module
 from pcscope.core.mechanisms import number
-from pcscope.core.memory_state import RELOADED
+from pcscope.core.memory_state import BYTE_STORE, RELOADED, STORED_EVERY, STORED_FEWER
 from pcscope.core.patterns import libc_routine_name
 from pcscope.core.return_zeroing import SMALL as ZEROING_SMALL
 from pcscope.core.store_loops import WIDE
@@ -644,28 +645,30 @@ def _memory_state(m: dict, noun: str) -> tuple[str, str, str]:
     per = metric(m, "field accesses per iteration") or 0
     runs = metric(m, "iterations") or 0
     part = metric(m, "field access share of the loop") or 0
-    back = next((c.split(": ", 1)[1] for c in m["checks"]
-                 if c.startswith("fields loaded and stored back")), "")
-    recur = next((c.split(": ", 1)[1] for c in m["checks"]
-                  if c.startswith("stored value computed")), "")
-    aliased = any("byte store(s) through other addresses" in c for c in m["checks"])
+    every = _checked(m, STORED_EVERY)
+    fewer = _checked(m, STORED_FEWER)
+    back = ", ".join([*every, *(f.split(" on ")[0] for f in fewer)])
+    # a recurrence through memory is on every iteration's critical path only for a field
+    # stored back every iteration
+    recur = [f for f in _checked(m, "stored value computed") if f in every]
     reloaded = metric(m, "fields only reloaded") or 0
+    rare = metric(m, "fields only reloaded on fewer iterations") or 0
     fn = m["functions"][0]
     claim = (f"A loop in `{fn}` keeps its state in memory: {number(per)} loads and stores "
              f"per iteration ({number(part)}% of the loop's instructions; "
              + (f"{number(runs)} iterations" if noun == "executions" else
                 f"the loop head {count(runs, noun)}") + ") go to fields of structures whose address the "
              f"loop does not change: {number(reloaded)} read-only field(s) reloaded every "
-             f"iteration, and {back} loaded and stored back every iteration"
-             + (f"; {recur.count('[')} of them {'is' if recur.count('[') == 1 else 'are'} "
-                f"computed from {'its' if recur.count('[') == 1 else 'their'} own load (in the "
+             f"iteration" + (f" ({number(rare)} more on fewer)" if rare else "")
+             + (f", and {', '.join(every)} loaded and stored back every iteration" if every
+                else "")
+             + (f"; {len(recur)} of them {'is' if len(recur) == 1 else 'are'} "
+                f"computed from {'its' if len(recur) == 1 else 'their'} own load (in the "
                 f"checks), so each iteration waits for its previous store to forward (a "
                 f"recurrence through memory)" if recur else "")
-             + "." + (f" The loop also stores bytes through other pointers "
-                      f"({number(metric(m, 'byte stores per iteration') or 0)} per "
-                      f"iteration); a `char` store may alias any field, forcing reloads "
-                      f"after it." if aliased else "")
-             + _missed_cse(m))
+             + (f"; loaded and stored back on fewer iterations: {', '.join(fewer)}" if fewer
+                else "")
+             + "." + _alias(m) + _missed_cse(m))
     rec = (f"Copy the fields the loop uses ({back}, and the ones it only reads) into local "
            f"variables before the loop and write the updated ones back after it (or before "
            f"any call that reads them), so they stay in registers: that removes about "
@@ -679,14 +682,32 @@ def _memory_state(m: dict, noun: str) -> tuple[str, str, str]:
         claim, rec
 
 
+def _checked(m: dict, prefix: str) -> list[str]:
+    """The items a check starting with ``prefix`` lists."""
+    text = next((c.removeprefix(prefix).split(": ", 1)[-1] for c in m["checks"]
+                 if c.startswith(prefix)), "")
+    return re.findall(r"\[[^\]]*\][^,\[]*", text)
+
+
+def _alias(m: dict) -> str:
+    """The byte store that may alias the fields (pcscope.core.memory_state.BYTE_STORE)."""
+    store = next((c.removeprefix(BYTE_STORE) for c in m["checks"]
+                  if c.startswith(BYTE_STORE)), None)
+    if store is None:
+        return ""
+    return (f" The loop also stores a byte through another pointer: {store}. A `char` "
+            f"store may alias any field, forcing reloads after it.")
+
+
 def _missed_cse(m: dict) -> str:
     """The reloads nothing could have changed (pcscope.core.memory_state.RELOADED)."""
-    reloads = [c.removeprefix(RELOADED).split(" at ")[0] for c in m["checks"]
-               if c.startswith(RELOADED)]
-    if not reloads:
+    said = [c.removeprefix(RELOADED) for c in m["checks"] if c.startswith(RELOADED)]
+    if not said:
         return ""
+    # the PCs are part of the finding (the check is then not written twice)
+    reloads = [c.split(" at ")[0] for c in said]
     return (f" Stronger evidence: {', '.join(reloads)} {'is' if len(reloads) == 1 else 'are'} "
-            f"loaded again with no store of any kind between (PCs in the checks): a missed "
+            f"loaded again with no store of any kind between ({'; '.join(said)}): a missed "
             f"common subexpression (often where paths join), not aliasing; a local removes it "
             f"too.")
 

@@ -26,6 +26,7 @@ NAME = "offline"
 LABEL = "[rule-based]"
 MAX_FINDINGS = 16
 MAX_PCS = 12  # PCs per finding: the evidence PC first, then its closest companions
+COLD = 0.01  # a cited row below this part of the hottest cited row's count is not cited
 ALP_BATCH = 16
 
 
@@ -191,7 +192,7 @@ class OfflineAnalyst:
         """An idea about a whole mechanism: its sites' PCs and share come from the mechanism,
         which the evidence cites (``mech:``), so every call's idea about it merges into one."""
         rule = CATALOG[advice.rule]
-        pcs = hottest_instances(advice.pcs, view.insns)[:MAX_PCS]
+        pcs = (await self._cited(advice.pcs, view, reader))[:MAX_PCS]
         evidence = [mechanism["id"]]
         evidence += [pc_id(pc) for pc in pcs if pc_id(pc) in reader.citable]
         if view.id in reader.citable:
@@ -214,6 +215,23 @@ class OfflineAnalyst:
             questions=[],
             removes=advice.removes,
         )
+
+    async def _cited(self, pcs: tuple[int, ...], view: WindowView,
+                     reader: _Reader) -> list[int]:
+        """The PCs an idea cites (hottest_instances), with the rows of the ones the window
+        does not show (it shows its hottest rows only, and a site may lie in another window)
+        read first, so a cold row is known as cold."""
+        outside: list[Insn] = []
+        shown = {i.pc for i in view.insns}
+        while unknown := [pc for pc in hottest_instances(pcs, view.insns, tuple(outside))
+                          [:MAX_PCS] if pc not in shown]:
+            for pc in unknown:
+                shown.add(pc)
+                found = await reader.use("asm_around", {"pc": hex_pc(pc), "before": 0,
+                                                        "after": 0})
+                outside += [Insn.of(row, None) for row in (found.data or {}).get(
+                    "instructions", []) if row["pc"] == pc]
+        return hottest_instances(pcs, view.insns, tuple(outside))
 
     # -- deeper waves: one open question -------------------------------------------------
     async def _follow_up(self, seed: dict, reader: _Reader) -> list[Finding]:
@@ -248,21 +266,29 @@ class OfflineAnalyst:
         )]
 
 
-def hottest_instances(pcs: tuple[int, ...], insns: list[Insn]) -> list[int]:
+def hottest_instances(pcs: tuple[int, ...], insns: list[Insn],
+                      outside: tuple[Insn, ...] = ()) -> list[int]:
     """The PCs to cite for a mechanism: its key PC first, then the rest hottest first, and of
     several that make the same access (a load or a store of the same ``[base, #off]``
-    text, as on a hot path and its cold twin) only the hottest. PCs the window does not
-    show keep their order after the ones it does."""
-    share = {i.pc: i.share for i in insns}
-    access = {i.pc: (i.mnemonic[:2], i.asm[i.asm.index("["):]) for i in insns if "[" in i.asm}
-    rest = sorted(dict.fromkeys(pcs[1:]), key=lambda pc: -share.get(pc, -1.0))
+    text, as on a hot path and its cold twin) only the hottest. Rows below COLD of the
+    hottest one are left out (a path run 82 times beside rows run millions of times shows
+    nothing about the mechanism), unless that leaves the key PC alone. Rows read
+    ``outside`` the window rank after the window's rows of the same count; PCs of neither
+    keep their order after the others."""
+    share = {i.pc: i.share for i in (*insns, *outside)}
+    access = {i.pc: (i.mnemonic[:2], i.asm[i.asm.index("["):]) for i in (*insns, *outside)
+              if "[" in i.asm}
+    later = {i.pc for i in outside}
+    rest = sorted(dict.fromkeys(pcs[1:]), key=lambda pc: (-share.get(pc, -1.0), pc in later))
     out, seen = list(pcs[:1]), {access.get(pc) for pc in pcs[:1]}
     for pc in rest:
         key = access.get(pc)
         if key is None or key not in seen:
             out.append(pc)
             seen.add(key)
-    return out
+    floor = COLD * max((share.get(pc, 0.0) for pc in out), default=0.0)
+    warm = [pc for pc in out[1:] if share.get(pc, floor) >= floor]
+    return [out[0], *warm] if warm or len(out) == 1 else out
 
 
 def _basis_note(basis: str) -> str:
