@@ -189,19 +189,24 @@ def find(profile: Profile, facts: CodeFacts, owner: np.ndarray) -> list[Cohort]:
     for base in bases(entries):
         k = entries // base
         near = free & (k >= 1) & (k <= MULTIPLES) & (entries - k * base <= EXCESS * k * base)
-        members = []
+        picked: list[tuple[int, Member]] = []
         for i in np.flatnonzero(near).tolist():
             free[i] = False
-            member = _member(profile, found, i, int(k[i]), owner)
-            if int(work[i]) <= PLUMBING * int(entries[i]) and member.rows:
-                members.append(member)
-        members = _with_helpers(profile, members)
+            if int(work[i]) > PLUMBING * int(entries[i]):
+                continue
+            # whether it is set-up is read once the tree is kept: most bases make no tree
+            member = _member(profile, found, i, int(k[i]), owner, classify=False)
+            if member.rows:
+                picked.append((i, member))
+        members = _with_helpers(profile, [m for _, m in picked])
         cohort = Cohort(base, tuple(members),
                         int(sum(int(profile.samples[list(m.rows)].sum()) for m in members)))
         calls = sum(m.per_operation for m in members) * base
         if len(members) >= COHORT_FUNCTIONS and cohort.instructions <= PLUMBING_MEAN * calls \
                 and float(profile.value[cohort.rows].sum()) >= COHORT_SHARE * profile.total:
-            out.append(cohort)
+            out.append(replace(cohort, members=tuple(
+                replace(m, setup=_is_setup(profile, found, i, m.per_operation))
+                for (i, _), m in zip(picked, members, strict=True))))
     return _with_shared(profile, out, found, free, owner)
 
 
@@ -242,8 +247,10 @@ def _with_shared(profile: Profile, cohorts: list[Cohort], found: Routines, free:
             for n, c in enumerate(cohorts)]
 
 
-def _member(profile: Profile, found: Routines, i: int, k: int, owner: np.ndarray) -> Member:
-    """Routine ``i`` of ``found`` as a member entered ``k`` times per operation."""
+def _member(profile: Profile, found: Routines, i: int, k: int, owner: np.ndarray,
+            classify: bool = True) -> Member:
+    """Routine ``i`` of ``found`` as a member entered ``k`` times per operation (whether it
+    is set-up left unread unless ``classify``)."""
     code, rows, entries = int(found.code[i]), found.rows(i), int(found.entries[i])
     counts = profile.samples[rows].astype(np.int64)
     owners = owner[rows]
@@ -252,10 +259,17 @@ def _member(profile: Profile, found: Routines, i: int, k: int, owner: np.ndarray
                       if (n := round(int(counts[owners == o].sum()) / entries, 1)) >= 1)
     name = found.name(profile, i)
     match = _ALLOCATOR.match(name)
-    setup = k == 1 and int(counts.sum()) >= SETUP * entries and _vector(profile, rows, counts)
     return Member(code, name, k, tuple(rows[mine].tolist()),
                   round(int(counts[mine].sum()) / entries, 1), elsewhere,
-                  match.group(1) if match else None, entries, setup)
+                  match.group(1) if match else None, entries,
+                  classify and _is_setup(profile, found, i, k))
+
+
+def _is_setup(profile: Profile, found: Routines, i: int, k: int) -> bool:
+    """Whether routine ``i``, entered ``k`` times per operation, is key or context set-up."""
+    rows, entries = found.rows(i), int(found.entries[i])
+    counts = profile.samples[rows].astype(np.int64)
+    return k == 1 and int(counts.sum()) >= SETUP * entries and _vector(profile, rows, counts)
 
 
 def _with_helpers(profile: Profile, members: list[Member]) -> list[Member]:
