@@ -931,11 +931,28 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
              + ". Every key is a load whose address is known only after its index is loaded, "
              "and every decision is a data-dependent branch. Exact counts show how often each "
              "branch went one way, not how often it mispredicted or how long the key loads took.")
+    guarding = _after(m, "branches that guard a loop")
+    why = ("its sides do not rejoin within a few instructions: it picks a path, not a value"
+           if "(a long path)" in guarding else "it guards a loop or call, not a value choice")
+    if metric(m, "value-choice branches") == 0:
+        rec = ("Take the key loads off the decision's path: gather the keys into a "
+               "contiguous array first (a loop `key[i] = base[idx[i] + k]` has independent "
+               "loads the core overlaps), or prefetch `base[idx[i + d] + k]` about 8-16 "
+               "elements ahead (`__builtin_prefetch`, `prfm pldl1keep`). A branch-free "
+               f"rewrite does not apply: {guarding}; {why}, and `csel` cannot replace a "
+               "path. The key loads' latency "
+               "(SPE, L1D_CACHE_REFILL) decides whether the gather or prefetch pays; a branch "
+               "taken near 50% of the time still mispredicts often, a cost only a different "
+               "algorithm removes.")
+        return (f"Keys gathered through an index array and branched on in {fn} "
+                f"({number(keys)} keys)", claim, rec)
     decide = ("then partition branch-free on the contiguous keys: compute each element's "
               "side with `cmp`/`cset` and store it unconditionally at both candidate "
               "positions, advancing one pointer by the flag (block partitioning, as in "
               "BlockQuicksort and pdqsort)" if moves else
               "then decide branch-free where the branch only picks a value (`csel`/`cset`)")
+    if guarding:
+        decide += f" (not {guarding}: {why})"
     rec = ("Take the key loads off the decision's path: gather the keys into a contiguous "
            "array first (a loop `key[i] = base[idx[i] + k]` has independent loads the core "
            "overlaps), or prefetch `base[idx[i + d] + k]` about 8-16 elements ahead "
