@@ -199,7 +199,7 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
                         + (f", taken {shares[r]:.0%})" if shares[r] is not None else ")")
                         for r in loop.branches[:4])
     guarding = "; ".join(f"`{p.asm(r)}` at {int(p.pc[r]):#x} ({why})"
-                         for r, why in zip(loop.branches, loop.guards) if why)
+                         for r, why in zip(loop.branches, loop.guards, strict=True) if why)
     checks = [
         "index loads (4 or 8 bytes) at an address that moves by a constant each iteration: "
         + _texts(p, loop.streams),
