@@ -64,7 +64,9 @@ from pcscope.index.parts import load_parts, save_parts
 #     their dataflow)
 # 16: a memory-state mechanism lists the fields stored back on fewer than 90 % of its
 #     iterations apart, with their part, and names its hottest aliasing byte store
-FORMAT_VERSION = 16
+# 17: a per-operation tree names its create/destroy pairs (members named one stem plus a
+#     making and a releasing suffix, entered as often per operation)
+FORMAT_VERSION = 17
 Progress = Callable[[str], None]
 
 
