@@ -197,3 +197,26 @@ def test_a_label_covering_two_routines_is_split_at_the_ret(tmp_path, entry, spli
         assert "<unknown_5>+0x148 (3× per operation, 10 instructions per call" in heaviest
     else:
         assert "<unknown_5> (112 instructions per call)" in setup and "+0x148" not in heaviest
+
+
+@pytest.mark.parametrize(("names", "counts", "named"), [
+    (("foo_new", "foo_free"), (2000, 2000), True),  # an object made and freed per operation
+    (("foo_up_ref", "foo_free"), (2000, 2000), True),  # a reference taken and dropped
+    (("foo_new", "bar_free"), (2000, 2000), False),  # two stems: no pair
+    (("foo_new", "foo_free"), (2000, 4000), False),  # freed twice per make: not one object
+    (("<unknown_1>", "<unknown_2>"), (2000, 2000), False),  # hidden names never pair
+])  # fmt: skip
+def test_create_destroy_pairs_are_named_in_the_recommendation(tmp_path, names, counts, named):
+    # the claim's "Heaviest" list may be shortened: the pair must be in the advice itself
+    blocks = tree([2000] * 8) + [(name, 0x700000 + 0x10000 * i, n, small(5))
+                                 for i, (name, n) in enumerate(zip(names, counts, strict=True))]
+    _profile, (m,) = operations(tmp_path, blocks)
+    assert set(names) <= set(m.functions)
+    advice = advise(_mechanism_data(m), "executions", None)
+    pair = f"{names[0]}/{names[1]}, 1× per operation"
+    assert (pair in advice.recommendation) is named
+    assert ("instead of making and releasing each on every operation"
+            in advice.recommendation) is named
+    assert ("the functions entered once per operation, in the mechanism's checks"
+            in advice.recommendation) is not named
+    assert "above" not in advice.recommendation

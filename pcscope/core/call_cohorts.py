@@ -25,7 +25,9 @@ there. No name is read to find a tree; the report names the C allocator's routin
 its members by their standard symbols, since allocation per operation is the first thing an
 owner can remove, with their helpers: hidden functions of the allocator's module entered as
 often as one of its routines (within BASE_SPREAD: once per call of it, such as the
-allocator's internal free).
+allocator's internal free). It also names, by their symbols, the members that make and
+release one object (EVP_MD_CTX_new and EVP_MD_CTX_free), so the advice can say which object
+to reuse without leaning on a list the claim may have to shorten.
 """
 
 from __future__ import annotations
@@ -67,6 +69,13 @@ _ALLOCATOR_ROUTINES = ("malloc", "calloc", "realloc", "reallocarray", "aligned_a
 _ALLOCATOR = re.compile(r"^(?:__libc_)?(" + "|".join(_ALLOCATOR_ROUTINES) + r")$")
 SETUP_CHECK = "vector or crypto code entered exactly once per operation"  # the advice reads it
 SHARED_CHECK = "callees shared with another tree"  # the advice reads it
+PAIR_CHECK = "create/destroy pairs entered equally often per operation"  # the advice reads it
+# the suffixes of an object's making and releasing routines by C naming convention (OpenSSL's
+# EVP_MD_CTX_new/EVP_MD_CTX_free, GLib's g_hash_table_new/g_hash_table_destroy): both entered
+# as often per operation means an object made and thrown away on every operation
+_PAIR_SUFFIXES = (("_new", "_free"), ("_new", "_delete"), ("_new", "_destroy"),
+                  ("_create", "_destroy"), ("_create", "_free"), ("_alloc", "_free"),
+                  ("_init", "_cleanup"), ("_up_ref", "_free"), ("_open", "_close"))
 
 
 @dataclass(frozen=True)
@@ -334,7 +343,7 @@ def checks(cohort: Cohort, owner: Callable[[int], str]) -> list[str]:
                                      f"{m.per_call:g} instructions per call counted here"
                                      + "".join(f"; {n:g} more in `{owner(o)}`"
                                                for o, n in m.elsewhere) + ")" for m in top),
-            *_allocations(cohort), *_setups(cohort)]
+            *_allocations(cohort), *_setups(cohort), *_pairs(cohort)]
 
 
 def shared_checks(cohort: Cohort, tree: Callable[[int], str]) -> list[str]:
@@ -384,3 +393,19 @@ def _setups(cohort: Cohort) -> list[str]:
             f"or a table of key powers): "
             + ", ".join(f"{m.name} ({m.per_call:g} instructions per call)"
                         for m in found)]
+
+
+def _pairs(cohort: Cohort) -> list[str]:
+    """The check naming the objects the tree makes and releases on every operation: members
+    named one stem plus a making and a releasing suffix (_PAIR_SUFFIXES), entered the same
+    number of times per operation (a hidden ``<unknown_N>`` name has no suffix, so never
+    pairs). None without a pair."""
+    calls = {m.name: m.per_operation for m in cohort.members}
+    found = [f"{name[:-len(make)]} ({name}/{name[:-len(make)]}{release}, {k}× per operation)"
+             for name, k in calls.items() for make, release in _PAIR_SUFFIXES
+             if name.endswith(make) and len(name) > len(make)
+             and calls.get(name[:-len(make)] + release) == k]
+    if not found:
+        return []
+    return [f"{PAIR_CHECK} (by symbol name: an object made and released per operation): "
+            + ", ".join(found)]

@@ -64,9 +64,11 @@ from pcscope.index.parts import load_parts, save_parts
 #     their dataflow)
 # 16: a memory-state mechanism lists the fields stored back on fewer than 90 % of its
 #     iterations apart, with their part, and names its hottest aliasing byte store
-# 17: a gather-branch mechanism names the branches that guard a loop, a call or a long path
+# 17: a per-operation tree names its create/destroy pairs (members named one stem plus a
+#     making and a releasing suffix, entered as often per operation)
+# 18: a gather-branch mechanism names the branches that guard a loop, a call or a long path
 #     (not a value choice) and counts its value-choice branches
-FORMAT_VERSION = 17
+FORMAT_VERSION = 18
 Progress = Callable[[str], None]
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pcscope.core import chain_walk
-from pcscope.core.call_cohorts import PLUMBING, SETUP_CHECK, SHARED_CHECK
+from pcscope.core.call_cohorts import PAIR_CHECK, PLUMBING, SETUP_CHECK, SHARED_CHECK
 from pcscope.core.fixed_trip_sums import LOOP_CONTROL
 from pcscope.core.hand_written import CHECK as HAND_WRITTEN
 from pcscope.core.keyed_lookups import CHECK as KEYED_CHECK
@@ -816,13 +816,18 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
              + "".join(f"Callees shared with another tree{c.removeprefix(SHARED_CHECK)}. "
                        for c in m["checks"] if c.startswith(SHARED_CHECK))
              + f"Heaviest, by the instructions counted here: {heaviest}.")
-    rec = ("Make the per-operation part smaller than the work: reuse the context or object "
-           "across operations instead of creating, initialising and freeing it on every "
-           "call (the functions entered once per operation above show which"
-           + ("; a reused context also removes the allocator calls" if allocations else "")
-           + f"), pass more data per call so the {number(per_op)} instructions are paid less "
-           f"often, cache lookups made on every operation, and let LTO inline the small "
-           f"wrappers ({number(per_call)} instructions per call on average).")
+    pairs = _check_list(m, PAIR_CHECK)
+    reuse = (f"reuse {pairs} across operations instead of making and releasing each on "
+             f"every operation" if pairs else
+             "reuse the context or object across operations instead of creating, "
+             "initialising and freeing it on every call (which ones: the functions entered "
+             "once per operation, in the mechanism's checks)")
+    rec = (f"Make the per-operation part smaller than the work: {reuse}, pass more data per "
+           f"call so the {number(per_op)} instructions are paid less often, cache lookups made "
+           f"on every operation, and let LTO inline the small wrappers ({number(per_call)} "
+           f"instructions per call on average).")
+    if allocations:
+        rec += " Reuse also removes the allocator calls made on every operation."
     if setups:
         rec += (" The once-per-operation vector or crypto set-up is recomputed for every "
                 "operation: if it derives from the key, set the key once (initialise the "
