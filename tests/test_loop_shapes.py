@@ -85,6 +85,48 @@ def test_keys_gathered_through_an_index_array_and_branched_on_are_an_idea(tmp_pa
     assert "not how often it mispredicted" in advice.claim
 
 
+def scan(side: list[tuple[int, str]], other: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """A scan that branches on each gathered key (taken 6000 of 10000) to ``other``, with
+    ``side`` on the fall-through (4000); both lead to the loop's step at the end."""
+    top = [(10000, "ldr w6, [x14]"), (10000, "add w1, w13, w6"),
+           (10000, "ldrb w1, [x2, w1, uxtw]"), (10000, "cmp w1, w12")]
+    step = 0x1000 + 4 * (len(top) + 1 + len(side) + 1 + len(other))
+    to_other = 0x1000 + 4 * (len(top) + 1 + len(side) + 1)
+    return [*top, (10000, f"b.eq {hex(to_other)}"), *side, (4000, f"b {hex(step)}"), *other,
+            (10000, "add x14, x14, #4"), (10000, "cmp x14, x16"), (10000, "b.ne #0x1000")]
+
+
+COUNT = [(6000, "add w7, w7, #1")]  # zPend++
+
+
+@pytest.mark.parametrize("side, why", [
+    # the other side searches an inner loop (bzip2's generateMTFValues: zPend++ or the MTF
+    # search)
+    ([(4000, "mov w3, #0"), (40000, "add w3, w3, #1"), (40000, "cmp w3, w1"),
+      (40000, "b.ne #0x1018")], "a loop"),
+    ([(4000, "mov w0, w1"), (4000, "bl #0x5000")], "a call"),
+])
+def test_a_branch_guarding_a_loop_or_call_gets_no_branch_free_advice(tmp_path, side, why):
+    _profile, table = mechanisms_of(tmp_path, [("mtf", 0x1000, scan(side, COUNT)), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    assert any(c.startswith("branches that guard") and f"at 0x1010 ({why})" in c
+               for c in m.checks)
+    advice = advise(as_dict(m), "executions", None)
+    assert "it guards a loop or call, not a value choice" in advice.recommendation
+    assert "csel`/`cset`)" not in advice.recommendation
+    assert "base[idx[i + d] + k]" in advice.recommendation  # the gather half stays
+
+
+def test_a_branch_picking_between_two_short_sides_keeps_the_branch_free_advice(tmp_path):
+    loop = scan([(4000, "add w8, w8, #1")], COUNT)  # an if/else diamond, one row each
+    _profile, table = mechanisms_of(tmp_path, [("mtf", 0x1000, loop), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    assert not any(c.startswith("branches that guard") for c in m.checks)
+    advice = advise(as_dict(m), "executions", None)
+    assert "decide branch-free where the branch only picks a value" in advice.recommendation
+    assert "guards a loop" not in advice.recommendation
+
+
 @pytest.mark.parametrize("loop", [
     # post-indexed: `ldr w6, [x14], #4`
     [(10000, "ldr w6, [x14], #4"), *partition()[1:6], *partition()[7:]],

@@ -10,7 +10,10 @@ contiguous array first lets independent loads overlap (or a prefetch of
 ``base[idx[i + d] + k]`` a few elements ahead hides their latency), and a partition on a
 contiguous key array can be written branch-free. Whether mispredicts or misses dominate is
 not in an execution count: the branches' taken ratios are, and a mispredict count (PMU or
-the simulator) decides.
+the simulator) decides. A branch-free rewrite needs a branch that picks a value: its two
+sides rejoin within ``SIDE`` instructions with no call and no inner loop between. A branch
+that guards a loop or a call (bzip2's generateMTFValues: a counter increment or the whole
+move-to-front search) is kept out of that advice.
 
 The loop is a natural loop of its function (pcscope.core.natural_loops; a partition's two
 scans and its swaps are one loop). It fires when:
@@ -41,6 +44,9 @@ MIN_SHARE = 0.005  # a loop's own share worth a mechanism
 _WORDS = ("w", "x")  # a stream of indexes is 32- or 64-bit
 _STREAMS = frozenset(("ldr", "ldur", "ldrsw", "ldursw"))
 _FRAME = frozenset(("sp", "x29"))
+SIDE = 8  # rows each side of a value choice may hold before the two sides rejoin
+_EXIT = -1  # a side that leaves the loop
+_NEXT = -2  # a side that goes on to the loop's next iteration
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,7 @@ class GatherLoop:
     streams: tuple[int, ...]  # rows of the index loads feeding a gather
     gathers: tuple[int, ...]  # rows of the key loads
     branches: tuple[int, ...]  # rows of the conditional branches on the keys
+    guards: tuple[str | None, ...]  # per branch: what it guards beyond a value choice
     moves: bool  # the loop stores index values back (a partition or swap)
     keys: int  # gather executions
     iterations: int  # the loop head's count
@@ -64,7 +71,10 @@ def find(finder: _Finder, claimed: np.ndarray) -> list[Mechanism]:
         fn = int(p.function[rows[0]])
         if fn < 0 or finder._libc_names[fn] is not None or finder.share(rows) < MIN_SHARE:
             continue
-        loop = gather_loop([finder.op(r) for r in rows], rows, [finder.count(r) for r in rows])
+        nested = frozenset(int(p.pc[r]) for inner in finder.function_loops
+                           if rows[0] < min(inner) and max(inner) <= max(rows) for r in inner)
+        loop = gather_loop([finder.op(r) for r in rows], rows, [finder.count(r) for r in rows],
+                           nested)
         if loop is None or claimed[[*loop.gathers, *loop.branches]].any():
             continue
         own = replace(loop, rows=tuple(r for r in loop.rows if not claimed[r]))
@@ -73,8 +83,10 @@ def find(finder: _Finder, claimed: np.ndarray) -> list[Mechanism]:
     return [_mechanism(finder, loops) for loops in by_fn.values()]
 
 
-def gather_loop(ops: list[Op], rows: list[int], counts: list[int]) -> GatherLoop | None:
-    """The gather through an index array of one loop (``ops[0]`` its head), or None."""
+def gather_loop(ops: list[Op], rows: list[int], counts: list[int],
+                nested: frozenset[int]) -> GatherLoop | None:
+    """The gather through an index array of one loop (``ops[0]`` its head; ``nested`` the
+    pcs of loops nested in it), or None."""
     if any(o.mnemonic.startswith("prfm") for o in ops):
         return None
     flow = loop_dataflow.read(ops)
@@ -91,8 +103,53 @@ def gather_loop(ops: list[Op], rows: list[int], counts: list[int]) -> GatherLoop
                 for i, o in enumerate(ops))
     return GatherLoop(
         tuple(rows), tuple(rows[i] for i in used), tuple(rows[i] for i in sorted(gathers)),
-        tuple(rows[i] for i in branches),
+        tuple(rows[i] for i in branches), tuple(_guards(ops, i, nested) for i in branches),
         moves, sum(counts[i] for i in gathers), counts[0])
+
+
+def _guards(ops: list[Op], at: int, nested: frozenset[int]) -> str | None:
+    """What the branch ``ops[at]`` guards beyond a choice between values: "a loop" or "a
+    call" met on a side before the two sides rejoin, "a long path" when they do not rejoin
+    within ``SIDE`` rows; None for a short diamond (both sides reach one instruction, the
+    loop going on or the loop's exit)."""
+    by_pc = {o.pc: o for o in ops}
+    branch = ops[at]
+    if branch.target is None:
+        return "a long path"
+    a, b = (_side(by_pc, nested, ops[0].pc, pc)
+            for pc in (branch.pc + 4, branch.target))
+    if any(isinstance(x, int) and x in b for x in a):
+        return None
+    return next((x for x in (a[-1], b[-1]) if isinstance(x, str)), "a long path")
+
+
+def _side(by_pc: dict[int, Op], nested: frozenset[int], head: int, pc: int) -> list[int | str]:
+    """The pcs one side of a branch runs from ``pc``, at most ``SIDE`` rows, ended by
+    ``_NEXT`` (the loop head, or a back-edge into the loop's own rows: a ``continue`` into
+    its middle, as a partition's two scans), ``_EXIT`` (it leaves the loop, a backward jump
+    out of it included) or what stops a value choice ("a call"; "a loop": a nested loop's
+    row); forward conditional branches are read as falling through."""
+    path: list[int | str] = []
+    while True:
+        if pc in nested:
+            return [*path, "a loop"]
+        if pc == head or pc not in by_pc:
+            return [*path, _NEXT if pc == head else _EXIT]
+        if len(path) == SIDE:
+            return path
+        o = by_pc[pc]
+        path.append(pc)
+        if isa.is_call(o.mnemonic):
+            return [*path, "a call"]
+        if o.target is not None and o.target <= pc:
+            return [*path, "a loop" if o.target in nested else
+                    _NEXT if o.target in by_pc else _EXIT]
+        if _ends_flow(o):
+            if o.target is None:
+                return [*path, _EXIT]
+            pc = o.target
+        else:
+            pc += 4
 
 
 def _stream(o: Op, stride: int | None) -> bool:
@@ -141,6 +198,8 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
     decided = "; ".join(f"`{p.asm(r)}` at {int(p.pc[r]):#x} (count {finder.count(r):,}"
                         + (f", taken {shares[r]:.0%})" if shares[r] is not None else ")")
                         for r in loop.branches[:4])
+    guarding = "; ".join(f"`{p.asm(r)}` at {int(p.pc[r]):#x} ({why})"
+                         for r, why in zip(loop.branches, loop.guards, strict=True) if why)
     checks = [
         "index loads (4 or 8 bytes) at an address that moves by a constant each iteration: "
         + _texts(p, loop.streams),
@@ -148,6 +207,9 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
         f"conditional branches on the loaded key: {decided}",
         "no prfm in the loop",
     ]
+    if guarding:
+        checks.append("branches that guard a loop, a call or a long path, not a value "
+                      f"choice: {guarding}")
     if loop.moves:
         checks.append("the loop stores index values back (it partitions or swaps the "
                       "index array)")
@@ -162,6 +224,9 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
                "the loops' head counts"),
         Metric("branches on the key", len(loop.branches), "branches",
                "conditional branches deciding on the gathered key (the heaviest loop)"),
+        Metric("value-choice branches", sum(why is None for why in loop.guards), "branches",
+               f"branches on the key whose two sides rejoin within {SIDE} instructions "
+               "with no call or loop between (the heaviest loop)"),
     ], checks)
 
 

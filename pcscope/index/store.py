@@ -66,7 +66,9 @@ from pcscope.index.parts import load_parts, save_parts
 #     iterations apart, with their part, and names its hottest aliasing byte store
 # 17: a per-operation tree names its create/destroy pairs (members named one stem plus a
 #     making and a releasing suffix, entered as often per operation)
-FORMAT_VERSION = 17
+# 18: a gather-branch mechanism names the branches that guard a loop, a call or a long path
+#     (not a value choice) and counts its value-choice branches
+FORMAT_VERSION = 18
 Progress = Callable[[str], None]
 
 

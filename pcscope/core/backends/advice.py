@@ -936,21 +936,32 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
              + ". Every key is a load whose address is known only after its index is loaded, "
              "and every decision is a data-dependent branch. Exact counts show how often each "
              "branch went one way, not how often it mispredicted or how long the key loads took.")
+    guarding = _after(m, "branches that guard a loop")
+    why = ("its sides do not rejoin within a few instructions: it picks a path, not a value"
+           if "(a long path)" in guarding else "it guards a loop or call, not a value choice")
+    gather = ("Take the key loads off the decision's path: gather the keys into a contiguous "
+              "array first (a loop `key[i] = base[idx[i] + k]` has independent loads the core "
+              "overlaps), or prefetch `base[idx[i + d] + k]` about 8-16 elements ahead "
+              "(`__builtin_prefetch`, `prfm pldl1keep`)")
+    title = f"Keys gathered through an index array and branched on in {fn} ({number(keys)} keys)"
+    if metric(m, "value-choice branches") == 0:
+        return title, claim, (
+            f"{gather}. A branch-free rewrite does not apply: {guarding}; {why}, and `csel` "
+            "cannot replace a path. The key loads' latency (SPE, L1D_CACHE_REFILL) decides "
+            "whether the gather or prefetch pays; a branch taken near 50% of the time still "
+            "mispredicts often, a cost only a different algorithm removes.")
     decide = ("then partition branch-free on the contiguous keys: compute each element's "
               "side with `cmp`/`cset` and store it unconditionally at both candidate "
               "positions, advancing one pointer by the flag (block partitioning, as in "
               "BlockQuicksort and pdqsort)" if moves else
               "then decide branch-free where the branch only picks a value (`csel`/`cset`)")
-    rec = ("Take the key loads off the decision's path: gather the keys into a contiguous "
-           "array first (a loop `key[i] = base[idx[i] + k]` has independent loads the core "
-           "overlaps), or prefetch `base[idx[i + d] + k]` about 8-16 elements ahead "
-           f"(`__builtin_prefetch`, `prfm pldl1keep`); {decide}. Which half pays is what the "
-           "counts cannot show: mispredicts per key (BR_MIS_PRED_RETIRED, SPE or the "
-           "simulator) decide the branch-free rewrite; the key loads' latency (SPE, "
+    if guarding:
+        decide += f" (not {guarding}: {why})"
+    rec = (f"{gather}; {decide}. Which half pays is what the counts cannot show: mispredicts "
+           "per key (BR_MIS_PRED_RETIRED, SPE or the simulator) decide the branch-free rewrite; the key loads' latency (SPE, "
            "L1D_CACHE_REFILL) decides the gather or prefetch. A branch taken near 50% of the "
            "time on random data mispredicts often; one near 0% or 100% does not.")
-    return (f"Keys gathered through an index array and branched on in {fn} "
-            f"({number(keys)} keys)", claim, rec)
+    return title, claim, rec
 
 
 def _struct_relaxation(m: dict, noun: str) -> tuple[str, str, str]:
