@@ -154,6 +154,46 @@ class AsmScan:
         return np.where(negative & (value >= 0), pcs.astype(np.int64) - value, value)
 
 
+OTHER_REGISTER = 33  # the bit every register that is not general shares (vector, predicate)
+
+
+def register_masks(column: StringColumn) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, bitmasks (uint64) of the registers its text names: bit ``register_code``
+    for a general register (x0..x30, sp, xzr), bit OTHER_REGISTER for any other register;
+    the first mask over the whole text, the second from the first ``[`` on (the memory
+    operand's base and index). A superset of the registers pcscope.core.isa reads from the
+    text (comments and symbols count too), so a check that needs a register to be named
+    never drops a row isa would keep."""
+    text = _Text(column.blob)
+    offsets = np.asarray(column.offsets, dtype=np.uint64).view(np.int64)
+    rows = _Span(text, offsets[:-1], offsets[1:])
+    word = _WORD[text.text] > 0
+    begins = word.copy()
+    begins[1:] &= ~word[:-1]
+    firsts = offsets[:-1][offsets[:-1] < len(word)]  # rows abut: a row's first byte begins
+    begins[firsts] = word[firsts]  # a word even after a word byte of the row before
+    pos = np.flatnonzero(begins)
+    row = np.searchsorted(offsets, pos, "right") - 1
+    words = _Span(text, offsets[:-1][row], offsets[1:][row])
+    c0, c1, c2, c3 = (words.byte(pos + k) for k in range(4))
+    w0, w1, w2, w3 = (_WORD[c] for c in (c0, c1, c2, c3))
+    general = np.where(w3 == 0, _MENTIONED[(w0 * _BASE + w1) * _BASE + w2], -1)
+    digit = (c1 >= ord("0")) & (c1 <= ord("9"))
+    other = np.isin(c0, _OTHER_FIRST) & (digit | ((c0 == ord("p")) & (c1 == ord("n"))))
+    bit = np.where(general >= 0, general, np.where(other, OTHER_REGISTER, -1))
+    named = np.zeros(len(column), dtype=np.uint64)
+    addressed = np.zeros(len(column), dtype=np.uint64)
+    keep = bit >= 0
+    bits = np.left_shift(np.uint64(1), bit[keep].astype(np.uint64))
+    np.bitwise_or.at(named, row[keep], bits)
+    bracket = rows.first("[")
+    inside = keep.copy()
+    inside[keep] = (bracket[row[keep]] >= 0) & (pos[keep] > bracket[row[keep]])
+    np.bitwise_or.at(addressed, row[inside], np.left_shift(
+        np.uint64(1), bit[inside].astype(np.uint64)))
+    return named, addressed
+
+
 class _Span:
     """Text spans [start, end) of a set of rows, scanned together."""
 
@@ -261,3 +301,17 @@ _WORD = np.zeros(256, dtype=np.int32)  # word keys stay below 37**3
 _WORD[ord("a") : ord("z") + 1] = np.arange(1, 27)
 _WORD[ord("0") : ord("9") + 1] = np.arange(27, 37)
 _REGISTERS = _register_lut()
+
+
+def _mentioned_lut() -> np.ndarray:
+    """``_REGISTERS`` plus the zero-padded spellings isa also reads (``x05``)."""
+    lut = _REGISTERS.copy()
+    for prefix in "wx":
+        for n in range(10):
+            digits = [int(_WORD[b]) for b in f"{prefix}0{n}".encode()]
+            lut[(digits[0] * _BASE + digits[1]) * _BASE + digits[2]] = n
+    return lut
+
+
+_MENTIONED = _mentioned_lut()
+_OTHER_FIRST = np.frombuffer(b"bhsdqvzp", dtype=np.uint8)  # first letters of other registers

@@ -321,6 +321,8 @@ def _dependent_loads(profile: Profile, f: CodeFacts, code: Code) -> _Hits:
     canary loads, a table load feeding a branch), writeback streams and stack loads are
     not chases. Vectorised: the candidates (loads in a short loop); Python: the cycle.
     ``aux_pc`` is the loop head."""
+    from pcscope.core.chase_filter import may_chase  # needs polars, as _scanned_facts
+
     win = profile.window  # window codes, only compared
     cand = np.flatnonzero(f.load & (f.base >= 0) & (f.base < 29) & ~f.writeback)
     if not len(cand):
@@ -330,6 +332,7 @@ def _dependent_loads(profile: Profile, f: CodeFacts, code: Code) -> _Hits:
     warm = (prefix[branch + 1] - prefix[head]) >= LOOP_MIN_SHARE * profile.total
     ok = np.flatnonzero(in_loop & (branch - head < LOOP_MAX) & warm)
     ok = ok[_hottest_loops(prefix, head[ok], branch[ok], LOOP_BUDGET)]
+    ok = ok[may_chase(profile.asm_column, profile.pc, f, cand[ok], head[ok], branch[ok])]
     bodies: dict[tuple[int, int], list[shapes.Op]] = {}  # a loop holds several candidates
 
     def body(i: int) -> list[shapes.Op]:

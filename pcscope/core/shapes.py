@@ -91,13 +91,17 @@ def ops_of(lines: list[tuple[int, str]]) -> list[Op]:
     return [Op.of(pc, asm) for pc, asm in lines]
 
 
+def leaves_loop(mnemonic: str) -> bool:
+    """A return or a register branch (not a call): control cannot come back."""
+    return isa.is_return(mnemonic) or mnemonic in ("br", "braa", "brab", "braaz", "brabz")
+
+
 def is_loop_body(body: list[Op]) -> bool:
     """Control can run from the first instruction to the last one's branch back: no return
     or register branch before the end, and every ``b`` before the end stays inside."""
     first, last = body[0].pc, body[-1].pc
     for op in body[:-1]:
-        if isa.is_return(op.mnemonic) or op.mnemonic in ("br", "braa", "brab", "braaz",
-                                                         "brabz"):
+        if leaves_loop(op.mnemonic):
             return False
         if op.mnemonic == "b" and (op.target is None or not first <= op.target <= last):
             return False

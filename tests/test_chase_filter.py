@@ -1,0 +1,83 @@
+"""The vectorised chase condition never drops a load the exact shape check keeps, and does
+drop look-alikes; the register masks it reads name every register isa reads."""
+
+import numpy as np
+import pytest
+
+from pcscope.core import isa, shapes
+from pcscope.core.asmtext import OTHER_REGISTER, register_code, register_masks
+from pcscope.core.chase_filter import may_chase
+from pcscope.core.columns import StringColumn
+from pcscope.core.patterns import LOOP_MAX, code_facts, enclosing_loops
+from pcscope.core.readers.profile_csv import read_profile
+from tests.conftest import real_program, real_programs
+from tests.test_patterns import DEPENDENT, write_profile
+
+
+def _bits(registers) -> int:
+    mask = 0
+    for reg in registers:
+        code = register_code(reg)
+        mask |= 1 << (code if code >= 0 else OTHER_REGISTER)
+    return mask
+
+
+def _masks_cover_isa(texts: list[str]) -> None:
+    named, addressed = register_masks(StringColumn.from_strings(texts))
+    for text, all_regs, mem_regs in zip(texts, named.tolist(), addressed.tolist(), strict=True):
+        reading = isa.read(text)
+        mem = [r for r in (reading.mem.base, reading.mem.index) if r] if reading.mem else []
+        written = () if isa.is_call(reading.mnemonic) else reading.dest  # x30: not named
+        read = () if reading.mnemonic in isa.RETURNS else reading.src
+        assert _bits([*written, *read, *mem]) & ~all_regs == 0, text
+        assert _bits(mem) & ~mem_regs == 0, text
+
+
+def test_register_masks_name_what_isa_reads():
+    texts = ["ldr x0, [x1, x2, lsl #3]", "LDR W5,[X6]", "ld1d {z0.d}, p0/z, [x0, z1.d, lsl #3]",
+             "whilelo pn8.b, x0, x1", "add x05, x05, #1", "stp x29, x30, [sp, #-16]!",
+             "ldr q0, [x3], #16", "mov x0, x1 // x2", "ld1 {v0.s}[1], [x4]", "ret", "",
+             "bl 0x1000 <f>", "ldaddal w1, w2, [x3]", "fmov d0, x9"]
+    _masks_cover_isa(texts)
+    named, addressed = register_masks(StringColumn.from_strings(texts[:2]))
+    assert named.tolist() == [0b111, (1 << 5) | (1 << 6)]  # a word never runs on
+    assert addressed.tolist() == [0b110, 1 << 6]           # into the next row
+
+
+@pytest.mark.parametrize("name", real_programs()[:2])
+def test_register_masks_on_real_rows(name):
+    profile = read_profile(real_program(name).profile)
+    _masks_cover_isa(profile.asm_column.to_list())
+
+
+def _exact_and_filtered(profile):
+    """For every load in a short loop: (loop_carried_load, may_chase)."""
+    f = code_facts(profile)
+    loads = np.flatnonzero(f.load & (f.base >= 0) & (f.base < 29) & ~f.writeback)
+    branch, head, in_loop = enclosing_loops(profile, f, loads, profile.window)
+    short = np.flatnonzero(in_loop & (branch - head < LOOP_MAX))
+    loads, head, branch = loads[short], head[short], branch[short]
+    kept = may_chase(profile.asm_column, profile.pc, f, loads, head, branch)
+    exact = [shapes.loop_carried_load(f.code.ops(h, b), k - h)
+             for k, h, b in zip(loads.tolist(), head.tolist(), branch.tolist(), strict=True)]
+    return profile.pc[loads], np.array(exact, dtype=bool), kept
+
+
+def test_chase_filter_keeps_every_chase_and_drops_look_alikes(tmp_path):
+    rows = [*DEPENDENT,
+            # a chase through a vector register and back (fmov): the filter folds them
+            ("v", 0xB000, 10, "ldr x1, [x2]"),
+            ("v", 0xB004, 10, "fmov d0, x1"),
+            ("v", 0xB008, 10, "fmov x2, d0"),
+            ("v", 0xB00C, 10, "cbnz x1, 0xb000")]
+    pcs, exact, kept = _exact_and_filtered(write_profile(tmp_path, rows))
+    assert exact.any() and not (exact & ~kept).any()
+    assert 0xB000 in pcs[exact]
+    assert 0x8000 in pcs[~kept]  # its index is a counter: no load feeds the address
+
+
+@pytest.mark.parametrize("name", real_programs())
+def test_chase_filter_keeps_every_real_chase(name):
+    pcs, exact, kept = _exact_and_filtered(read_profile(real_program(name).profile))
+    assert not (exact & ~kept).any(), [hex(p) for p in pcs[exact & ~kept]]
+    assert kept.sum() < len(kept)  # it does filter
