@@ -157,13 +157,14 @@ class AsmScan:
 OTHER_REGISTER = 33  # the bit every register that is not general shares (vector, predicate)
 
 
-def register_masks(column: StringColumn) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, bitmasks (uint64) of the registers its text names: bit ``register_code``
+def register_masks(column: StringColumn, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``rows``, bitmasks (uint64) of the registers its text names: bit ``register_code``
     for a general register (x0..x30, sp, xzr), bit OTHER_REGISTER for any other register;
     the first mask over the whole text, the second from the first ``[`` on (the memory
     operand's base and index). A superset of the registers pcscope.core.isa reads from the
     text (comments and symbols count too), so a check that needs a register to be named
     never drops a row isa would keep."""
+    column = _take(column, rows)
     text = _Text(column.blob)
     offsets = np.asarray(column.offsets, dtype=np.uint64).view(np.int64)
     rows = _Span(text, offsets[:-1], offsets[1:])
@@ -192,6 +193,17 @@ def register_masks(column: StringColumn) -> tuple[np.ndarray, np.ndarray]:
     np.bitwise_or.at(addressed, row[inside], np.left_shift(
         np.uint64(1), bit[inside].astype(np.uint64)))
     return named, addressed
+
+
+def _take(column: StringColumn, rows: np.ndarray) -> StringColumn:
+    """The texts of some rows, gathered with numpy."""
+    starts = column.offsets[rows].astype(np.int64)
+    lengths = column.offsets[rows + 1].astype(np.int64) - starts
+    offsets = np.zeros(len(rows) + 1, dtype=np.uint64)
+    np.cumsum(lengths, out=offsets[1:])
+    picks = np.repeat(starts - offsets[:-1].astype(np.int64), lengths) + np.arange(
+        int(offsets[-1]))
+    return StringColumn(column.blob[picks], offsets)
 
 
 class _Span:

@@ -321,7 +321,7 @@ def _dependent_loads(profile: Profile, f: CodeFacts, code: Code) -> _Hits:
     canary loads, a table load feeding a branch), writeback streams and stack loads are
     not chases. Vectorised: the candidates (loads in a short loop); Python: the cycle.
     ``aux_pc`` is the loop head."""
-    from pcscope.core.chase_filter import may_chase  # needs polars, as _scanned_facts
+    from pcscope.core.loop_filters import may_chase  # needs polars, as _scanned_facts
 
     win = profile.window  # window codes, only compared
     cand = np.flatnonzero(f.load & (f.base >= 0) & (f.base < 29) & ~f.writeback)
@@ -424,6 +424,8 @@ def _byte_loops(profile: Profile, f: CodeFacts, code: Code) -> _Hits:
     """Loops that load and test one byte or halfword per step with a stepping pointer or
     index (shapes.byte_step) and run at least MIN_TRIPS iterations per entry by the
     profile's counts. Hit: the narrow load; ``aux_pc`` the loop head, ``aux`` the trips."""
+    from pcscope.core.loop_filters import may_step_bytes  # needs polars, as _scanned_facts
+
     win = profile.window  # window codes, only compared
     branches, heads = backward_branches(profile, f, win)
     narrow = f.flags(shapes.NARROW_LOADS.__contains__)
@@ -431,8 +433,10 @@ def _byte_loops(profile: Profile, f: CodeFacts, code: Code) -> _Hits:
     narrow_count = prefix[branches + 1] - prefix[heads]
     # at least one narrow load per 8 instructions: a body doing other work is no byte
     # loop even if it reads one byte somewhere
-    keep = (branches - heads < BYTE_LOOP_MAX) & (narrow_count * 8 >= branches - heads + 1) \
-        & (narrow_count > 0)
+    keep = np.flatnonzero((branches - heads < BYTE_LOOP_MAX)
+                          & (narrow_count * 8 >= branches - heads + 1) & (narrow_count > 0))
+    keep = keep[_loop_trips(profile, heads[keep], branches[keep]) >= MIN_TRIPS]
+    keep = keep[may_step_bytes(profile.asm_column, profile.pc, f, heads[keep], branches[keep])]
     found, loop_heads, trips = [], [], []
     for b, h in zip(branches[keep].tolist(), heads[keep].tolist(), strict=True):
         if _libc_routine(profile, h):
@@ -454,17 +458,25 @@ def loop_trips(profile: Profile, head: int, *branches: int) -> float:
     iteration; entries = head count - times its backward branches were taken, where a
     branch's taken count = its count - its fall-through's (the next row, if it follows
     directly; an unconditional ``b`` back is always taken)."""
-    counts = profile.samples
-    taken = 0
-    for branch in branches:
-        went = int(counts[branch])
-        after = branch + 1
-        if after < len(profile) and int(profile.pc[after]) == int(profile.pc[branch]) + 4:
-            went -= int(counts[after])
-        taken += max(went, 0)
-    runs = int(counts[head])
+    taken = int(_taken(profile, np.array(branches, dtype=np.int64)).sum())
+    runs = int(profile.samples[head])
     entries = runs - taken
     return runs / entries if entries > 0 else float(runs)
+
+
+def _loop_trips(profile: Profile, heads: np.ndarray, branches: np.ndarray) -> np.ndarray:
+    """``loop_trips`` of many loops with one backward branch each."""
+    runs = profile.samples[heads].astype(np.int64)
+    entries = runs - _taken(profile, branches)
+    return np.where(entries > 0, runs / np.maximum(entries, 1), runs.astype(np.float64))
+
+
+def _taken(profile: Profile, branches: np.ndarray) -> np.ndarray:
+    """How often each branch row was taken (see ``loop_trips``), as int64."""
+    counts = profile.samples.astype(np.int64, copy=False)
+    after = np.minimum(branches + 1, len(profile) - 1)
+    falls = (branches + 1 < len(profile)) & (profile.pc[after] - profile.pc[branches] == 4)
+    return np.maximum(counts[branches] - np.where(falls, counts[after], 0), 0)
 
 
 def _libc_routine(profile: Profile, row: int) -> bool:
