@@ -223,28 +223,32 @@ def _indirect_branches(profile: Profile, f: CodeFacts, code: Code, stubs: _Hits)
     hot[np.argsort(-profile.value[every], kind="stable")[:BRANCH_BUDGET]] = True
     rows = every[hot]  # a cold br keeps its hit, unclassified
     writer = _last_writer(profile, f, rows, f.first[rows].astype(np.int64), 16)
-    producers: list[shapes.Op | None] = []
-    for r, w in zip(rows.tolist(), writer.tolist(), strict=True):
-        if w >= 0 and f.load[w]:
-            producers.append(code.op(w))  # the common case: a load right before
+    # Where each target comes from: the producer's PC, and whether it is a table entry
+    # (a load through an index register; shapes.is_table_jump).
+    producer_pc = np.zeros(len(rows), dtype=np.uint64)
+    table_entry = np.zeros(len(rows), dtype=bool)
+    for i, (r, w) in enumerate(zip(rows.tolist(), writer.tolist(), strict=True)):
+        if w >= 0 and f.load[w]:  # the common case: a load right before
+            producer_pc[i] = profile.pc[w]
+            table_entry[i] = isa.indexed(profile.asm(w))
         elif w >= 0:  # an add/sxtw of a table entry: follow it back in Python
             ops = code.ops(max(0, w - 8), r)
-            producers.append(shapes.target_producer(ops, len(ops) - 1))
-        else:
-            producers.append(None)
-    table = np.array([shapes.is_table_jump(p) and not code.op(r).mnemonic.startswith("blr")
-                      for r, p in zip(rows.tolist(), producers, strict=True)], dtype=bool)
+            producer = shapes.target_producer(ops, len(ops) - 1)
+            if producer is not None:
+                producer_pc[i] = producer.pc
+                table_entry[i] = shapes.is_table_jump(producer)
+    table = table_entry & ~f.flags(lambda m: m.startswith("blr"))[rows]
     fn = profile.function[rows].astype(np.int64)
     sites: dict[int, int] = {}
     for g in fn[table].tolist():
         sites[g] = sites.get(g, 0) + 1
     aux = np.full(len(every), shapes.UNCLASSIFIED, dtype=np.int64)
     aux_pc = np.zeros(len(every), dtype=np.uint64)
-    for i, r, p, g in zip(np.flatnonzero(hot).tolist(), rows.tolist(), producers, fn.tolist(),
-                          strict=True):
-        aux[i] = shapes.STUB if r in stub_rows else shapes.classify_indirect(
-            code.op(r), p, sites.get(g, 0) if g >= 0 else 0)
-        aux_pc[i] = p.pc if p is not None else 0
+    aux_pc[hot] = producer_pc
+    for i, r, entry, g in zip(np.flatnonzero(hot).tolist(), rows.tolist(), table_entry.tolist(),
+                              fn.tolist(), strict=True):
+        aux[i] = shapes.STUB if r in stub_rows else shapes.indirect_class(
+            bool(f.call[r]), entry, sites.get(g, 0) if g >= 0 else 0)
     return _Hits("indirect-branch", every, aux_pc, aux)
 
 

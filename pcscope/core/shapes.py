@@ -258,9 +258,15 @@ def classify_indirect(branch: Op, producer: Op | None, table_sites: int) -> int:
     a load indexed by a register feeding a ``br`` is a table jump (interpreter dispatch when
     the function has many such sites, else a switch); a ``blr`` is a function-pointer or
     virtual call; any other ``br`` a tail call or computed jump."""
-    if isa.is_call(branch.mnemonic):
+    return indirect_class(isa.is_call(branch.mnemonic), is_table_jump(producer), table_sites)
+
+
+def indirect_class(call: bool, table_entry: bool, table_sites: int) -> int:
+    """``classify_indirect`` from what it reads: the branch is a call, its target is a table
+    entry (``is_table_jump``)."""
+    if call:
         return CALL
-    if producer is not None and producer.load and len(producer.addr) == 2:
+    if table_entry:
         return DISPATCH if table_sites >= DISPATCH_SITES else SWITCH
     return TAIL
 
