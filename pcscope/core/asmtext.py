@@ -102,13 +102,14 @@ class AsmScan:
         gap = rows.first_of(np.flatnonzero((text == ord(" ")) | (text == ord("\t"))))
         return rows.skip(np.where(gap >= 0, gap, rows.end))
 
-    def operand_registers(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per row: register codes of operands 0 and 1 when they are plain general
-        registers (``ldp x0, x1, …``), else -1."""
-        rows = self.rows
-        op0 = rows.register_at(self.operands)
-        comma = rows.first(",", self.operands)
-        op1 = rows.register_at(rows.skip(np.where(comma >= 0, comma + 1, -1)))
+    def operand_registers(self, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: register code of operand 0, and of operand 1 in the rows ``second``
+        (positions), when they are plain general registers (``ldp x0, x1, …``), else -1."""
+        op0 = self.rows.register_at(self.operands)
+        op1 = np.full(len(op0), -1, dtype=np.int8)
+        span, after = self.rows.take(second), self.operands[second]
+        comma = span.first(",", after)
+        op1[second] = span.register_at(span.skip(np.where(comma >= 0, comma + 1, -1)))
         return op0, op1
 
     def memory_bases(self) -> np.ndarray:

@@ -257,45 +257,57 @@ def _indirect_branches(profile: Profile, f: CodeFacts, code: Code, stubs: _Hits)
 
 def code_facts(profile: Profile) -> CodeFacts:
     names, canon = _canonical_mnemonics(profile)
+    # Which of the first two operands each destination slot of a row is (-1: none).
+    slots = _dest_slots(names)[canon]
     direct = _flags(names, canon, lambda n: n in isa.DIRECT or n.startswith(("b.", "bc.")))
+    second = (slots == 1).any(axis=1)  # operand 1 is read only where it is written
     n = len(profile)
-    operand = np.full((n, 2), -1, dtype=np.int8)
+    operands = np.full((2, n), -1, dtype=np.int8)
     base = np.full(n, -1, dtype=np.int8)
     writeback = np.zeros(n, dtype=bool)
     target = np.full(n, -1, dtype=np.int64)
     for start in range(0, n, FACTS_CHUNK):
         rows = slice(start, min(start + FACTS_CHUNK, n))
-        operand[rows], base[rows], writeback[rows], target[rows] = _scanned_facts(
-            profile.asm_column.slice(rows.start, rows.stop), profile.pc[rows], direct[rows])
-    # Which of the first two operands each mnemonic writes (slot -1: none).
-    slots = np.full((max(len(names), 1), 2), -1, dtype=np.int8)
-    for i, name in enumerate(names):
-        positions = [p for p in isa.dest_positions(name) if p < 2][:2]
-        slots[i, : len(positions)] = positions
-    row_slots = slots[canon]
-    dest = np.where(row_slots >= 0, np.take_along_axis(operand, np.maximum(row_slots, 0), 1), -1)
-    dest = np.where(dest == XZR, -1, dest)  # writing xzr discards the value
+        operands[0, rows], operands[1, rows], base[rows], writeback[rows], target[rows] = \
+            _scanned_facts(profile.asm_column.slice(rows.start, rows.stop), profile.pc[rows],
+                           direct[rows], second[rows])
+    dest = np.full((n, 2), -1, dtype=np.int8)
+    for slot in (0, 1):
+        for operand in (0, 1):
+            written = slots[:, slot] == operand
+            dest[written, slot] = operands[operand, written]
+    dest[dest == XZR] = -1  # writing xzr discards the value
     return CodeFacts(
-        names, canon, dest.astype(np.int8), base, writeback,
+        names, canon, dest, base, writeback,
         load=_flags(names, canon, isa.is_load), store=_flags(names, canon, isa.is_store),
-        call=_flags(names, canon, isa.is_call), target=target, first=operand[:, 0].copy(),
+        call=_flags(names, canon, isa.is_call), target=target, first=operands[0],
         code=Code(profile),
     )  # fmt: skip
 
 
-def _scanned_facts(column: StringColumn, pcs: np.ndarray, direct: np.ndarray):
-    """Byte-scan facts of some rows: operand registers 0 and 1, memory base, writeback, and
-    the targets of the ``direct`` branches."""
+def _dest_slots(names: list[str]) -> np.ndarray:
+    """Per mnemonic, which of the first two operands it writes, in order (-1: none)."""
+    slots = np.full((max(len(names), 1), 2), -1, dtype=np.int8)
+    for i, name in enumerate(names):
+        positions = [p for p in isa.dest_positions(name) if p < 2][:2]
+        slots[i, : len(positions)] = positions
+    return slots
+
+
+def _scanned_facts(column: StringColumn, pcs: np.ndarray, direct: np.ndarray,
+                   second: np.ndarray):
+    """Byte-scan facts of some rows: operand register 0, operand register 1 of the
+    ``second`` rows, memory base, writeback, and the targets of the ``direct`` branches."""
     # asmtext needs polars; reopening an index only needs the stored table, not this.
     from pcscope.core.asmtext import AsmScan
 
     scan = AsmScan(column)
-    op0, op1 = scan.operand_registers()
+    op0, op1 = scan.operand_registers(np.flatnonzero(second))
     base, writeback = scan.memory_operands()
     target = np.full(len(column), -1, dtype=np.int64)
     branches = np.flatnonzero(direct)
     target[branches] = scan.branch_targets(branches, pcs[branches])
-    return np.stack([op0, op1], axis=1), base, writeback, target
+    return op0, op1, base, writeback, target
 
 
 def _canonical_mnemonics(profile: Profile) -> tuple[list[str], np.ndarray]:
