@@ -29,25 +29,29 @@ def _bits(registers) -> int:
 
 
 def _masks_cover_isa(texts: list[str]) -> None:
-    named, addressed = register_masks(StringColumn.from_strings(texts), np.arange(len(texts)))
-    for text, all_regs, mem_regs in zip(texts, named.tolist(), addressed.tolist(), strict=True):
+    masks = register_masks(StringColumn.from_strings(texts), np.arange(len(texts)))
+    for i, text in enumerate(texts):
         reading = isa.read(text)
         mem = [r for r in (reading.mem.base, reading.mem.index) if r] if reading.mem else []
         written = () if isa.is_call(reading.mnemonic) else reading.dest  # x30: not named
         read = () if reading.mnemonic in isa.RETURNS else reading.src
-        assert _bits([*written, *read, *mem]) & ~all_regs == 0, text
-        assert _bits(mem) & ~mem_regs == 0, text
+        assert _bits([*written, *read, *mem]) & ~int(masks.named[i]) == 0, text
+        assert _bits(mem) & ~int(masks.addressed[i]) == 0, text
+        if isa.overwrites_first(reading.mnemonic):
+            assert _bits(read) & ~int(masks.after_comma[i]) == 0, text
 
 
 def test_register_masks_name_what_isa_reads():
     texts = ["ldr x0, [x1, x2, lsl #3]", "LDR W5,[X6]", "ld1d {z0.d}, p0/z, [x0, z1.d, lsl #3]",
              "whilelo pn8.b, x0, x1", "add x05, x05, #1", "stp x29, x30, [sp, #-16]!",
              "ldr q0, [x3], #16", "mov x0, x1 // x2", "ld1 {v0.s}[1], [x4]", "ret", "",
-             "bl 0x1000 <f>", "ldaddal w1, w2, [x3]", "fmov d0, x9"]
+             "bl 0x1000 <f>", "ldaddal w1, w2, [x3]", "fmov d0, x9", "stxr w1, x2, [x3]",
+             "movk x0, #1, lsl #16", "and x11, x8, x11", "ld2 {v0.4s, v1.4s}, [x0]"]
     _masks_cover_isa(texts)
-    named, addressed = register_masks(StringColumn.from_strings(texts), np.arange(2))
-    assert named.tolist() == [0b111, (1 << 5) | (1 << 6)]  # a word never runs on
-    assert addressed.tolist() == [0b110, 1 << 6]           # into the next row
+    masks = register_masks(StringColumn.from_strings(texts), np.arange(2))
+    assert masks.named.tolist() == [0b111, (1 << 5) | (1 << 6)]  # a word never runs on
+    assert masks.addressed.tolist() == [0b110, 1 << 6]           # into the next row
+    assert masks.after_comma.tolist() == [0b110, 1 << 6]
 
 
 @pytest.mark.parametrize("name", real_programs()[:2])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
@@ -158,17 +159,23 @@ class AsmScan:
 OTHER_REGISTER = 33  # the bit every register that is not general shares (vector, predicate)
 
 
-def register_masks(column: StringColumn, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row of ``rows``, bitmasks (uint64) of the registers its text names: bit ``register_code``
-    for a general register (x0..x30, sp, xzr), bit OTHER_REGISTER for any other register;
-    the first mask over the whole text, the second from the first ``[`` on (the memory
-    operand's base and index). A superset of the registers pcscope.core.isa reads from the
-    text (comments and symbols count too), so a check that needs a register to be named
-    never drops a row isa would keep."""
+class RegisterMasks(NamedTuple):
+    """Per row, bitmasks (uint64) of the registers its text names: bit ``register_code`` for
+    a general register (x0..x30, sp, xzr), bit OTHER_REGISTER for any other register."""
+
+    named: np.ndarray  # anywhere in the text
+    after_comma: np.ndarray  # from the first comma on: every operand but the first
+    addressed: np.ndarray  # from the first ``[`` on: the memory operand's base and index
+
+
+def register_masks(column: StringColumn, rows: np.ndarray) -> RegisterMasks:
+    """The RegisterMasks of some rows. Each is a superset of what pcscope.core.isa reads
+    from the text (comments and symbols count too), so a check that needs a register to be
+    named never drops a row isa would keep."""
     column = _take(column, rows)
     text = _Text(column.blob)
     offsets = np.asarray(column.offsets, dtype=np.uint64).view(np.int64)
-    rows = _Span(text, offsets[:-1], offsets[1:])
+    spans = _Span(text, offsets[:-1], offsets[1:])
     word = _WORD[text.text] > 0
     begins = word.copy()
     begins[1:] &= ~word[:-1]
@@ -183,17 +190,18 @@ def register_masks(column: StringColumn, rows: np.ndarray) -> tuple[np.ndarray, 
     digit = (c1 >= ord("0")) & (c1 <= ord("9"))
     other = np.isin(c0, _OTHER_FIRST) & (digit | ((c0 == ord("p")) & (c1 == ord("n"))))
     bit = np.where(general >= 0, general, np.where(other, OTHER_REGISTER, -1))
-    named = np.zeros(len(column), dtype=np.uint64)
-    addressed = np.zeros(len(column), dtype=np.uint64)
     keep = bit >= 0
+    pos, row = pos[keep], row[keep]
     bits = np.left_shift(np.uint64(1), bit[keep].astype(np.uint64))
-    np.bitwise_or.at(named, row[keep], bits)
-    bracket = rows.first("[")
-    inside = keep.copy()
-    inside[keep] = (bracket[row[keep]] >= 0) & (pos[keep] > bracket[row[keep]])
-    np.bitwise_or.at(addressed, row[inside], np.left_shift(
-        np.uint64(1), bit[inside].astype(np.uint64)))
-    return named, addressed
+
+    def mask(after: np.ndarray | None) -> np.ndarray:
+        """The registers of each row, those after its ``after`` position only if given."""
+        chosen = slice(None) if after is None else (after[row] >= 0) & (pos > after[row])
+        out = np.zeros(len(column), dtype=np.uint64)
+        np.bitwise_or.at(out, row[chosen], bits[chosen])
+        return out
+
+    return RegisterMasks(mask(None), mask(spans.first(",")), mask(spans.first("[")))
 
 
 def _take(column: StringColumn, rows: np.ndarray) -> StringColumn:

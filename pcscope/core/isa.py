@@ -382,6 +382,11 @@ def _written_positions(m: str) -> frozenset[int]:
     return frozenset() if m in READS_DEST or is_cas(m) else frozenset(dest_positions(m))
 
 
+def overwrites_first(m: str) -> bool:
+    """The first operand only receives a value: ``source_registers`` does not read it."""
+    return 0 in _written_positions(m)
+
+
 def dest_registers(mnemonic: str, operands: list[str]) -> tuple[str, ...]:
     """Registers the instruction writes (canonical names, in operand order): the destination
     operand(s), ``x30`` for calls, and the base of a writeback addressing mode."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pcscope.core import shapes
+from pcscope.core import isa, shapes
 from pcscope.core.asmtext import OTHER_REGISTER, register_masks
 from pcscope.core.columns import StringColumn
 
@@ -33,28 +33,62 @@ def may_chase(column: StringColumn, pc: np.ndarray, f: CodeFacts, loads: np.ndar
     """Per load ``loads[i]`` in the loop ``heads[i]..branches[i]`` (rows): False when it
     cannot be a loop-carried dependent load (shapes.loop_carried_load).
 
-    That check holds only if some load j of the body (k itself or one feeding k's address)
-    has a loaded value that reaches its own address, and that value reaches k's address.
-    "Reaches" there follows a register back to its nearest writer; here to every writer in
-    the body, in any order."""
+    That check holds only if some load j of the body (k itself or one whose loaded value
+    reaches k's address) has a loaded value that reaches its own address. "Reaches" follows
+    each register back to its nearest writer, around the loop (shapes._address_sources):
+    here too, on masks (``_feeders``)."""
     if not len(loads):
         return np.zeros(0, dtype=bool)
     loops = _Loops(len(column), heads, branches)
     masks = _Masks(column, f, loops.rows)
-    dest, inputs = loops.grid(masks.dest), loops.grid(masks.inputs)
     # Every load of each loop with a memory base that is not a frame register: the j above.
     base = f.base[loops.rows]
     chain = loops.grid(f.load[loops.rows] & (base >= 0) & (base != 29) & (base != 31))
     loop, offset = np.nonzero(chain)
     at = np.searchsorted(loops.rows, loops.cells[loop, offset])
-    reach = _closure(dest[loop], inputs[loop], masks.addressed[at] & ~_FRAME)
-    cycling = np.zeros(len(loops), dtype=np.uint64)
-    selfish = (masks.loaded[at] & reach) != 0
-    np.bitwise_or.at(cycling, loop[selfish], masks.loaded[at][selfish])
-    # Each asked-for load's reach, read from the entry of its loop and row.
+    fed = _feeders(loops, masks, loop, offset, masks.addressed[at] & ~_FRAME)
+    bit = _ONE << offset.astype(np.uint64)
+    cycles = (fed & bit) != 0  # its own loaded value reaches its address
+    cycling = np.zeros(len(loops), dtype=np.uint64)  # per loop, the offsets of such loads
+    np.bitwise_or.at(cycling, loop[cycles], bit[cycles])
+    # Each asked-for load's entry, by its loop and row.
     entry = np.searchsorted(loop * loops.width + offset,
                             loops.of * loops.width + (loads - heads))
-    return _loop_bodies(pc, f, loops)[loops.of] & ((cycling[loops.of] & reach[entry]) != 0)
+    return _loop_bodies(pc, f, loops)[loops.of] & ((fed[entry] & cycling[loops.of]) != 0)
+
+
+def _feeders(loops: _Loops, masks: _Masks, loop: np.ndarray, offset: np.ndarray,
+             start: np.ndarray) -> np.ndarray:
+    """Per entry (a loop, an offset in it, registers read there): the offsets (bits) of the
+    loads whose loaded value reaches those registers, each register followed back to its
+    nearest writer around the loop, that writer's inputs from there on.
+
+    The walk steps back one row at a time; a row writing a register of the state replaces
+    it by the row's inputs. Only exactly known writes replace (general registers); the
+    shared bit of the other registers is only ever added to. An entry stops when its state
+    holds nothing that an earlier state at the same row did not: the step is a union-
+    preserving function of the state, so nothing new can follow."""
+    assert loops.width <= 64, "offsets are bits of one uint64"
+    length = (loops.last - loops.first + 1)[loop]
+    kill, dest = loops.grid(masks.kill)[loop], loops.grid(masks.dest)[loop]
+    inputs, loaded = loops.grid(masks.inputs)[loop], loops.grid(masks.loaded)[loop]
+    seen = np.zeros(kill.shape, dtype=np.uint64)
+    fed = np.zeros(len(loop), dtype=np.uint64)
+    state, pos = start.copy(), offset.copy()
+    live = np.arange(len(loop))
+    while len(live):
+        pos[live] = (pos[live] - 1) % length[live]
+        p = pos[live]
+        now = state[live]
+        hit = now & dest[live, p]
+        fed[live] |= np.where((hit & loaded[live, p]) != 0, _ONE << p.astype(np.uint64), 0
+                              ).astype(np.uint64)
+        now = np.where(hit != 0, (now & ~kill[live, p]) | inputs[live, p], now).astype(np.uint64)
+        new = (now & ~seen[live, p]) != 0
+        seen[live, p] |= now
+        state[live] = now
+        live = live[new]
+    return fed
 
 
 def may_step_bytes(column: StringColumn, pc: np.ndarray, f: CodeFacts, heads: np.ndarray,
@@ -71,7 +105,7 @@ def may_step_bytes(column: StringColumn, pc: np.ndarray, f: CodeFacts, heads: np
     stepped = loops.grid(np.where(narrow, masks.addressed, 0).astype(np.uint64))
     steps = ((stepped & written[:, None]) != 0).any(axis=1)
     calls = loops.grid(f.call[loops.rows]).any(axis=1)
-    tests = loops.grid(f.flags(shapes.isa.is_conditional_branch)[loops.rows]).any(axis=1)
+    tests = loops.grid(f.flags(isa.is_conditional_branch)[loops.rows]).any(axis=1)
     return (_loop_bodies(pc, f, loops) & ~calls & tests & steps)[loops.of]
 
 
@@ -99,22 +133,28 @@ class _Loops:
 
 
 class _Masks:
-    """Per row of ``rows``: registers written (``dest``), registers a written value may
-    depend on (``inputs``: none for a call, frame registers left out), registers a load
-    writes with the loaded value (``loaded``) and those of its memory operand
-    (``addressed``, the base included)."""
+    """Per row of ``rows``: registers written (``dest``; ``kill``: those known exactly, the
+    general ones), registers a written value may depend on (``inputs``: none for a call,
+    frame registers left out), registers a load writes with the loaded value (``loaded``)
+    and those of its memory operand (``addressed``, the base included)."""
 
     def __init__(self, column: StringColumn, f: CodeFacts, rows: np.ndarray) -> None:
-        named, addressed = register_masks(column, rows)
+        named, after_comma, addressed = register_masks(column, rows)
         other = named & _OTHER
         general = _bits(f.dest[rows, 0]) | _bits(f.dest[rows, 1])
         base = f.base[rows]
-        stepped = np.where(f.writeback[rows], _bits(base), 0).astype(np.uint64)
-        call = f.call[rows]
-        self.dest = np.where(call, _LR, general | stepped | other).astype(np.uint64)
-        self.inputs = np.where(call, 0, named & ~_FRAME).astype(np.uint64)
-        self.loaded = np.where(f.load[rows], general | other, 0).astype(np.uint64)
         self.addressed = addressed | _bits(base)
+        stepped = np.where(f.writeback[rows], _bits(base), 0).astype(np.uint64)
+        call, load = f.call[rows], f.load[rows]
+        self.kill = np.where(call, _LR, general | stepped).astype(np.uint64)  # exactly
+        self.dest = self.kill | np.where(call, 0, other).astype(np.uint64)
+        # A load's values depend on its address (a writeback base on itself, also there);
+        # another instruction's on its sources: past its first operand if that one only
+        # receives a value (isa.source_registers).
+        sources = np.where(f.flags(isa.overwrites_first)[rows], after_comma, named)
+        self.inputs = np.where(call, 0, np.where(load, self.addressed, sources)
+                               ).astype(np.uint64) & ~_FRAME
+        self.loaded = np.where(load, general | other, 0).astype(np.uint64)
 
 
 def _bits(codes: np.ndarray) -> np.ndarray:
@@ -134,15 +174,3 @@ def _loop_bodies(pc: np.ndarray, f: CodeFacts, loops: _Loops) -> np.ndarray:
     jumps_out = f.flags("b".__eq__)[rows] & (
         (target < pcs[loops.first][:, None]) | (target > pcs[loops.last][:, None]))
     return ~(before & (f.flags(shapes.leaves_loop)[rows] | jumps_out)).any(axis=1)
-
-
-def _closure(dest: np.ndarray, inputs: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """Per entry (a loop body's rows as columns): every register that ``start`` depends on
-    through the body's writers, in any order."""
-    reach = start.copy()
-    while True:
-        before = reach.copy()
-        for k in range(dest.shape[1]):
-            reach |= np.where((dest[:, k] & reach) != 0, inputs[:, k], 0).astype(np.uint64)
-        if np.array_equal(before, reach):
-            return reach
