@@ -257,10 +257,10 @@ def _indirect_branches(profile: Profile, f: CodeFacts, code: Code, stubs: _Hits)
 
 def code_facts(profile: Profile) -> CodeFacts:
     names, canon = _canonical_mnemonics(profile)
-    # Which of the first two operands each destination slot of a row is (-1: none).
-    slots = _dest_slots(names)[canon]
+    # Which of the first two operands each destination slot of a mnemonic is (-1: none).
+    slots = _dest_slots(names)
     direct = _flags(names, canon, lambda n: n in isa.DIRECT or n.startswith(("b.", "bc.")))
-    second = (slots == 1).any(axis=1)  # operand 1 is read only where it is written
+    second = (slots == 1).any(axis=1)[canon]  # operand 1 is read only where it is written
     n = len(profile)
     operands = np.full((2, n), -1, dtype=np.int8)
     base = np.full(n, -1, dtype=np.int8)
@@ -271,11 +271,11 @@ def code_facts(profile: Profile) -> CodeFacts:
         operands[0, rows], operands[1, rows], base[rows], writeback[rows], target[rows] = \
             _scanned_facts(profile.asm_column.slice(rows.start, rows.stop), profile.pc[rows],
                            direct[rows], second[rows])
-    dest = np.full((n, 2), -1, dtype=np.int8)
+    dest = np.empty((n, 2), dtype=np.int8)
     for slot in (0, 1):
-        for operand in (0, 1):
-            written = slots[:, slot] == operand
-            dest[written, slot] = operands[operand, written]
+        operand = slots[:, slot][canon]
+        dest[:, slot] = np.where(operand == 0, operands[0],
+                                 np.where(operand == 1, operands[1], -1))
     dest[dest == XZR] = -1  # writing xzr discards the value
     return CodeFacts(
         names, canon, dest, base, writeback,
