@@ -83,6 +83,9 @@ def _flags(names: list[str], canon: np.ndarray, test) -> np.ndarray:
     return lut[canon] if len(lut) else np.zeros(len(canon), dtype=bool)
 
 
+Loops = tuple[np.ndarray, np.ndarray]  # backward branch rows, their loop heads' rows
+
+
 @dataclass
 class _Hits:
     category: str
@@ -96,15 +99,16 @@ def find_patterns(profile: Profile, facts: CodeFacts | None = None) -> PatternTa
     facts = facts or code_facts(profile)
     code = facts.code
     stubs = _call_overheads(profile, facts)
+    loops = backward_branches(profile, facts, profile.window)  # read by three patterns
     parts = [
         *_atomic_hits(profile, facts, code),
         *(_Hits(c, facts.rows_named({n for n in facts.names if isa.FAMILIES[f].match(n)}))
           for f, c in _FAMILY_CATEGORY.items() if c not in ("atomic-llsc", "atomic-lse")),
         _indirect_branches(profile, facts, code, stubs),
-        _dependent_loads(profile, facts, code),
-        _spin_waits(profile, facts, code),
+        _dependent_loads(profile, facts, code, loops),
+        _spin_waits(profile, facts, code, loops),
         stubs,
-        _byte_loops(profile, facts, code),
+        _byte_loops(profile, facts, code, loops),
     ]
     return _table(profile, parts)
 
@@ -330,7 +334,7 @@ def _canonical_mnemonics(profile: Profile) -> tuple[list[str], np.ndarray]:
 # --- dependent loads ----------------------------------------------------------------------
 
 
-def _dependent_loads(profile: Profile, f: CodeFacts, code: Code) -> _Hits:
+def _dependent_loads(profile: Profile, f: CodeFacts, code: Code, loops: Loops) -> _Hits:
     """Loop-carried dependent loads (pointer chasing, chained table lookups): a load in a
     loop whose address (base or index) comes, through registers, from its own loaded value
     of the previous iteration (shapes.loop_carried_load). Straight-line chains (GOT and
@@ -343,7 +347,7 @@ def _dependent_loads(profile: Profile, f: CodeFacts, code: Code) -> _Hits:
     cand = np.flatnonzero(f.load & (f.base >= 0) & (f.base < 29) & ~f.writeback)
     if not len(cand):
         return _Hits("dependent-load", cand)
-    branch, head, in_loop = enclosing_loops(profile, f, cand, win)
+    branch, head, in_loop = _enclosing(loops, cand, win)
     prefix = np.concatenate(([0], np.cumsum(profile.value)))
     warm = (prefix[branch + 1] - prefix[head]) >= LOOP_MIN_SHARE * profile.total
     ok = np.flatnonzero(in_loop & (branch - head < LOOP_MAX) & warm)
@@ -363,7 +367,7 @@ def _dependent_loads(profile: Profile, f: CodeFacts, code: Code) -> _Hits:
     return _Hits("dependent-load", rows, profile.pc[head[keep]], f.base[rows])
 
 
-def backward_branches(profile: Profile, f: CodeFacts, win: np.ndarray):
+def backward_branches(profile: Profile, f: CodeFacts, win: np.ndarray) -> Loops:
     """Rows of branches (conditional or ``b``) jumping back inside their own window, and
     the row of each one's target (the loop head)."""
     jumps = f.flags(lambda m: m == "b" or isa.is_conditional_branch(m))
@@ -379,7 +383,12 @@ def enclosing_loops(profile: Profile, f: CodeFacts, rows: np.ndarray, win: np.nd
 
     Only the nearest such branch is looked at (an inner loop that does not contain the row
     hides an outer one that does)."""
-    branches, heads = backward_branches(profile, f, win)
+    return _enclosing(backward_branches(profile, f, win), rows, win)
+
+
+def _enclosing(loops: Loops, rows: np.ndarray, win: np.ndarray):
+    """``enclosing_loops`` from the backward branches already found."""
+    branches, heads = loops
     if not len(branches):
         none = np.zeros(len(rows), dtype=np.int64)
         return none, none, np.zeros(len(rows), dtype=bool)
@@ -392,28 +401,29 @@ def enclosing_loops(profile: Profile, f: CodeFacts, rows: np.ndarray, win: np.nd
 # --- spin-wait ----------------------------------------------------------------------------
 
 
-def _spin_waits(profile: Profile, f: CodeFacts, code: Code) -> _Hits:
+def _spin_waits(profile: Profile, f: CodeFacts, code: Code, loops: Loops) -> _Hits:
     """Tight backward loops that poll memory (shapes.polls): loads from loop-invariant
     addresses, an exit that tests a loaded value, a conditional branch back (or ``b`` back
     with a conditional exit), optional wait hints; no stores, no stepping register."""
-    win = profile.window  # window codes, only compared
-    branches, heads = backward_branches(profile, f, win)
+    branches, heads = loops
     pcs = profile.pc.view(np.int64)  # the same values as a cast, without a copy
-    # Necessary conditions first, vectorised with prefix sums over each loop body.
-    stray = ~(f.load | f.flags(isa.is_branch) | f.flags(SPIN_OK.__contains__))
-
-    def count(flags: np.ndarray) -> np.ndarray:
-        prefix = np.concatenate(([0], np.cumsum(flags)))
-        return prefix[branches + 1] - prefix[heads]
-
-    keep = (
+    # Necessary conditions first, vectorised: the short loops with no row missing, then
+    # what each body holds (a grid of up to SPIN_MAX rows a loop).
+    short = np.flatnonzero(
         (branches - heads < SPIN_MAX)
         & (pcs[heads] == f.target[branches])
         & (pcs[branches] - pcs[heads] == 4 * (branches - heads))  # no row missing
-        & (count(f.store) == 0)
-        & (count(f.load) > 0)
-        & (count(stray) == 0)
     )
+    branches, heads = branches[short], heads[short]
+    cells = heads[:, None] + np.arange(SPIN_MAX)
+    inside = cells <= branches[:, None]
+    cells = np.where(inside, cells, 0)
+    stray = ~(f.load | f.flags(isa.is_branch) | f.flags(SPIN_OK.__contains__))
+
+    def holds(flags: np.ndarray) -> np.ndarray:
+        return (flags[cells] & inside).any(axis=1)
+
+    keep = ~holds(f.store) & holds(f.load) & ~holds(stray)
     found, loop_heads, sizes = [], [], []
     for b, h in zip(branches[keep].tolist(), heads[keep].tolist(), strict=True):
         body = code.ops(h, b)
@@ -436,14 +446,13 @@ def _branches_back(body: list[shapes.Op]) -> bool:
 # --- byte loops ---------------------------------------------------------------------------
 
 
-def _byte_loops(profile: Profile, f: CodeFacts, code: Code) -> _Hits:
+def _byte_loops(profile: Profile, f: CodeFacts, code: Code, loops: Loops) -> _Hits:
     """Loops that load and test one byte or halfword per step with a stepping pointer or
     index (shapes.byte_step) and run at least MIN_TRIPS iterations per entry by the
     profile's counts. Hit: the narrow load; ``aux_pc`` the loop head, ``aux`` the trips."""
     from pcscope.core.loop_filters import may_step_bytes  # needs polars, as _scanned_facts
 
-    win = profile.window  # window codes, only compared
-    branches, heads = backward_branches(profile, f, win)
+    branches, heads = loops
     narrow = f.flags(shapes.NARROW_LOADS.__contains__)
     prefix = np.concatenate(([0], np.cumsum(narrow)))
     narrow_count = prefix[branches + 1] - prefix[heads]
