@@ -3,8 +3,9 @@
 Mnemonic categories are decided once per distinct mnemonic and mapped to rows with numpy.
 Register facts (operand registers, memory base, writeback, branch targets) come from byte
 scans over the asm blob (``pcscope.core.asmtext.AsmScan``), so the sequence patterns
-(dependent loads, spin loops) are numpy work too; Python looks only at short backward
-branches that pass the vectorised checks and at ``br`` rows.
+(dependent loads, spin loops, byte loops) are numpy work too; Python reads instructions
+only in the loops that pass the vectorised checks (pcscope.core.loop_filters for the
+register-level ones) and at ``br`` rows.
 """
 
 from __future__ import annotations
@@ -270,13 +271,14 @@ def code_facts(profile: Profile) -> CodeFacts:
     direct = _flags(names, canon, lambda n: n in isa.DIRECT or n.startswith(("b.", "bc.")))
     second = (slots == 1).any(axis=1)[canon]  # operand 1 is read only where it is written
     n = len(profile)
-    operands = np.full((2, n), -1, dtype=np.int8)
+    first = np.full(n, -1, dtype=np.int8)
+    second_operand = np.full(n, -1, dtype=np.int8)
     base = np.full(n, -1, dtype=np.int8)
     writeback = np.zeros(n, dtype=bool)
     target = np.full(n, -1, dtype=np.int64)
 
     def scan(rows: slice) -> None:  # each chunk fills its own rows of the arrays
-        operands[0, rows], operands[1, rows], base[rows], writeback[rows], target[rows] = \
+        first[rows], second_operand[rows], base[rows], writeback[rows], target[rows] = \
             _scanned_facts(profile.asm_column.slice(rows.start, rows.stop), profile.pc[rows],
                            direct[rows], second[rows])
 
@@ -286,13 +288,12 @@ def code_facts(profile: Profile) -> CodeFacts:
     dest = np.empty((n, 2), dtype=np.int8)
     for slot in (0, 1):
         operand = slots[:, slot][canon]
-        dest[:, slot] = np.where(operand == 0, operands[0],
-                                 np.where(operand == 1, operands[1], -1))
+        dest[:, slot] = np.where(operand == 0, first, np.where(operand == 1, second_operand, -1))
     dest[dest == XZR] = -1  # writing xzr discards the value
     return CodeFacts(
         names, canon, dest, base, writeback,
         load=_flags(names, canon, isa.is_load), store=_flags(names, canon, isa.is_store),
-        call=_flags(names, canon, isa.is_call), target=target, first=operands[0],
+        call=_flags(names, canon, isa.is_call), target=target, first=first,
         code=Code(profile),
     )  # fmt: skip
 
