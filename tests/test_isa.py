@@ -161,6 +161,16 @@ def test_registers(text, dest, src, base):
     assert isa.base_register(text) == base
 
 
+@pytest.mark.parametrize(("text", "indexed"), [
+    ("ldr x3, [x0, x2, lsl #3]", True), ("ldrb w1, [x2, w0, uxtw]", True),
+    ("LDR X3, [X0,X2]", True), ("ld1d {z0.d}, p0/z, [x0, z1.d, lsl #3]", True),
+    ("ldr x3, [x0, #8]", False), ("ldr x3, [x0]", False), ("ldr x0, 0x1234", False),
+    ("ld1 {v0.16b}, [x0], x2", False), ("add x0, x1, x2", False),
+])  # fmt: skip
+def test_indexed(text, indexed):
+    assert isa.indexed(text) is indexed
+
+
 @pytest.mark.parametrize(
     ("text", "pc", "target"),
     [

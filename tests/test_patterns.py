@@ -322,6 +322,18 @@ def test_bzip2_byte_scans_agree_with_isa(bzip2_patterns):
         assert int(facts.target[r]) == (-1 if target is None else target), text
 
 
+def test_facts_do_not_depend_on_the_chunks(bzip2_patterns, monkeypatch):
+    """Chunks scanned on several threads fill the same facts as one scan of every row."""
+    profile, _, _ = bzip2_patterns
+    whole = code_facts(profile)
+    monkeypatch.setattr("pcscope.core.patterns.FACTS_CHUNK", 1000)  # 20 chunks
+    chunked = code_facts(profile)
+    for field in ("canon", "dest", "base", "writeback", "load", "store", "call", "target",
+                  "first"):
+        a, b = getattr(whole, field), getattr(chunked, field)
+        assert a.dtype == b.dtype and np.array_equal(a, b), field
+
+
 def test_reopen_checks_the_profile(tmp_path):
     rows = [("f", 0x1000, 10, "dmb ish"), ("f", 0x1004, 20, "udiv w0, w1, w2")]
     profile = write_profile(tmp_path, rows)

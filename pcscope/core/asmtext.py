@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
@@ -102,13 +103,14 @@ class AsmScan:
         gap = rows.first_of(np.flatnonzero((text == ord(" ")) | (text == ord("\t"))))
         return rows.skip(np.where(gap >= 0, gap, rows.end))
 
-    def operand_registers(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per row: register codes of operands 0 and 1 when they are plain general
-        registers (``ldp x0, x1, …``), else -1."""
-        rows = self.rows
-        op0 = rows.register_at(self.operands)
-        comma = rows.first(",", self.operands)
-        op1 = rows.register_at(rows.skip(np.where(comma >= 0, comma + 1, -1)))
+    def operand_registers(self, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: register code of operand 0, and of operand 1 in the rows ``second``
+        (positions), when they are plain general registers (``ldp x0, x1, …``), else -1."""
+        op0 = self.rows.register_at(self.operands)
+        op1 = np.full(len(op0), -1, dtype=np.int8)
+        span, after = self.rows.take(second), self.operands[second]
+        comma = span.first(",", after)
+        op1[second] = span.register_at(span.skip(np.where(comma >= 0, comma + 1, -1)))
         return op0, op1
 
     def memory_bases(self) -> np.ndarray:
@@ -152,6 +154,65 @@ class AsmScan:
         prefixed = (span.byte(pos) == ord("0")) & (span.byte(pos + 1) == ord("x"))
         value = span.hex_at(np.where(prefixed, pos + 2, pos))
         return np.where(negative & (value >= 0), pcs.astype(np.int64) - value, value)
+
+
+OTHER_REGISTER = 33  # the bit every register that is not general shares (vector, predicate)
+
+
+class RegisterMasks(NamedTuple):
+    """Per row, bitmasks (uint64) of the registers its text names: bit ``register_code`` for
+    a general register (x0..x30, sp, xzr), bit OTHER_REGISTER for any other register."""
+
+    named: np.ndarray  # anywhere in the text
+    after_comma: np.ndarray  # from the first comma on: every operand but the first
+    addressed: np.ndarray  # from the first ``[`` on: the memory operand's base and index
+
+
+def register_masks(column: StringColumn, rows: np.ndarray) -> RegisterMasks:
+    """The RegisterMasks of some rows. Each is a superset of what pcscope.core.isa reads
+    from the text (comments and symbols count too), so a check that needs a register to be
+    named never drops a row isa would keep."""
+    column = _take(column, rows)
+    text = _Text(column.blob)
+    offsets = np.asarray(column.offsets, dtype=np.uint64).view(np.int64)
+    spans = _Span(text, offsets[:-1], offsets[1:])
+    word = _WORD[text.text] > 0
+    begins = word.copy()
+    begins[1:] &= ~word[:-1]
+    firsts = offsets[:-1][offsets[:-1] < len(word)]  # rows abut: a row's first byte begins
+    begins[firsts] = word[firsts]  # a word even after a word byte of the row before
+    pos = np.flatnonzero(begins)
+    row = np.searchsorted(offsets, pos, "right") - 1
+    words = _Span(text, offsets[:-1][row], offsets[1:][row])
+    c0, c1, c2, c3 = (words.byte(pos + k) for k in range(4))
+    w0, w1, w2, w3 = (_WORD[c] for c in (c0, c1, c2, c3))
+    general = np.where(w3 == 0, _MENTIONED[(w0 * _BASE + w1) * _BASE + w2], -1)
+    digit = (c1 >= ord("0")) & (c1 <= ord("9"))
+    other = np.isin(c0, _OTHER_FIRST) & (digit | ((c0 == ord("p")) & (c1 == ord("n"))))
+    bit = np.where(general >= 0, general, np.where(other, OTHER_REGISTER, -1))
+    keep = bit >= 0
+    pos, row = pos[keep], row[keep]
+    bits = np.left_shift(np.uint64(1), bit[keep].astype(np.uint64))
+
+    def mask(after: np.ndarray | None) -> np.ndarray:
+        """The registers of each row, those after its ``after`` position only if given."""
+        chosen = slice(None) if after is None else (after[row] >= 0) & (pos > after[row])
+        out = np.zeros(len(column), dtype=np.uint64)
+        np.bitwise_or.at(out, row[chosen], bits[chosen])
+        return out
+
+    return RegisterMasks(mask(None), mask(spans.first(",")), mask(spans.first("[")))
+
+
+def _take(column: StringColumn, rows: np.ndarray) -> StringColumn:
+    """The texts of some rows, gathered with numpy."""
+    starts = column.offsets[rows].astype(np.int64)
+    lengths = column.offsets[rows + 1].astype(np.int64) - starts
+    offsets = np.zeros(len(rows) + 1, dtype=np.uint64)
+    np.cumsum(lengths, out=offsets[1:])
+    picks = np.repeat(starts - offsets[:-1].astype(np.int64), lengths) + np.arange(
+        int(offsets[-1]))
+    return StringColumn(column.blob[picks], offsets)
 
 
 class _Span:
@@ -261,3 +322,17 @@ _WORD = np.zeros(256, dtype=np.int32)  # word keys stay below 37**3
 _WORD[ord("a") : ord("z") + 1] = np.arange(1, 27)
 _WORD[ord("0") : ord("9") + 1] = np.arange(27, 37)
 _REGISTERS = _register_lut()
+
+
+def _mentioned_lut() -> np.ndarray:
+    """``_REGISTERS`` plus the zero-padded spellings isa also reads (``x05``)."""
+    lut = _REGISTERS.copy()
+    for prefix in "wx":
+        for n in range(10):
+            digits = [int(_WORD[b]) for b in f"{prefix}0{n}".encode()]
+            lut[(digits[0] * _BASE + digits[1]) * _BASE + digits[2]] = n
+    return lut
+
+
+_MENTIONED = _mentioned_lut()
+_OTHER_FIRST = np.frombuffer(b"bhsdqvzp", dtype=np.uint8)  # first letters of other registers

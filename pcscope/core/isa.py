@@ -238,6 +238,13 @@ def _memory_operand(op: str, more: bool) -> MemOperand | None:
     return MemOperand(regs[0], index, writeback)
 
 
+@lru_cache(maxsize=4096)  # asked for the loads feeding indirect branches, which repeat
+def indexed(text: str) -> bool:
+    """The instruction's memory operand has an index register (``[x0, x1, lsl #3]``)."""
+    mem = memory_operand(canonical(text)[1])
+    return mem is not None and mem.index is not None
+
+
 def base_register(text: str) -> str | None:
     """Base register of the memory operand of an instruction's text, if it has one."""
     mem = memory_operand(canonical(text)[1])
@@ -373,6 +380,11 @@ def dest_positions(m: str) -> tuple[int, ...]:
 def _written_positions(m: str) -> frozenset[int]:
     """Operand positions that only receive a value (not also read) for ``source_registers``."""
     return frozenset() if m in READS_DEST or is_cas(m) else frozenset(dest_positions(m))
+
+
+def overwrites_first(m: str) -> bool:
+    """The first operand only receives a value: ``source_registers`` does not read it."""
+    return 0 in _written_positions(m)
 
 
 def dest_registers(mnemonic: str, operands: list[str]) -> tuple[str, ...]:

@@ -3,8 +3,9 @@
 Mnemonic categories are decided once per distinct mnemonic and mapped to rows with numpy.
 Register facts (operand registers, memory base, writeback, branch targets) come from byte
 scans over the asm blob (``pcscope.core.asmtext.AsmScan``), so the sequence patterns
-(dependent loads, spin loops) are numpy work too; Python looks only at short backward
-branches that pass the vectorised checks and at ``br`` rows.
+(dependent loads, spin loops, byte loops) are numpy work too; Python reads instructions
+only in the loops that pass the vectorised checks (pcscope.core.loop_filters for the
+register-level ones) and at ``br`` rows.
 """
 
 from __future__ import annotations
@@ -49,9 +50,11 @@ LOOP_BUDGET = 1000
 BRANCH_BUDGET = 4000
 BYTE_LOOP_MAX = 32
 MIN_TRIPS = 8  # iterations per entry that make a byte loop worth vectorizing
-# Rows byte-scanned at once (code_facts): the scans' temporaries, ~100 bytes a row, stay
-# ~25 MB at any profile size.
-FACTS_CHUNK = 1 << 18
+# Rows byte-scanned at once (code_facts), by each of FACTS_THREADS threads (numpy lets go
+# of the GIL in the scans' array work): the temporaries, ~100 bytes a row, stay ~25 MB at
+# any profile size.
+FACTS_CHUNK = 1 << 17
+FACTS_THREADS = 2
 
 
 @dataclass
@@ -83,6 +86,9 @@ def _flags(names: list[str], canon: np.ndarray, test) -> np.ndarray:
     return lut[canon] if len(lut) else np.zeros(len(canon), dtype=bool)
 
 
+Loops = tuple[np.ndarray, np.ndarray]  # backward branch rows, their loop heads' rows
+
+
 @dataclass
 class _Hits:
     category: str
@@ -96,15 +102,16 @@ def find_patterns(profile: Profile, facts: CodeFacts | None = None) -> PatternTa
     facts = facts or code_facts(profile)
     code = facts.code
     stubs = _call_overheads(profile, facts)
+    loops = backward_branches(profile, facts, profile.window)  # read by three patterns
     parts = [
         *_atomic_hits(profile, facts, code),
         *(_Hits(c, facts.rows_named({n for n in facts.names if isa.FAMILIES[f].match(n)}))
           for f, c in _FAMILY_CATEGORY.items() if c not in ("atomic-llsc", "atomic-lse")),
         _indirect_branches(profile, facts, code, stubs),
-        _dependent_loads(profile, facts, code),
-        _spin_waits(profile, facts, code),
+        _dependent_loads(profile, facts, code, loops),
+        _spin_waits(profile, facts, code, loops),
         stubs,
-        _byte_loops(profile, facts, code),
+        _byte_loops(profile, facts, code, loops),
     ]
     return _table(profile, parts)
 
@@ -223,28 +230,32 @@ def _indirect_branches(profile: Profile, f: CodeFacts, code: Code, stubs: _Hits)
     hot[np.argsort(-profile.value[every], kind="stable")[:BRANCH_BUDGET]] = True
     rows = every[hot]  # a cold br keeps its hit, unclassified
     writer = _last_writer(profile, f, rows, f.first[rows].astype(np.int64), 16)
-    producers: list[shapes.Op | None] = []
-    for r, w in zip(rows.tolist(), writer.tolist(), strict=True):
-        if w >= 0 and f.load[w]:
-            producers.append(code.op(w))  # the common case: a load right before
+    # Where each target comes from: the producer's PC, and whether it is a table entry
+    # (a load through an index register; shapes.is_table_jump).
+    producer_pc = np.zeros(len(rows), dtype=np.uint64)
+    table_entry = np.zeros(len(rows), dtype=bool)
+    for i, (r, w) in enumerate(zip(rows.tolist(), writer.tolist(), strict=True)):
+        if w >= 0 and f.load[w]:  # the common case: a load right before
+            producer_pc[i] = profile.pc[w]
+            table_entry[i] = isa.indexed(profile.asm(w))
         elif w >= 0:  # an add/sxtw of a table entry: follow it back in Python
             ops = code.ops(max(0, w - 8), r)
-            producers.append(shapes.target_producer(ops, len(ops) - 1))
-        else:
-            producers.append(None)
-    table = np.array([shapes.is_table_jump(p) and not code.op(r).mnemonic.startswith("blr")
-                      for r, p in zip(rows.tolist(), producers, strict=True)], dtype=bool)
+            producer = shapes.target_producer(ops, len(ops) - 1)
+            if producer is not None:
+                producer_pc[i] = producer.pc
+                table_entry[i] = shapes.is_table_jump(producer)
+    table = table_entry & ~f.flags(lambda m: m.startswith("blr"))[rows]
     fn = profile.function[rows].astype(np.int64)
     sites: dict[int, int] = {}
     for g in fn[table].tolist():
         sites[g] = sites.get(g, 0) + 1
     aux = np.full(len(every), shapes.UNCLASSIFIED, dtype=np.int64)
     aux_pc = np.zeros(len(every), dtype=np.uint64)
-    for i, r, p, g in zip(np.flatnonzero(hot).tolist(), rows.tolist(), producers, fn.tolist(),
-                          strict=True):
-        aux[i] = shapes.STUB if r in stub_rows else shapes.classify_indirect(
-            code.op(r), p, sites.get(g, 0) if g >= 0 else 0)
-        aux_pc[i] = p.pc if p is not None else 0
+    aux_pc[hot] = producer_pc
+    for i, r, entry, g in zip(np.flatnonzero(hot).tolist(), rows.tolist(), table_entry.tolist(),
+                              fn.tolist(), strict=True):
+        aux[i] = shapes.STUB if r in stub_rows else shapes.indirect_class(
+            bool(f.call[r]), entry, sites.get(g, 0) if g >= 0 else 0)
     return _Hits("indirect-branch", every, aux_pc, aux)
 
 
@@ -252,46 +263,64 @@ def _indirect_branches(profile: Profile, f: CodeFacts, code: Code, stubs: _Hits)
 
 
 def code_facts(profile: Profile) -> CodeFacts:
+    from concurrent.futures import ThreadPoolExecutor  # 10 ms of imports: only to build
+
     names, canon = _canonical_mnemonics(profile)
+    # Which of the first two operands each destination slot of a mnemonic is (-1: none).
+    slots = _dest_slots(names)
     direct = _flags(names, canon, lambda n: n in isa.DIRECT or n.startswith(("b.", "bc.")))
+    second = (slots == 1).any(axis=1)[canon]  # operand 1 is read only where it is written
     n = len(profile)
-    operand = np.full((n, 2), -1, dtype=np.int8)
+    first = np.full(n, -1, dtype=np.int8)
+    second_operand = np.full(n, -1, dtype=np.int8)
     base = np.full(n, -1, dtype=np.int8)
     writeback = np.zeros(n, dtype=bool)
     target = np.full(n, -1, dtype=np.int64)
-    for start in range(0, n, FACTS_CHUNK):
-        rows = slice(start, min(start + FACTS_CHUNK, n))
-        operand[rows], base[rows], writeback[rows], target[rows] = _scanned_facts(
-            profile.asm_column.slice(rows.start, rows.stop), profile.pc[rows], direct[rows])
-    # Which of the first two operands each mnemonic writes (slot -1: none).
-    slots = np.full((max(len(names), 1), 2), -1, dtype=np.int8)
-    for i, name in enumerate(names):
-        positions = [p for p in isa.dest_positions(name) if p < 2][:2]
-        slots[i, : len(positions)] = positions
-    row_slots = slots[canon]
-    dest = np.where(row_slots >= 0, np.take_along_axis(operand, np.maximum(row_slots, 0), 1), -1)
-    dest = np.where(dest == XZR, -1, dest)  # writing xzr discards the value
+
+    def scan(rows: slice) -> None:  # each chunk fills its own rows of the arrays
+        first[rows], second_operand[rows], base[rows], writeback[rows], target[rows] = \
+            _scanned_facts(profile.asm_column.slice(rows.start, rows.stop), profile.pc[rows],
+                           direct[rows], second[rows])
+
+    chunks = [slice(start, min(start + FACTS_CHUNK, n)) for start in range(0, n, FACTS_CHUNK)]
+    with ThreadPoolExecutor(FACTS_THREADS) as pool:
+        list(pool.map(scan, chunks))  # list: re-raises a chunk's error here
+    dest = np.empty((n, 2), dtype=np.int8)
+    for slot in (0, 1):
+        operand = slots[:, slot][canon]
+        dest[:, slot] = np.where(operand == 0, first, np.where(operand == 1, second_operand, -1))
+    dest[dest == XZR] = -1  # writing xzr discards the value
     return CodeFacts(
-        names, canon, dest.astype(np.int8), base, writeback,
+        names, canon, dest, base, writeback,
         load=_flags(names, canon, isa.is_load), store=_flags(names, canon, isa.is_store),
-        call=_flags(names, canon, isa.is_call), target=target, first=operand[:, 0].copy(),
+        call=_flags(names, canon, isa.is_call), target=target, first=first,
         code=Code(profile),
     )  # fmt: skip
 
 
-def _scanned_facts(column: StringColumn, pcs: np.ndarray, direct: np.ndarray):
-    """Byte-scan facts of some rows: operand registers 0 and 1, memory base, writeback, and
-    the targets of the ``direct`` branches."""
+def _dest_slots(names: list[str]) -> np.ndarray:
+    """Per mnemonic, which of the first two operands it writes, in order (-1: none)."""
+    slots = np.full((max(len(names), 1), 2), -1, dtype=np.int8)
+    for i, name in enumerate(names):
+        positions = [p for p in isa.dest_positions(name) if p < 2][:2]
+        slots[i, : len(positions)] = positions
+    return slots
+
+
+def _scanned_facts(column: StringColumn, pcs: np.ndarray, direct: np.ndarray,
+                   second: np.ndarray):
+    """Byte-scan facts of some rows: operand register 0, operand register 1 of the
+    ``second`` rows, memory base, writeback, and the targets of the ``direct`` branches."""
     # asmtext needs polars; reopening an index only needs the stored table, not this.
     from pcscope.core.asmtext import AsmScan
 
     scan = AsmScan(column)
-    op0, op1 = scan.operand_registers()
+    op0, op1 = scan.operand_registers(np.flatnonzero(second))
     base, writeback = scan.memory_operands()
     target = np.full(len(column), -1, dtype=np.int64)
     branches = np.flatnonzero(direct)
     target[branches] = scan.branch_targets(branches, pcs[branches])
-    return np.stack([op0, op1], axis=1), base, writeback, target
+    return op0, op1, base, writeback, target
 
 
 def _canonical_mnemonics(profile: Profile) -> tuple[list[str], np.ndarray]:
@@ -314,22 +343,25 @@ def _canonical_mnemonics(profile: Profile) -> tuple[list[str], np.ndarray]:
 # --- dependent loads ----------------------------------------------------------------------
 
 
-def _dependent_loads(profile: Profile, f: CodeFacts, code: Code) -> _Hits:
+def _dependent_loads(profile: Profile, f: CodeFacts, code: Code, loops: Loops) -> _Hits:
     """Loop-carried dependent loads (pointer chasing, chained table lookups): a load in a
     loop whose address (base or index) comes, through registers, from its own loaded value
     of the previous iteration (shapes.loop_carried_load). Straight-line chains (GOT and
     canary loads, a table load feeding a branch), writeback streams and stack loads are
     not chases. Vectorised: the candidates (loads in a short loop); Python: the cycle.
     ``aux_pc`` is the loop head."""
+    from pcscope.core.loop_filters import may_chase  # needs polars, as _scanned_facts
+
     win = profile.window  # window codes, only compared
     cand = np.flatnonzero(f.load & (f.base >= 0) & (f.base < 29) & ~f.writeback)
     if not len(cand):
         return _Hits("dependent-load", cand)
-    branch, head, in_loop = enclosing_loops(profile, f, cand, win)
+    branch, head, in_loop = _enclosing(loops, cand, win)
     prefix = np.concatenate(([0], np.cumsum(profile.value)))
     warm = (prefix[branch + 1] - prefix[head]) >= LOOP_MIN_SHARE * profile.total
     ok = np.flatnonzero(in_loop & (branch - head < LOOP_MAX) & warm)
     ok = ok[_hottest_loops(prefix, head[ok], branch[ok], LOOP_BUDGET)]
+    ok = ok[may_chase(profile.asm_column, profile.pc, f, cand[ok], head[ok], branch[ok])]
     bodies: dict[tuple[int, int], list[shapes.Op]] = {}  # a loop holds several candidates
 
     def body(i: int) -> list[shapes.Op]:
@@ -344,7 +376,7 @@ def _dependent_loads(profile: Profile, f: CodeFacts, code: Code) -> _Hits:
     return _Hits("dependent-load", rows, profile.pc[head[keep]], f.base[rows])
 
 
-def backward_branches(profile: Profile, f: CodeFacts, win: np.ndarray):
+def backward_branches(profile: Profile, f: CodeFacts, win: np.ndarray) -> Loops:
     """Rows of branches (conditional or ``b``) jumping back inside their own window, and
     the row of each one's target (the loop head)."""
     jumps = f.flags(lambda m: m == "b" or isa.is_conditional_branch(m))
@@ -360,7 +392,12 @@ def enclosing_loops(profile: Profile, f: CodeFacts, rows: np.ndarray, win: np.nd
 
     Only the nearest such branch is looked at (an inner loop that does not contain the row
     hides an outer one that does)."""
-    branches, heads = backward_branches(profile, f, win)
+    return _enclosing(backward_branches(profile, f, win), rows, win)
+
+
+def _enclosing(loops: Loops, rows: np.ndarray, win: np.ndarray):
+    """``enclosing_loops`` from the backward branches already found."""
+    branches, heads = loops
     if not len(branches):
         none = np.zeros(len(rows), dtype=np.int64)
         return none, none, np.zeros(len(rows), dtype=bool)
@@ -373,28 +410,29 @@ def enclosing_loops(profile: Profile, f: CodeFacts, rows: np.ndarray, win: np.nd
 # --- spin-wait ----------------------------------------------------------------------------
 
 
-def _spin_waits(profile: Profile, f: CodeFacts, code: Code) -> _Hits:
+def _spin_waits(profile: Profile, f: CodeFacts, code: Code, loops: Loops) -> _Hits:
     """Tight backward loops that poll memory (shapes.polls): loads from loop-invariant
     addresses, an exit that tests a loaded value, a conditional branch back (or ``b`` back
     with a conditional exit), optional wait hints; no stores, no stepping register."""
-    win = profile.window  # window codes, only compared
-    branches, heads = backward_branches(profile, f, win)
+    branches, heads = loops
     pcs = profile.pc.view(np.int64)  # the same values as a cast, without a copy
-    # Necessary conditions first, vectorised with prefix sums over each loop body.
-    stray = ~(f.load | f.flags(isa.is_branch) | f.flags(SPIN_OK.__contains__))
-
-    def count(flags: np.ndarray) -> np.ndarray:
-        prefix = np.concatenate(([0], np.cumsum(flags)))
-        return prefix[branches + 1] - prefix[heads]
-
-    keep = (
+    # Necessary conditions first, vectorised: the short loops with no row missing, then
+    # what each body holds (a grid of up to SPIN_MAX rows a loop).
+    short = np.flatnonzero(
         (branches - heads < SPIN_MAX)
         & (pcs[heads] == f.target[branches])
         & (pcs[branches] - pcs[heads] == 4 * (branches - heads))  # no row missing
-        & (count(f.store) == 0)
-        & (count(f.load) > 0)
-        & (count(stray) == 0)
     )
+    branches, heads = branches[short], heads[short]
+    cells = heads[:, None] + np.arange(SPIN_MAX)
+    inside = cells <= branches[:, None]
+    cells = np.where(inside, cells, 0)
+    stray = ~(f.load | f.flags(isa.is_branch) | f.flags(SPIN_OK.__contains__))
+
+    def holds(flags: np.ndarray) -> np.ndarray:
+        return (flags[cells] & inside).any(axis=1)
+
+    keep = ~holds(f.store) & holds(f.load) & ~holds(stray)
     found, loop_heads, sizes = [], [], []
     for b, h in zip(branches[keep].tolist(), heads[keep].tolist(), strict=True):
         body = code.ops(h, b)
@@ -417,19 +455,22 @@ def _branches_back(body: list[shapes.Op]) -> bool:
 # --- byte loops ---------------------------------------------------------------------------
 
 
-def _byte_loops(profile: Profile, f: CodeFacts, code: Code) -> _Hits:
+def _byte_loops(profile: Profile, f: CodeFacts, code: Code, loops: Loops) -> _Hits:
     """Loops that load and test one byte or halfword per step with a stepping pointer or
     index (shapes.byte_step) and run at least MIN_TRIPS iterations per entry by the
     profile's counts. Hit: the narrow load; ``aux_pc`` the loop head, ``aux`` the trips."""
-    win = profile.window  # window codes, only compared
-    branches, heads = backward_branches(profile, f, win)
+    from pcscope.core.loop_filters import may_step_bytes  # needs polars, as _scanned_facts
+
+    branches, heads = loops
     narrow = f.flags(shapes.NARROW_LOADS.__contains__)
     prefix = np.concatenate(([0], np.cumsum(narrow)))
     narrow_count = prefix[branches + 1] - prefix[heads]
     # at least one narrow load per 8 instructions: a body doing other work is no byte
     # loop even if it reads one byte somewhere
-    keep = (branches - heads < BYTE_LOOP_MAX) & (narrow_count * 8 >= branches - heads + 1) \
-        & (narrow_count > 0)
+    keep = np.flatnonzero((branches - heads < BYTE_LOOP_MAX)
+                          & (narrow_count * 8 >= branches - heads + 1) & (narrow_count > 0))
+    keep = keep[_loop_trips(profile, heads[keep], branches[keep]) >= MIN_TRIPS]
+    keep = keep[may_step_bytes(profile.asm_column, profile.pc, f, heads[keep], branches[keep])]
     found, loop_heads, trips = [], [], []
     for b, h in zip(branches[keep].tolist(), heads[keep].tolist(), strict=True):
         if _libc_routine(profile, h):
@@ -451,17 +492,25 @@ def loop_trips(profile: Profile, head: int, *branches: int) -> float:
     iteration; entries = head count - times its backward branches were taken, where a
     branch's taken count = its count - its fall-through's (the next row, if it follows
     directly; an unconditional ``b`` back is always taken)."""
-    counts = profile.samples
-    taken = 0
-    for branch in branches:
-        went = int(counts[branch])
-        after = branch + 1
-        if after < len(profile) and int(profile.pc[after]) == int(profile.pc[branch]) + 4:
-            went -= int(counts[after])
-        taken += max(went, 0)
-    runs = int(counts[head])
+    taken = int(_taken(profile, np.array(branches, dtype=np.int64)).sum())
+    runs = int(profile.samples[head])
     entries = runs - taken
     return runs / entries if entries > 0 else float(runs)
+
+
+def _loop_trips(profile: Profile, heads: np.ndarray, branches: np.ndarray) -> np.ndarray:
+    """``loop_trips`` of many loops with one backward branch each."""
+    runs = profile.samples[heads].astype(np.int64)
+    entries = runs - _taken(profile, branches)
+    return np.where(entries > 0, runs / np.maximum(entries, 1), runs.astype(np.float64))
+
+
+def _taken(profile: Profile, branches: np.ndarray) -> np.ndarray:
+    """How often each branch row was taken (see ``loop_trips``), as int64."""
+    counts = profile.samples.astype(np.int64, copy=False)
+    after = np.minimum(branches + 1, len(profile) - 1)
+    falls = (branches + 1 < len(profile)) & (profile.pc[after] - profile.pc[branches] == 4)
+    return np.maximum(counts[branches] - np.where(falls, counts[after], 0), 0)
 
 
 def _libc_routine(profile: Profile, row: int) -> bool:

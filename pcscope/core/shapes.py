@@ -91,13 +91,17 @@ def ops_of(lines: list[tuple[int, str]]) -> list[Op]:
     return [Op.of(pc, asm) for pc, asm in lines]
 
 
+def leaves_loop(mnemonic: str) -> bool:
+    """A return or a register branch (not a call): control cannot come back."""
+    return isa.is_return(mnemonic) or mnemonic in ("br", "braa", "brab", "braaz", "brabz")
+
+
 def is_loop_body(body: list[Op]) -> bool:
     """Control can run from the first instruction to the last one's branch back: no return
     or register branch before the end, and every ``b`` before the end stays inside."""
     first, last = body[0].pc, body[-1].pc
     for op in body[:-1]:
-        if isa.is_return(op.mnemonic) or op.mnemonic in ("br", "braa", "brab", "braaz",
-                                                         "brabz"):
+        if leaves_loop(op.mnemonic):
             return False
         if op.mnemonic == "b" and (op.target is None or not first <= op.target <= last):
             return False
@@ -254,9 +258,15 @@ def classify_indirect(branch: Op, producer: Op | None, table_sites: int) -> int:
     a load indexed by a register feeding a ``br`` is a table jump (interpreter dispatch when
     the function has many such sites, else a switch); a ``blr`` is a function-pointer or
     virtual call; any other ``br`` a tail call or computed jump."""
-    if isa.is_call(branch.mnemonic):
+    return indirect_class(isa.is_call(branch.mnemonic), is_table_jump(producer), table_sites)
+
+
+def indirect_class(call: bool, table_entry: bool, table_sites: int) -> int:
+    """``classify_indirect`` from what it reads: the branch is a call, its target is a table
+    entry (``is_table_jump``)."""
+    if call:
         return CALL
-    if producer is not None and producer.load and len(producer.addr) == 2:
+    if table_entry:
         return DISPATCH if table_sites >= DISPATCH_SITES else SWITCH
     return TAIL
 
