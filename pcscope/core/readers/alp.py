@@ -33,7 +33,14 @@ from pcscope.core.readers.alp_records import (
     decode_block,
     decode_line,
 )
-from pcscope.core.readers.alp_sums import KeptPcs, LineTexts, SumOverflow, distinct, grown
+from pcscope.core.readers.alp_sums import (
+    Appended,
+    KeptPcs,
+    LineTexts,
+    SumOverflow,
+    distinct,
+    grown,
+)
 from pcscope.core.textio import LineBlock, line_of_offset, open_line_blocks
 
 _MAX_PC = 2**64 - 1
@@ -108,7 +115,7 @@ class _Registry:
     """The rules between records: one record per (loop, PC); one branch kind and one mem
     kind per PC (kinds by PC index: -1 = none yet)."""
 
-    def __init__(self, path: str, loop_labels: list[str | None], pc_values: list[int]) -> None:
+    def __init__(self, path: str, loop_labels: list[str | None], pc_values: Appended) -> None:
         self.path = path
         self.loop_labels = loop_labels
         self.pc_values = pc_values
@@ -148,7 +155,7 @@ class _Registry:
                 label = self.loop_labels[loop]
                 where = "no loop" if label is None else f"loop {label!r}"
                 return InputError(self.path, line, f"second record for {where}, pc "
-                                  f"{hex_pc(self.pc_values[pc])} (first at line {first})")
+                                  f"{self._hex_pc(pc)} (first at line {first})")
             first_here[key] = line
         raise AssertionError("no duplicate in the batch")
 
@@ -164,9 +171,12 @@ class _Registry:
                 first = first_here.setdefault(pc, (code, line))
             if first[0] != code:
                 return InputError(self.path, line, f"{block} kind {names[code]!r} for pc "
-                                  f"{hex_pc(self.pc_values[pc])} differs from "
+                                  f"{self._hex_pc(pc)} differs from "
                                   f"{names[first[0]]!r} at line {first[1]}")
         raise AssertionError("no kind conflict in the batch")
+
+    def _hex_pc(self, pc: int) -> str:
+        return hex_pc(int(self.pc_values.values()[pc]))
 
     def register(self, batch: _Batch) -> None:
         self.seen.add(batch.keys, batch.lines)
@@ -209,10 +219,9 @@ def _pc_values(spellings: list[str | int]) -> np.ndarray:
                     dtype=np.uint64)
 
 
-def _isin(pcs: list[int], sorted_pcs: np.ndarray) -> np.ndarray:
-    """Which of ``pcs`` are in the ascending array: binary searches, since np.isin would
-    sort the whole (maybe million-PC) array again for every batch."""
-    keys = np.array(pcs, dtype=np.uint64)
+def _isin(keys: np.ndarray, sorted_pcs: np.ndarray) -> np.ndarray:
+    """Which of ``keys`` (uint64) are in the ascending array: binary searches, since
+    np.isin would sort the whole (maybe million-PC) array again for every batch."""
     if not len(sorted_pcs):
         return np.zeros(len(keys), bool)
     pos = np.minimum(np.searchsorted(sorted_pcs, keys), len(sorted_pcs) - 1)
@@ -236,10 +245,10 @@ class _Reader:
         self.keep_pcs = _sorted_uint64(keep_pcs)
         self.skip_bad_lines = skip_bad_lines
         self.pc_index = _KeyMap()                    # PC value (uint64) -> PC index + 1
-        self.pc_values: list[int] = []               # PC index -> PC value
+        self.pc_values = Appended(np.uint64)         # PC index -> PC value
         self.kept_slot = np.zeros(0, np.int64)       # PC index -> kept slot; -1 not kept,
                                                      # -2 not decided yet (new PC)
-        self.kept_index: list[int] = []              # kept slot -> PC index
+        self.kept_index = Appended(np.int64)         # kept slot -> PC index
         self.loop_id: dict[str | None, int] = {None: 0}
         self.loop_labels: list[str | None] = [None]
         self.registry = _Registry(path, self.loop_labels, self.pc_values)
@@ -260,7 +269,7 @@ class _Reader:
             number = np.empty(len(fresh), np.int64)
             number[by_first] = np.arange(len(self.pc_values), len(self.pc_values) + len(fresh))
             index[new] = number[inverse]
-            self.pc_values.extend(fresh[by_first].tolist())
+            self.pc_values.extend(fresh[by_first])
             self.pc_index.add(fresh, number + 1)
         return index
 
@@ -399,14 +408,12 @@ class _Reader:
         if (slots == -2).any():
             new = distinct(batch.pcs[slots == -2])
             if self.keep_pcs is not None:
-                values = [self.pc_values[i] for i in new.tolist()]
-                new_kept = new[_isin(values, self.keep_pcs)]
+                new_kept = new[_isin(self.pc_values.values()[new], self.keep_pcs)]
             else:
                 new_kept = new
             self.kept_slot[new] = -1
-            self.kept_slot[new_kept] = self.kept.new_slots(
-                [self.pc_values[i] for i in new_kept.tolist()])
-            self.kept_index += new_kept.tolist()
+            self.kept_slot[new_kept] = self.kept.new_slots(self.pc_values.values()[new_kept])
+            self.kept_index.extend(new_kept)
             slots = self.kept_slot[batch.pcs]
         if not (slots >= 0).all():
             batch = batch.select(np.flatnonzero(slots >= 0).tolist())
@@ -417,20 +424,20 @@ class _Reader:
                               batch.texts)
             except SumOverflow as exc:
                 raise InputError(self.path, int(batch.lines[exc.position]),
-                                 f"the {exc.what} of pc {hex_pc(self.kept.pcs[exc.slot])} add "
+                                 f"the {exc.what} of pc {hex_pc(int(self.kept.pcs.values()[exc.slot]))} add "
                                  "up past 2^63-1 here (sums overflow int64)") from None
 
     def table(self) -> AlpTable:
         """The result; the reader is done after this. Its bookkeeping is let go before the
         columns are built, which lowers the peak memory for ~200k PCs by tens of MB."""
         kept = self.kept
-        index = np.array(self.kept_index, dtype=np.int64)
+        index = self.kept_index.values()
         if self.profile_pcs is None:
             matched = np.ones(len(kept.pcs), bool)
             unmatched = 0
         else:
-            matched = _isin(kept.pcs, self.profile_pcs)
-            unmatched = int(np.count_nonzero(~_isin(self.pc_values, self.profile_pcs)))
+            matched = _isin(kept.pcs.values(), self.profile_pcs)
+            unmatched = int(np.count_nonzero(~_isin(self.pc_values.values(), self.profile_pcs)))
         branch_kind = self.registry.kind["branch"][index]
         mem_kind = self.registry.kind["mem"][index]
         stats = AlpFileStats(records=self.records, pcs=len(self.pc_values), unmatched=unmatched,
