@@ -114,7 +114,8 @@ stats_seconds = time.perf_counter() - start
 if mode == "all":
     pcs = np.fromiter(table.records, dtype=np.uint64)
     np.savez(arrays, profile=np.delete(pcs, np.s_[::unmatched_every]), keep=pcs[::keep_every])
-rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+rss_mb = max(resource.getrusage(who).ru_maxrss  # the reader's decoding worker is a child
+             for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024
 print(json.dumps({"seconds": round(seconds, 3), "stats_seconds": round(stats_seconds, 3),
                   "peak_rss_mb": round(rss_mb, 1), **stats}))
 """

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import multiprocessing
 import random
 
 import numpy as np
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 
 import pcscope.core.alp_columns as alp_columns
 import pcscope.core.readers.alp as alp_reader
+import pcscope.core.readers.alp_blocks as alp_blocks
 from pcscope.core.alp import STAGES, AlpTable, round_sig
 from pcscope.core.errors import InputError
 from pcscope.core.readers.alp import read_alp
@@ -725,3 +727,44 @@ def test_a_bad_line_before_invalid_utf8_in_the_same_block_is_the_error(tmp_path)
     with pytest.raises(InputError) as err:   # skipping the bad line, the UTF-8 is next
         read_alp(path, profile_pcs=None, skip_bad_lines=True)
     assert err.value.line == 3 and "UTF-8" in err.value.what
+
+
+def _every_record(table):
+    """Everything a table holds, as plain values (raw records included)."""
+    return (table.to_json(rounded=False), table.file_stats,
+            {pc: [(r.loop, r.line, r.text) for r in recs] for pc, recs in table.per_loop.items()})
+
+
+def test_decoding_in_a_second_process_gives_the_same_table(tmp_path, monkeypatch):
+    rng = random.Random(5)
+    lines = [json.dumps(dict(SAMPLE[i % 2], loop=f"L{i // 2}", iterations=rng.randint(0, 9)))
+             for i in range(400)]
+    lines[150] = lines[150].replace('"pc": "0x2000"', '"pc": "0X2000"')  # not the usual form
+    lines[230] = "   "                                                     # a blank line
+    path = write_lines(tmp_path / "a.jsonl.gz", lines, gz=True)
+    monkeypatch.setattr(alp_reader, "_BATCH", 16)
+    here = read_alp(path, profile_pcs=pcs(0x2004))
+    monkeypatch.setattr(alp_blocks, "APART_FROM_BYTES", 0)
+    apart = read_alp(path, profile_pcs=pcs(0x2004))
+    assert _every_record(apart) == _every_record(here)
+    assert here.file_stats.records == 399
+
+
+def test_errors_found_apart_come_in_file_order_and_stop_the_worker(tmp_path, monkeypatch):
+    monkeypatch.setattr(alp_reader, "_BATCH", 16)
+    monkeypatch.setattr(alp_blocks, "APART_FROM_BYTES", 0)
+    lines = [json.dumps(dict(SAMPLE[0], loop=f"L{i}")) for i in range(2000)]
+    lines[1500] = "garbage"
+    path = write_lines(tmp_path / "a.jsonl.gz", lines, gz=True)
+    with pytest.raises(InputError) as err:
+        read_alp(path, profile_pcs=None)
+    assert err.value.line == 1501
+    assert not multiprocessing.active_children()
+    assert read_alp(path, profile_pcs=None, skip_bad_lines=True).file_stats.skipped_lines == 1
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(InputError) as err:
+        read_alp(path, profile_pcs=None)
+    assert "gzip" in err.value.what
+    with pytest.raises(InputError):
+        read_alp(tmp_path / "missing.jsonl", profile_pcs=None)

@@ -2,11 +2,11 @@
 
 Speed: a ~17M-token file holds ~250k records, so there is no Python step per line in the
 usual case: lines come in blocks of bytes, a block is decoded in one typed msgspec call
-and taken into numpy columns once (alp_records), and the rules between records (one
-record per (loop, PC), one branch and one mem kind per PC) are checked for the whole block
-with numpy. Only a block that breaks something is redone line by line, so errors name
-exact lines, the earliest in the file is the one raised, and a skipped bad line leaves no
-trace. Sums per PC: see alp_sums.
+and taken into numpy columns once (alp_records), in a second process ahead of the reader
+(alp_blocks), and the rules between records (one record per (loop, PC), one branch and
+one mem kind per PC) are checked for the whole block with numpy. Only a block that breaks
+something is redone line by line, so errors name exact lines, the earliest in the file is
+the one raised, and a skipped bad line leaves no trace. Sums per PC: see alp_sums.
 
 Memory is bounded by the distinct PCs plus 16 bytes per (loop, PC) record (the
 duplicate check), one block, and the raw lines of the kept PCs; never by file size.
@@ -15,10 +15,8 @@ duplicate check), one block, and the raw lines of the kept PCs; never by file si
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
-from operator import attrgetter
-from typing import NoReturn, cast
+from typing import NoReturn
 
 import msgspec
 import numpy as np
@@ -27,22 +25,28 @@ from pcscope.core.alp import BRANCH_KINDS, MEM_KINDS, AlpFileStats, AlpTable
 from pcscope.core.alp_columns import ABSENT, AlpRecords
 from pcscope.core.collector import collector_paused
 from pcscope.core.errors import InputError
-from pcscope.core.ids import hex_pc, parse_pc
-from pcscope.core.readers.alp_records import (
-    RecordColumns,
-    decode_block,
-    decode_line,
+from pcscope.core.ids import hex_pc
+from pcscope.core.readers.alp_blocks import (
+    DecodedBlock,
+    decoded_block,
+    decoded_blocks,
+    pc_value,
 )
-from pcscope.core.readers.alp_sums import KeptPcs, LineTexts, SumOverflow, distinct, grown
-from pcscope.core.textio import LineBlock, line_of_offset, open_line_blocks
+from pcscope.core.readers.alp_records import RecordColumns, decode_line
+from pcscope.core.readers.alp_sums import (
+    Appended,
+    KeptPcs,
+    LineTexts,
+    SumOverflow,
+    distinct,
+    grown,
+)
+from pcscope.core.textio import LineBlock, line_of_offset
 
-_MAX_PC = 2**64 - 1
 _BATCH = 1 << 12            # lines per block: enough to amortise the few numpy calls per
                             # block, few enough that its decoded records stay in the caches
 _PC_BITS = 32               # a (loop, PC) key is loop id << _PC_BITS | PC index
 _KIND_NAMES = {"branch": BRANCH_KINDS, "mem": MEM_KINDS}
-_PC_OF = attrgetter("pc")
-_LOOP_OF = attrgetter("loop")
 
 
 class _Batch:
@@ -108,7 +112,7 @@ class _Registry:
     """The rules between records: one record per (loop, PC); one branch kind and one mem
     kind per PC (kinds by PC index: -1 = none yet)."""
 
-    def __init__(self, path: str, loop_labels: list[str | None], pc_values: list[int]) -> None:
+    def __init__(self, path: str, loop_labels: list[str | None], pc_values: Appended) -> None:
         self.path = path
         self.loop_labels = loop_labels
         self.pc_values = pc_values
@@ -148,7 +152,7 @@ class _Registry:
                 label = self.loop_labels[loop]
                 where = "no loop" if label is None else f"loop {label!r}"
                 return InputError(self.path, line, f"second record for {where}, pc "
-                                  f"{hex_pc(self.pc_values[pc])} (first at line {first})")
+                                  f"{self._hex_pc(pc)} (first at line {first})")
             first_here[key] = line
         raise AssertionError("no duplicate in the batch")
 
@@ -164,9 +168,12 @@ class _Registry:
                 first = first_here.setdefault(pc, (code, line))
             if first[0] != code:
                 return InputError(self.path, line, f"{block} kind {names[code]!r} for pc "
-                                  f"{hex_pc(self.pc_values[pc])} differs from "
+                                  f"{self._hex_pc(pc)} differs from "
                                   f"{names[first[0]]!r} at line {first[1]}")
         raise AssertionError("no kind conflict in the batch")
+
+    def _hex_pc(self, pc: int) -> str:
+        return hex_pc(int(self.pc_values.values()[pc]))
 
     def register(self, batch: _Batch) -> None:
         self.seen.add(batch.keys, batch.lines)
@@ -180,39 +187,9 @@ class _Registry:
                 self.kind_line[block][fresh] = batch.lines[idx][new][first]
 
 
-_PC_TEXT = re.compile(r"0[xX][0-9a-fA-F]+|[0-9]+")
-_USUAL_PCS = re.compile(r"(?:0x[0-9a-f]{1,16}\n)*0x[0-9a-f]{1,16}")  # 64 bits at most
-
-
-def _pc_value(spelt: str | int) -> int:
-    """A PC as spelt in the file: a JSON integer, ``0x``-hex (any case) or decimal."""
-    if isinstance(spelt, int):  # msgspec gives str | int: never a bool
-        value = spelt
-    elif _PC_TEXT.fullmatch(spelt):
-        value = int(spelt, 16) if spelt[1:2] in ("x", "X") else int(spelt)
-    else:
-        value = parse_pc(spelt)    # the same rules, with ids' wording for the error
-    if value > _MAX_PC:
-        raise ValueError(f"pc {spelt!r} does not fit in 64 bits")
-    return value
-
-
-def _pc_values(spellings: list[str | int]) -> np.ndarray:
-    """The value of each PC as spelt (uint64); ValueError at the first that is not a
-    64-bit PC."""
-    texts = cast(list[str], spellings)  # unless a JSON integer makes join raise
-    try:  # the usual spelling, checked for the whole block by one regex pass
-        usual = _USUAL_PCS.fullmatch("\n".join(texts)) is not None
-    except TypeError:  # a PC spelt as a JSON integer
-        usual = False
-    return np.array([int(s, 16) for s in texts] if usual else list(map(_pc_value, spellings)),
-                    dtype=np.uint64)
-
-
-def _isin(pcs: list[int], sorted_pcs: np.ndarray) -> np.ndarray:
-    """Which of ``pcs`` are in the ascending array: binary searches, since np.isin would
-    sort the whole (maybe million-PC) array again for every batch."""
-    keys = np.array(pcs, dtype=np.uint64)
+def _isin(keys: np.ndarray, sorted_pcs: np.ndarray) -> np.ndarray:
+    """Which of ``keys`` (uint64) are in the ascending array: binary searches, since
+    np.isin would sort the whole (maybe million-PC) array again for every batch."""
     if not len(sorted_pcs):
         return np.zeros(len(keys), bool)
     pos = np.minimum(np.searchsorted(sorted_pcs, keys), len(sorted_pcs) - 1)
@@ -236,10 +213,10 @@ class _Reader:
         self.keep_pcs = _sorted_uint64(keep_pcs)
         self.skip_bad_lines = skip_bad_lines
         self.pc_index = _KeyMap()                    # PC value (uint64) -> PC index + 1
-        self.pc_values: list[int] = []               # PC index -> PC value
+        self.pc_values = Appended(np.uint64)         # PC index -> PC value
         self.kept_slot = np.zeros(0, np.int64)       # PC index -> kept slot; -1 not kept,
                                                      # -2 not decided yet (new PC)
-        self.kept_index: list[int] = []              # kept slot -> PC index
+        self.kept_index = Appended(np.int64)         # kept slot -> PC index
         self.loop_id: dict[str | None, int] = {None: 0}
         self.loop_labels: list[str | None] = [None]
         self.registry = _Registry(path, self.loop_labels, self.pc_values)
@@ -260,7 +237,7 @@ class _Reader:
             number = np.empty(len(fresh), np.int64)
             number[by_first] = np.arange(len(self.pc_values), len(self.pc_values) + len(fresh))
             index[new] = number[inverse]
-            self.pc_values.extend(fresh[by_first].tolist())
+            self.pc_values.extend(fresh[by_first])
             self.pc_index.add(fresh, number + 1)
         return index
 
@@ -271,14 +248,15 @@ class _Reader:
             self.loop_labels.append(name)
         return loop
 
-    def add_block(self, block: LineBlock) -> None:
+    def add_block(self, block: LineBlock, decoded: DecodedBlock | None) -> None:
+        """The block's lines; ``decoded``: decoded_block's result for it."""
         data = block.data
         try:
             self.chars += len(data) if data.isascii() else len(data.decode())
         except UnicodeDecodeError as exc:
             self._bad_utf8(block, exc.start)
-        batch = (None if b"\r" in data else self._decoded(block)) or self._decoded_carefully(
-            block)
+        batch = (self._decoded_carefully(block) if decoded is None
+                 else self._batch(block, decoded))
         self._grow()
         if self.registry.problem(batch) is not None:
             batch = self._replay(batch)
@@ -292,33 +270,18 @@ class _Reader:
         line = line_of_offset(block.data, offset)     # in the block, from 1
         if line > 1:
             end = int(block.ends[line - 2]) + 1
-            self.add_block(LineBlock(block.first, block.data[:end], block.ends[:line - 1]))
+            before = LineBlock(block.first, block.data[:end], block.ends[:line - 1])
+            self.add_block(before, decoded_block(before))
         raise InputError(self.path, block.first + line - 1,
                          f"invalid UTF-8 (byte 0x{block.data[offset]:02x})")
 
-    def _decoded(self, block: LineBlock) -> _Batch | None:
-        """The usual case, with no Python step per line: every line a valid record with
-        canonical stage names. None when some line is not."""
-        recs = decode_block(block.data, len(block))
-        if recs is None:
-            return None
-        cols = RecordColumns.of(recs)
-        if cols.broken():
-            return None
-        try:
-            values = _pc_values(list(map(_PC_OF, recs)))
-        except ValueError:
-            return None
-        names = list(map(_LOOP_OF, recs))
-        if None in map(self.loop_id.get, names):     # a loop not seen before
-            for name in dict.fromkeys(names):
-                self.loop(name)
-        loops = np.fromiter(map(self.loop_id.__getitem__, names), np.int64, count=len(recs))
-        pcs = self.pc_indices(values)
+    def _batch(self, block: LineBlock, decoded: DecodedBlock) -> _Batch:
+        loops = np.array(list(map(self.loop, decoded.loop_names)), np.int64)[decoded.loop_codes]
+        pcs = self.pc_indices(decoded.pcs)
         ends = block.ends
         starts = np.concatenate([[0], ends[:-1] + 1])
-        return _Batch(np.arange(block.first, block.first + len(recs)),
-                      LineTexts(block.data, starts, ends), cols, {}, pcs, loops)
+        return _Batch(np.arange(block.first, block.first + len(block)),
+                      LineTexts(block.data, starts, ends), decoded.cols, {}, pcs, loops)
 
     def _decoded_carefully(self, block: LineBlock) -> _Batch:
         """Line by line: blank lines dropped, bad ones raised in file order (or skipped)."""
@@ -337,7 +300,7 @@ class _Reader:
                 end = start + len(text)
             try:
                 rec, extra = decode_line(text)
-                value = _pc_value(rec.pc)
+                value = pc_value(rec.pc)
             except (msgspec.DecodeError, ValueError) as exc:
                 if not text.decode().isspace() and text:
                     errors.append(InputError(self.path, line, f"bad ALP record: {exc}"))
@@ -399,14 +362,12 @@ class _Reader:
         if (slots == -2).any():
             new = distinct(batch.pcs[slots == -2])
             if self.keep_pcs is not None:
-                values = [self.pc_values[i] for i in new.tolist()]
-                new_kept = new[_isin(values, self.keep_pcs)]
+                new_kept = new[_isin(self.pc_values.values()[new], self.keep_pcs)]
             else:
                 new_kept = new
             self.kept_slot[new] = -1
-            self.kept_slot[new_kept] = self.kept.new_slots(
-                [self.pc_values[i] for i in new_kept.tolist()])
-            self.kept_index += new_kept.tolist()
+            self.kept_slot[new_kept] = self.kept.new_slots(self.pc_values.values()[new_kept])
+            self.kept_index.extend(new_kept)
             slots = self.kept_slot[batch.pcs]
         if not (slots >= 0).all():
             batch = batch.select(np.flatnonzero(slots >= 0).tolist())
@@ -417,20 +378,20 @@ class _Reader:
                               batch.texts)
             except SumOverflow as exc:
                 raise InputError(self.path, int(batch.lines[exc.position]),
-                                 f"the {exc.what} of pc {hex_pc(self.kept.pcs[exc.slot])} add "
+                                 f"the {exc.what} of pc {hex_pc(int(self.kept.pcs.values()[exc.slot]))} add "
                                  "up past 2^63-1 here (sums overflow int64)") from None
 
     def table(self) -> AlpTable:
         """The result; the reader is done after this. Its bookkeeping is let go before the
         columns are built, which lowers the peak memory for ~200k PCs by tens of MB."""
         kept = self.kept
-        index = np.array(self.kept_index, dtype=np.int64)
+        index = self.kept_index.values()
         if self.profile_pcs is None:
             matched = np.ones(len(kept.pcs), bool)
             unmatched = 0
         else:
-            matched = _isin(kept.pcs, self.profile_pcs)
-            unmatched = int(np.count_nonzero(~_isin(self.pc_values, self.profile_pcs)))
+            matched = _isin(kept.pcs.values(), self.profile_pcs)
+            unmatched = int(np.count_nonzero(~_isin(self.pc_values.values(), self.profile_pcs)))
         branch_kind = self.registry.kind["branch"][index]
         mem_kind = self.registry.kind["mem"][index]
         stats = AlpFileStats(records=self.records, pcs=len(self.pc_values), unmatched=unmatched,
@@ -463,8 +424,8 @@ def read_alp(
     # The reader makes no garbage cycles, only what lives to its end: automatic passes
     # would walk the kept lines and PCs again and again and free nothing.
     with collector_paused():
-        for block in open_line_blocks(path, _BATCH):
-            reader.add_block(block)
+        for block, decoded in decoded_blocks(path, _BATCH):
+            reader.add_block(block, decoded)
             if progress is not None:
                 progress(reader.chars)
         return reader.table()

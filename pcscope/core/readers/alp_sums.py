@@ -30,6 +30,28 @@ def grown(arr: np.ndarray, rows: int, fill: object = 0) -> np.ndarray:
     return out
 
 
+class Appended:
+    """A 1-D array appended to batch by batch (grown by doubling): numbers kept per PC as
+    numpy values, where a list of Python ints would take ~40 bytes each."""
+
+    def __init__(self, dtype: type) -> None:
+        self._data = np.zeros(0, dtype)
+        self._n = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def extend(self, values: np.ndarray) -> None:
+        end = self._n + len(values)
+        self._data = grown(self._data, end)
+        self._data[self._n:end] = values
+        self._n = end
+
+    def values(self) -> np.ndarray:
+        """The values so far (a view: valid until the next extend)."""
+        return self._data[:self._n]
+
+
 def distinct(arr: np.ndarray) -> np.ndarray:
     """The distinct values, ascending: np.unique by sorting (numpy 2's hashing np.unique is
     ~10x slower on integers)."""
@@ -165,17 +187,19 @@ class _Sums:
 
     def _stage_means(self, n: int) -> np.ndarray:
         """Per slot and stage, the weighted mean; where no weight, the plain mean of the
-        records of 0 iterations (0 / 0, NaN: no record carried the stage, as the plain
-        sums of every record gave). In the sums' memory."""
+        records of 0 iterations (a PC without such records has no weight only where no
+        record carried the stage: 0 / 0, NaN). In the sums' memory, plain means only for
+        the PCs that have them (for ~500k PCs full-size temporaries cost ~60 MB of peak)."""
         wsum, weight = self.stage[:n, 0], self.stage[:n, 1]
         rows = self.idle_row[:n]
         idle = np.flatnonzero(rows)
-        vsum, count = np.zeros(wsum.shape), np.zeros(wsum.shape)
-        vsum[idle], count[idle] = self.idle[rows[idle] - 1].transpose(1, 0, 2)
+        vsum, count = self.idle[rows[idle] - 1].transpose(1, 0, 2)
         with np.errstate(invalid="ignore", divide="ignore"):
             np.divide(wsum, weight, out=wsum)
-            np.divide(vsum, count, out=vsum)
-        np.copyto(wsum, vsum, where=weight == 0)
+            plain = vsum / count
+        means = wsum[idle]
+        np.copyto(means, plain, where=weight[idle] == 0)
+        wsum[idle] = means
         return wsum
 
     def by_row(self, n: int, order: np.ndarray) -> dict[str, np.ndarray]:
@@ -295,14 +319,14 @@ class KeptPcs:
 
     def __init__(self, loop_labels: list[str | None]) -> None:
         self.loop_labels = loop_labels          # loop id -> label (shared with the reader)
-        self.pcs: list[int] = []
+        self.pcs = Appended(np.uint64)
         self.asm = np.zeros(0, dtype=object)     # by slot: the first asm given, or None
         self.extra_stages: dict[int, dict[str, list[float]]] = {}
         self.sums = _Sums()
         self.columns: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # slot, loop, line
         self.texts = RawLines()
 
-    def new_slots(self, pcs: list[int]) -> np.ndarray:
+    def new_slots(self, pcs: np.ndarray) -> np.ndarray:
         first = len(self.pcs)
         self.pcs.extend(pcs)
         self.asm = grown(self.asm, len(self.pcs), fill=None)
@@ -348,7 +372,7 @@ class KeptPcs:
         arguments are by slot; kinds are codes (index into BRANCH_KINDS / MEM_KINDS).
         Called once, at the end: it uses the sums up."""
         n = len(self.pcs)
-        pcs = np.array(self.pcs, dtype=np.uint64)
+        pcs = self.pcs.values()
         order = np.argsort(pcs)                       # row -> slot
         row_of = np.empty(n, np.int64)
         row_of[order] = np.arange(n)                  # slot -> row
