@@ -11,7 +11,6 @@ from __future__ import annotations
 import gc
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from itertools import takewhile
 from typing import Any
 
 from textual import events
@@ -34,7 +33,7 @@ from pcscope.tui.config import TuiConfig
 from pcscope.tui.export import export_report, export_view
 from pcscope.tui.hot_model import HotModel, HotView, compute_badges
 from pcscope.tui.idea_view import ShownIdea
-from pcscope.tui.keymap import FIELD_ACTIONS, MOTIONS, PANES, KeySpec, bindings
+from pcscope.tui.keymap import FOCUS_ACTIONS, MOTIONS, PANES, KeySpec, bindings, bound_nearer
 from pcscope.tui.launch import OpenRequest, Prepared
 from pcscope.tui.session import Restored, RunKey, ViewState, run_key
 from pcscope.tui.widgets.alp_view import AlpView
@@ -350,15 +349,6 @@ class MainScreen(Screen):
         elif event.source is self.functions:
             self.query_one("#pane-hot", Pane).set_status(self.functions.describe())
 
-    def on_hot_windows_list_filter_requested(self, event) -> None:
-        def done(text: str | None) -> None:
-            if text is not None:
-                view = self.hot.model.view
-                self.hot.apply(replace(view, text=text))
-
-        self.command.ask("filter windows (function, module, label or PC)", done,
-                         value=self.hot.model.view.text)
-
     def on_assembly_view_pc_changed(self, event: AssemblyView.PcChanged) -> None:
         self._follow_asm()
 
@@ -440,14 +430,6 @@ class MainScreen(Screen):
             self.notify(str(exc), severity="warning")
 
     # -- guides --------------------------------------------------------------------------
-    def on_guide_view_search_requested(self, event: GuideView.SearchRequested) -> None:
-        def done(query: str | None) -> None:
-            if query:
-                self.guide.search(query)
-
-        self.command.ask("search guides (words, \"phrases\", -word)", done,
-                         value=self.guide.query)
-
     def on_guide_view_searched(self, event: GuideView.Searched) -> None:
         self.query_one("#pane-guide", Pane).set_status(event.summary)
 
@@ -470,21 +452,12 @@ class MainScreen(Screen):
         self.set_focus(self.search.input)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool:
-        """A key that opens a text field is a priority binding (keymap ``opens_field``):
-        it yields where the focus takes the key itself, in an input (which types it) or
-        where the focused widget or its pane binds the same key (the guide's own `/`)."""
-        if action not in FIELD_ACTIONS:
+        """A key that moves the focus is a priority binding (keymap ``moves_focus``): it
+        yields where the focus takes the key itself, in an input (which types it) or where
+        the focused widget or its pane binds the same key (the guide's own /)."""
+        if action not in FOCUS_ACTIONS:
             return True
-        return not isinstance(self.focused, Input) and not self._bound_nearer(action)
-
-    def _bound_nearer(self, action: str) -> bool:
-        chain = self._binding_chain  # (node, its bindings after the keymap): focus first
-        mine = next(bindings for node, bindings in chain if node is self)
-        keys = [key for key, found in mine.key_to_bindings.items()
-                if any(binding.action == action for binding in found)]
-        nearer = [bindings for node, bindings in
-                  takewhile(lambda pair: pair[0] is not self, chain)]
-        return any(key in bindings.key_to_bindings for bindings in nearer for key in keys)
+        return not isinstance(self.focused, Input) and not bound_nearer(self, action)
 
     def on_search_view_results(self, event: SearchView.Results) -> None:
         self.hits = [hit.pc for hit in event.hits]
@@ -513,15 +486,6 @@ class MainScreen(Screen):
     # -- findings ------------------------------------------------------------------------
     def on_ideas_list_verdict_changed(self, event: IdeasList.VerdictChanged) -> None:
         self.session.save_verdict(event.idea, event.verdict)
-
-    def on_ideas_list_note_requested(self, event: IdeasList.NoteRequested) -> None:
-        current = self.findings.ideas.verdict_of(event.idea).note
-
-        def done(text: str | None) -> None:
-            if text is not None:
-                self.findings.ideas.set_note(event.idea, text)
-
-        self.command.ask(f"note on {event.idea}", done, value=current)
 
     def set_ideas(self, ideas: Sequence[Mapping[str, Any]]) -> None:
         """Report-form ideas (engine events, its result, the session store) become typed

@@ -20,6 +20,7 @@ from pcscope.core.triage import Verdict
 from pcscope.tui import render
 from pcscope.tui.idea_view import ShownIdea
 from pcscope.tui.keymap import bindings
+from pcscope.tui.widgets.command_line import CommandLine
 from pcscope.tui.widgets.virtual_list import Row, VirtualList
 
 VERDICT_MARK = {"accepted": "✓", "rejected": "✗", "proposed": "·"}
@@ -37,11 +38,6 @@ class IdeasList(VirtualList):
             super().__init__()
             self.idea = idea
             self.verdict = verdict
-
-    class NoteRequested(Message):
-        def __init__(self, idea: str) -> None:
-            super().__init__()
-            self.idea = idea
 
     class Opened(Message):
         """Enter: the detail's evidence list takes the focus."""
@@ -94,8 +90,18 @@ class IdeasList(VirtualList):
             self.lines = lines
 
     def action_note(self) -> None:
-        if self.idea is not None:
-            self.post_message(self.NoteRequested(self.idea.id))
+        """``i``: the engineer's note on the idea, asked on the bottom line (keymap
+        ``moves_focus``)."""
+        if self.idea is None:
+            return
+        idea = self.idea.id
+
+        def done(text: str | None) -> None:
+            if text is not None:
+                self.set_note(idea, text)
+
+        self.screen.query_one(CommandLine).ask(f"note on {idea}", done,
+                                               value=self.verdict_of(idea).note)
 
     def set_note(self, idea_id: str, note: str) -> None:
         changed = Verdict(self.verdict_of(idea_id).verdict, note)
