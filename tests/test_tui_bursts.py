@@ -62,20 +62,6 @@ async def test_guide_search_typed_with_its_slash(indexed) -> None:
         assert not screen.command.asking and listing.has_focus
 
 
-@pytest.mark.parametrize("key", ["e", "E"])
-async def test_export_path_typed_with_e(indexed, tmp_path, monkeypatch, key) -> None:
-    """No run yet: e and E both export the view, to the path typed after them."""
-    monkeypatch.chdir(tmp_path)
-    app = indexed.app()
-    async with app.run_test(size=WIDE) as pilot:
-        screen = await ready(pilot)
-        burst(app, key, "ctrl+u", *"view.md", "enter")
-        await pilot.pause()
-        assert not screen.command.asking and screen.hot.has_focus
-        await app.workers.wait_for_complete()
-        assert (tmp_path / "view.md").read_text().startswith("# Hot windows")
-
-
 async def test_escape_gives_the_keys_after_it_back_to_the_list(indexed) -> None:
     app = indexed.app()
     async with app.run_test(size=WIDE) as pilot:
@@ -96,3 +82,46 @@ async def test_enter_gives_the_keys_after_it_to_the_new_focus(indexed) -> None:
         assert not screen.command.asking and screen.asm.has_focus
         assert screen.command.input.value == "0x2004"
         assert screen.asm.pc == 0x2000  # k moved up from the PC the prompt went to
+
+
+async def test_pane_key_gives_the_keys_after_it_to_the_pane(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        pc = screen.asm.pc
+        burst(app, "2", "j")
+        await pilot.pause()
+        assert screen.asm.has_focus and screen.hot.cursor == 0
+        assert screen.asm.pc != pc  # j moved the assembly, not the hot list
+
+
+async def test_enter_in_the_query_gives_the_keys_after_it_to_the_hits(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        burst(app, "/", *"ldr", "enter", "j")
+        await pilot.pause()
+        assert screen.search.input.value == "ldr" and screen.search.query_text == "ldr"
+        assert screen.search.results.has_focus
+
+
+async def test_escape_in_the_query_gives_the_keys_after_it_to_the_hits(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        burst(app, "/", *"ldr", "escape", "j")
+        await pilot.pause()
+        assert screen.search.input.value == "ldr" and screen.search.results.has_focus
+
+
+async def test_down_in_the_query_gives_the_keys_after_it_to_the_hits(indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("slash", *"ldr", "enter")
+        await until(pilot, lambda: screen.search.results.count == 2, "two hits")
+        await pilot.press("slash")
+        burst(app, "down", "j", "enter")
+        await pilot.pause()
+        assert screen.search.input.value == "ldr"
+        assert screen.asm.pc == screen.search.results.hits[1].pc  # the second hit opened

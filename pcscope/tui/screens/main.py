@@ -261,11 +261,20 @@ class MainScreen(Screen):
     def action_show_pane(self, name: str) -> None:
         self._show_pane(name)
         if name == "search" and self.search.results.count:
-            self.search.results.focus()  # back to the hits; / goes to the query
+            self._focus(self.search.results)  # back to the hits; / goes to the query
         elif name == "hot" and self.functions.display:
-            self.functions.focus()
+            self._focus(self.functions)
         else:
-            self.query_one(FOCUS[name]).focus()
+            self._focus(self.query_one(FOCUS[name]))
+
+    def _focus(self, widget: Widget) -> None:
+        """Now, not queued behind the keys already waiting (as Widget.focus is): a key
+        typed after the pane key in the same burst is answered by the pane's widget. A
+        widget its pane mounted just now takes the focus once it is mounted."""
+        if widget.is_mounted:
+            self.set_focus(widget)
+        else:
+            widget.focus()
 
     def _show_pane(self, name: str) -> None:
         self._activate(name)
@@ -336,7 +345,7 @@ class MainScreen(Screen):
     def _show_functions(self, shown: bool) -> None:
         self.functions.display = shown
         self.hot.display = not shown
-        (self.functions if shown else self.hot).focus()
+        self._focus(self.functions if shown else self.hot)
         self.query_one("#pane-hot", Pane).set_status(
             self.functions.describe() if shown else self.hot.describe())
 
@@ -511,7 +520,7 @@ class MainScreen(Screen):
         elif self.search.busy:
             self.search.cancel()
         elif self.active == "search" and self.focused is self.search.input:
-            self.search.results.focus()
+            self._focus(self.search.results)
 
     def action_export(self) -> None:
         export_report(self)
