@@ -43,10 +43,18 @@ async def test_note_typed_with_i(indexed) -> None:
         await pilot.press("4")
         ideas = screen.findings.ideas
         assert ideas.has_focus and ideas.idea is not None
+        first = ideas.idea.id
         burst(app, "i", *"check the BTB", "enter")
         await pilot.pause()
-        assert ideas.verdict_of(ideas.idea.id).note == "check the BTB"
+        assert ideas.verdict_of(first).note == "check the BTB"
         assert not screen.command.asking and ideas.has_focus
+        # Keys before i in the burst act first: the note is on the idea they moved to.
+        burst(app, "j", "y", "i", *"second", "enter")
+        await pilot.pause()
+        second = ideas.ideas[1].id
+        assert ideas.cursor == 1 and ideas.verdict_of(second).verdict == "accepted"
+        assert ideas.verdict_of(second).note == "second"
+        assert ideas.verdict_of(first).note == "check the BTB"
 
 
 async def test_guide_search_typed_with_its_slash(indexed) -> None:
@@ -60,6 +68,30 @@ async def test_guide_search_typed_with_its_slash(indexed) -> None:
         await until(pilot, lambda: listing.matches, "guide hits")
         assert screen.guide.query == "contention"
         assert not screen.command.asking and listing.has_focus
+
+
+@pytest.mark.parametrize("key", ["e", "E"])
+async def test_export_path_typed_with_e(indexed, tmp_path, monkeypatch, key) -> None:
+    """No run yet: e and E both export the view, to the path typed after them."""
+    monkeypatch.chdir(tmp_path)
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        burst(app, key, "ctrl+u", *"view.md", "enter")
+        await pilot.pause()
+        assert not screen.command.asking and screen.hot.has_focus
+        await app.workers.wait_for_complete()
+        assert (tmp_path / "view.md").read_text().startswith("# Hot windows")
+
+
+async def test_keys_before_a_field_key_act_first(indexed) -> None:
+    """`jj/` in one burst: the cursor moves twice, then the query box opens."""
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        burst(app, "j", "j", "/", *"ldr")
+        await pilot.pause()
+        assert screen.hot.cursor == 2 and screen.search.input.value == "ldr"
 
 
 async def test_escape_gives_the_keys_after_it_back_to_the_list(indexed) -> None:
@@ -125,3 +157,20 @@ async def test_down_in_the_query_gives_the_keys_after_it_to_the_hits(indexed) ->
         await pilot.pause()
         assert screen.search.input.value == "ldr"
         assert screen.asm.pc == screen.search.results.hits[1].pc  # the second hit opened
+
+
+async def test_palette_query_typed_with_its_key(indexed) -> None:
+    """The command palette is a screen of its own, mounted after ctrl+p: the keys typed
+    with it wait for its field."""
+    from textual.command import CommandPalette
+    from textual.widgets import Input
+
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        burst(app, "ctrl+p", *"zoom")
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette)
+                    and app.screen.query_one(Input).value == "zoom", "the palette's query")
+        burst(app, "enter")  # the one command matching: Zoom assembly
+        await until(pilot, lambda: app.screen is screen, "the palette to close")
+        assert screen.zoomed and screen.hot.cursor == 0

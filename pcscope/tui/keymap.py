@@ -3,16 +3,16 @@
 Widgets build their ``BINDINGS`` from here, so the help screen, the command palette and
 the config file's ``[keys]`` table (binding id -> keys, applied with ``App.set_keymap``)
 all read the same table. Every ctrl combination has a plain-key or F-key alternative so
-terminals and multiplexers that eat ctrl keys lose nothing.
+terminals and multiplexers that eat ctrl keys lose nothing. The focused widget answers
+every key in the order typed (widgets/keys_in_order.py), so an action that moves the focus
+moves it at once.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import takewhile
 
 from textual.binding import Binding
-from textual.dom import DOMNode
 
 
 @dataclass(frozen=True)
@@ -22,14 +22,6 @@ class KeySpec:
     action: str       # Textual action run in the scope's widget
     description: str
     show: bool = True  # shown in the footer
-    # The key moves the focus from a list (opens a text field or the prompt, shows a pane):
-    # a priority binding, answered before the keys typed after it in the same burst (a
-    # paste, fast typing, SSH latency) are handed to the focused widget, so they reach
-    # where it moved the focus. Its action therefore moves the focus at once
-    # (``Screen.set_focus``): ``Widget.focus`` or a message would act after those keys.
-    # It yields where the focus takes the key itself: Textual keeps it from an input that
-    # types it, and ``bound_nearer`` from a widget nearer the focus that binds it too.
-    moves_focus: bool = False
 
     @property
     def scope(self) -> str:
@@ -69,10 +61,10 @@ SPECS: tuple[KeySpec, ...] = (
     KeySpec("app.palette", "f2,ctrl+p", "command_palette", "Commands"),
     # Not a single letter: a theme change is saved, and a stray keystroke must not do it.
     KeySpec("app.theme", "f9", "next_theme", "Theme"),
-    KeySpec("main.search", "slash", "search", "Search", moves_focus=True),
+    KeySpec("main.search", "slash", "search", "Search"),
     KeySpec("main.next_hit", "n", "step_hit(1)", "Next hit", show=False),
     KeySpec("main.prev_hit", "N", "step_hit(-1)", "Previous hit", show=False),
-    KeySpec("main.goto", "colon", "goto_pc", "Go to PC", moves_focus=True),
+    KeySpec("main.goto", "colon", "goto_pc", "Go to PC"),
     KeySpec("main.analyze", "a", "analyze(False)", "Analyze selection"),
     KeySpec("main.analyze_all", "A", "analyze(True)", "Analyze all hot", show=False),
     KeySpec("main.cancel", "x,escape", "cancel", "Cancel", show=False),
@@ -94,7 +86,7 @@ SPECS: tuple[KeySpec, ...] = (
     KeySpec("list.bottom", "G,end", "last", "Bottom", show=False),
     KeySpec("hot.open", "enter,l", "open", "Open window"),
     KeySpec("hot.sort", "s", "cycle_sort", "Sort"),
-    KeySpec("hot.filter", "f", "filter_text", "Filter", moves_focus=True),
+    KeySpec("hot.filter", "f", "filter_text", "Filter"),
     KeySpec("hot.category", "c", "cycle_category", "Category"),
     KeySpec("hot.clear", "C", "clear_filters", "Clear filters", show=False),
     KeySpec("hot.functions", "F", "functions", "Functions"),
@@ -111,7 +103,7 @@ SPECS: tuple[KeySpec, ...] = (
     KeySpec("findings.accept", "y", "verdict('accepted')", "Accept"),
     KeySpec("findings.reject", "r", "verdict('rejected')", "Reject"),
     KeySpec("findings.reset", "u", "verdict('proposed')", "Undecide", show=False),
-    KeySpec("findings.note", "i", "note", "Note", moves_focus=True),
+    KeySpec("findings.note", "i", "note", "Note"),
     KeySpec("findings.detail_down", "J", "scroll_detail(3)", "Scroll detail down", show=False),
     KeySpec("findings.detail_up", "K", "scroll_detail(-3)", "Scroll detail up", show=False),
     KeySpec("evidence.follow", "enter,l", "follow", "Jump to evidence"),
@@ -127,16 +119,13 @@ SPECS: tuple[KeySpec, ...] = (
     KeySpec("search.cancel", "escape", "cancel", "Stop search, to results", show=False),
     KeySpec("search.open", "enter,l", "open", "Jump to hit"),
     KeySpec("guide.open", "enter,l", "open", "Read section"),
-    KeySpec("guide.search", "slash", "search_guides", "Search guides", moves_focus=True),
+    KeySpec("guide.search", "slash", "search_guides", "Search guides"),
     KeySpec("guide.outline", "escape", "outline", "All sections", show=False),
-    # Not priority keys: the prompt's field answers them in the order typed (FieldInput).
     KeySpec("prompt.submit", "enter", "submit", "Answer", show=False),
     KeySpec("prompt.cancel", "escape", "cancel", "Cancel", show=False),
 )
 
 KEY_IDS = frozenset(spec.id for spec in SPECS)
-# The action names (no arguments) of the keys that move the focus.
-FOCUS_ACTIONS = frozenset(spec.action.partition("(")[0] for spec in SPECS if spec.moves_focus)
 # Keys, not commands (cursor motions, the prompt's answer), so the palette leaves them out.
 MOTIONS = frozenset(
     spec.id for spec in SPECS
@@ -157,8 +146,7 @@ def bindings_of(*ids: str) -> list[Binding]:
 
 
 def _binding(spec: KeySpec) -> Binding:
-    return Binding(spec.keys, spec.action, spec.description, show=spec.show,
-                   priority=spec.moves_focus, id=spec.id)
+    return Binding(spec.keys, spec.action, spec.description, show=spec.show, id=spec.id)
 
 
 def specs_of(scope: str) -> list[KeySpec]:
@@ -168,17 +156,3 @@ def specs_of(scope: str) -> list[KeySpec]:
 def keys_of(spec: KeySpec, keymap: dict[str, str]) -> str:
     """The keys a binding answers to once the config's remapping is applied."""
     return keymap.get(spec.id, spec.keys)
-
-
-def bound_nearer(node: DOMNode, action: str) -> bool:
-    """Whether a widget nearer the focus than ``node`` binds one of the keys that ``node``
-    binds to ``action``: there a priority binding of ``node`` yields (the guide's own `/`
-    before the explorer's search)."""
-    chain = node.screen._binding_chain  # (node, its bindings after the keymap): focus first
-    mine = next((bindings for owner, bindings in chain if owner is node), None)
-    if mine is None:
-        return False
-    keys = [key for key, found in mine.key_to_bindings.items()
-            if any(binding.action.partition("(")[0] == action for binding in found)]
-    nearer = [bindings for _owner, bindings in takewhile(lambda pair: pair[0] is not node, chain)]
-    return any(key in bindings.key_to_bindings for bindings in nearer for key in keys)

@@ -19,7 +19,7 @@ from textual.containers import Container, Horizontal
 from textual.reactive import Reactive
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Input, Static
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from pcscope.core.errors import EvidenceError
@@ -33,7 +33,7 @@ from pcscope.tui.config import TuiConfig
 from pcscope.tui.export import export_report, export_view
 from pcscope.tui.hot_model import HotModel, HotView, compute_badges
 from pcscope.tui.idea_view import ShownIdea
-from pcscope.tui.keymap import FOCUS_ACTIONS, MOTIONS, PANES, KeySpec, bindings, bound_nearer
+from pcscope.tui.keymap import MOTIONS, PANES, KeySpec, bindings
 from pcscope.tui.launch import OpenRequest, Prepared
 from pcscope.tui.session import Restored, RunKey, ViewState, run_key
 from pcscope.tui.widgets.alp_view import AlpView
@@ -459,14 +459,6 @@ class MainScreen(Screen):
         # The focus moves now, not after the keys already waiting (Widget.focus would
         # queue it behind them): the keys typed after / in the same burst are the query.
         self.set_focus(self.search.input)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool:
-        """A key that moves the focus is a priority binding (keymap ``moves_focus``): it
-        yields where the focus takes the key itself, in an input (which types it) or where
-        the focused widget or its pane binds the same key (the guide's own /)."""
-        if action not in FOCUS_ACTIONS:
-            return True
-        return not isinstance(self.focused, Input) and not bound_nearer(self, action)
 
     def on_search_view_results(self, event: SearchView.Results) -> None:
         self.hits = [hit.pc for hit in event.hits]

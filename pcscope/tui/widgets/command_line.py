@@ -15,15 +15,15 @@ from textual.content import Content
 from textual.widgets import Static
 
 from pcscope.tui.keymap import bindings
-from pcscope.tui.widgets.field_input import FieldInput
+from pcscope.tui.widgets.keys_in_order import FieldInput
 
 Check = Callable[[str], str | None]  # the answer -> an error to show, or None if fine
 Answer = Callable[[str | None], None]  # the answer, or None when cancelled
 
 
 class CommandInput(FieldInput):
-    # Enter and Escape act in the order typed (FieldInput), and Enter answers at once, not
-    # through Input's Submitted message: the keys typed after them go back to the list.
+    # Enter answers at once, not through Input's Submitted message: the keys typed after
+    # it in the same burst go where the answer took the focus (keys_in_order).
     BINDINGS = bindings("prompt")
 
     def action_submit(self) -> None:
@@ -59,10 +59,9 @@ class CommandLine(Horizontal):
 
     def ask(self, prompt: str, answer: Answer, *, value: str = "",
             check: Check | None = None) -> None:
-        """Open the prompt. Called from the action of a key that moves the focus (keymap
-        ``moves_focus``), never from a message handler: the keys typed after that key in
-        the same burst are the answer only if the prompt has the focus before they are
-        handed on."""
+        """Open the prompt. Called from a key's action, never from a message handler: the
+        keys typed after that key in the same burst are the answer only if the prompt has
+        the focus before they are taken (keys_in_order)."""
         self._answer, self._check = answer, check
         self._return_to = self.screen.focused
         self.label.update(Content.assemble((f" {prompt}: ", "bold $accent")))

@@ -90,8 +90,7 @@ class IdeasList(VirtualList):
             self.lines = lines
 
     def action_note(self) -> None:
-        """``i``: the engineer's note on the idea, asked on the bottom line (keymap
-        ``moves_focus``)."""
+        """``i``: the engineer's note on the idea, asked on the bottom line."""
         if self.idea is None:
             return
         idea = self.idea.id

@@ -151,8 +151,7 @@ class GuideView(Horizontal):
 
     # -- search --------------------------------------------------------------------------
     def ask_search(self) -> None:
-        """`/` in the guide pane: the query, asked on the bottom line (keymap
-        ``moves_focus``)."""
+        """`/` in the guide pane: the query, asked on the bottom line."""
         def done(query: str | None) -> None:
             if query:
                 self.search(query)

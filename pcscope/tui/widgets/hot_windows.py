@@ -100,7 +100,7 @@ class HotWindowsList(VirtualList):
         self.post_message(self.FunctionsRequested())
 
     def action_filter_text(self) -> None:
-        """``f``: the filter text, asked on the bottom line (keymap ``moves_focus``)."""
+        """``f``: the filter text, asked on the bottom line."""
         def done(text: str | None) -> None:
             if text is not None:
                 self.apply(replace(self.model.view, text=text))

@@ -21,7 +21,7 @@ from pcscope.core.ids import hex_pc, parse_pc
 from pcscope.core.workload import Workload
 from pcscope.tui import render
 from pcscope.tui.keymap import bindings_of
-from pcscope.tui.widgets.field_input import FieldInput
+from pcscope.tui.widgets.keys_in_order import FieldInput
 from pcscope.tui.widgets.virtual_list import Row, VirtualList
 from pcscope.tui.work import in_thread
 
@@ -90,8 +90,8 @@ class ResultsList(VirtualList):
 
 
 class QueryInput(FieldInput):
-    # Enter, Escape and Down act in the order typed (FieldInput) and move the focus to the
-    # hits at once: the keys typed after them in the same burst go to the hits.
+    # Enter, Escape and Down move the focus to the hits at once: the keys typed after them
+    # in the same burst go to the hits (keys_in_order).
     BINDINGS = bindings_of("search.regex", "search.results", "search.cancel")
 
     def action_toggle_regex(self) -> None:
