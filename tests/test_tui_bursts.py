@@ -174,3 +174,22 @@ async def test_palette_query_typed_with_its_key(indexed) -> None:
         burst(app, "enter")  # the one command matching: Zoom assembly
         await until(pilot, lambda: app.screen is screen, "the palette to close")
         assert screen.zoomed and screen.hot.cursor == 0
+
+
+async def test_enter_and_back_in_findings_give_the_keys_after_them_to_the_new_list(
+        indexed) -> None:
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("A")
+        await until(pilot, lambda: screen.analysis.run.done and not screen.analysis.running,
+                    "the analysis to finish")
+        await pilot.press("4")
+        ideas, evidence = screen.findings.ideas, screen.findings.evidence
+        assert len(ideas.ideas) > 1 and len(evidence.ids) > 1
+        burst(app, "enter", "j")
+        await pilot.pause()
+        assert evidence.has_focus and evidence.cursor == 1 and ideas.cursor == 0
+        burst(app, "h", "j")
+        await pilot.pause()
+        assert ideas.has_focus and ideas.cursor == 1 and evidence.cursor == 0

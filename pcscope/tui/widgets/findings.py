@@ -39,9 +39,6 @@ class IdeasList(VirtualList):
             self.idea = idea
             self.verdict = verdict
 
-    class Opened(Message):
-        """Enter: the detail's evidence list takes the focus."""
-
     def __init__(self) -> None:
         super().__init__(id="ideas-list")
         self.ideas: list[ShownIdea] = []
@@ -65,8 +62,9 @@ class IdeasList(VirtualList):
         return self.verdicts.get(idea_id, Verdict())
 
     def action_open_idea(self) -> None:
+        """Enter: the detail's evidence list takes the focus (at once: keys_in_order)."""
         if self.idea is not None:
-            self.post_message(self.Opened())
+            self.screen.set_focus(self.query_ancestor(FindingsView).evidence)
 
     def action_select(self) -> None:
         self.action_open_idea()
@@ -145,9 +143,6 @@ class EvidenceList(VirtualList):
             super().__init__()
             self.evidence_id = evidence_id
 
-    class Back(Message):
-        pass
-
     def __init__(self, store) -> None:
         super().__init__(id="evidence-list")
         self.store = store
@@ -165,7 +160,7 @@ class EvidenceList(VirtualList):
         self.action_follow()
 
     def action_back(self) -> None:
-        self.post_message(self.Back())
+        self.screen.set_focus(self.query_ancestor(FindingsView).ideas)
 
     def row_text(self, index: int, width: int) -> Row:
         evidence_id = self.ids[index]
@@ -238,14 +233,6 @@ class FindingsView(Vertical):
         event.stop()
         scroll = self.query_one("#idea-detail-scroll", VerticalScroll)
         scroll.scroll_relative(y=event.lines, animate=False)
-
-    def on_ideas_list_opened(self, event: IdeasList.Opened) -> None:
-        event.stop()
-        self.evidence.focus()
-
-    def on_evidence_list_back(self, event: EvidenceList.Back) -> None:
-        event.stop()
-        self.ideas.focus()
 
     def _draw(self) -> None:
         idea = self.ideas.idea
