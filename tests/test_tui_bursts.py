@@ -7,7 +7,7 @@ Every test posts its whole burst before the first key is handled (``tui_support.
 from __future__ import annotations
 
 import pytest
-from tui_support import build_index, burst, fresh_session, ready, until
+from tui_support import analyze_all, build_index, burst, fresh_session, ready, until
 
 WIDE = (160, 48)
 
@@ -37,9 +37,7 @@ async def test_note_typed_with_i(indexed) -> None:
     app = indexed.app()
     async with app.run_test(size=WIDE) as pilot:
         screen = await ready(pilot)
-        await pilot.press("A")
-        await until(pilot, lambda: screen.analysis.run.done and not screen.analysis.running,
-                    "the analysis to finish")
+        await analyze_all(pilot, screen)
         await pilot.press("4")
         ideas = screen.findings.ideas
         assert ideas.has_focus and ideas.idea is not None
@@ -181,9 +179,7 @@ async def test_enter_and_back_in_findings_give_the_keys_after_them_to_the_new_li
     app = indexed.app()
     async with app.run_test(size=WIDE) as pilot:
         screen = await ready(pilot)
-        await pilot.press("A")
-        await until(pilot, lambda: screen.analysis.run.done and not screen.analysis.running,
-                    "the analysis to finish")
+        await analyze_all(pilot, screen)
         await pilot.press("4")
         ideas, evidence = screen.findings.ideas, screen.findings.evidence
         assert len(ideas.ideas) > 1 and len(evidence.ids) > 1

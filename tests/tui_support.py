@@ -77,6 +77,14 @@ async def until(pilot, condition, what: str, timeout: float = WAIT) -> None:
         await pilot.pause()
 
 
+async def analyze_all(pilot, screen) -> None:
+    """`A` (the offline analyst on every hot window), waited for until it finished."""
+    await pilot.press("A")
+    await until(pilot, lambda: screen.analysis.run.done and not screen.analysis.running,
+                "the analysis to finish")
+    await pilot.pause(0.2)
+
+
 def screen_text(app) -> str:
     """What the terminal shows, as plain text (one line per row)."""
     strips = app.screen._compositor.render_strips()
