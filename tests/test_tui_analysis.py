@@ -4,7 +4,15 @@ are kept across reopening, runs can be cancelled, evidence links jump, reports e
 from __future__ import annotations
 
 import pytest
-from tui_support import build_index, fresh_session, gatekeeper_batch, ready, screen_text, until
+from tui_support import (
+    analyze_all,
+    build_index,
+    fresh_session,
+    gatekeeper_batch,
+    ready,
+    screen_text,
+    until,
+)
 
 from pcscope.core.engine import events as ev
 from pcscope.core.engine.session_store import SessionStore
@@ -23,13 +31,6 @@ def shared(tmp_path_factory):
 @pytest.fixture
 def indexed(shared, tmp_path):
     return fresh_session(shared, tmp_path)
-
-
-async def analyze_all(pilot, screen) -> None:
-    await pilot.press("A")
-    await until(pilot, lambda: screen.analysis.run.done and not screen.analysis.running,
-                "the analysis to finish")
-    await pilot.pause(0.2)
 
 
 async def test_offline_analysis_shows_calls_and_findings(indexed) -> None:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from textual import events
-from tui_support import build_index, fresh_session, ready, screen_text, until
+from tui_support import build_index, burst, fresh_session, ready, screen_text, until
 
 from pcscope.tui.config import TuiConfig, read_config
 from pcscope.tui.keymap import MOTIONS, SPECS
@@ -252,28 +251,15 @@ async def test_regex_search_toggle(indexed) -> None:
 
 
 async def test_typed_ahead_enter_answers_the_prompt_once(indexed) -> None:
-    """Two Enters in one terminal read both reach the prompt: only one may answer it."""
-    from textual.widgets import Input
-
+    """Two Enters in one terminal read: the first answers the prompt, the second acts where
+    the answer took the focus (the assembly follows the BL there), as if typed slowly."""
     app = indexed.app()
-    answers = []
     async with app.run_test(size=WIDE) as pilot:
         screen = await ready(pilot)
-        screen.command.ask("test", answers.append)
-        field = screen.command.input
-        field.post_message(Input.Submitted(field, "0x100c"))
-        field.post_message(Input.Submitted(field, "0x100c"))
+        burst(app, ":", *"0x100c", "enter", "enter")
         await pilot.pause()
-        assert answers == ["0x100c"] and not screen.command.asking
-
-
-def burst(app, text: str) -> None:
-    """``text`` as one terminal read delivers it (a paste, fast typing): every key is
-    posted to the app before the first is handled, as the driver does. ``pilot.press``
-    waits for each key to be handled, which would hide what happens to the later ones."""
-    names = {"/": "slash", ":": "colon"}
-    for char in text:
-        app.post_message(events.Key(names.get(char, char), char))
+        assert not screen.command.asking and screen.command.input.value == "0x100c"
+        assert screen.asm.pc == 0x2000 and screen.asm.has_focus  # BL 0x2000 followed
 
 
 async def test_keys_typed_with_the_slash_reach_the_query(indexed) -> None:
@@ -283,11 +269,11 @@ async def test_keys_typed_with_the_slash_reach_the_query(indexed) -> None:
     async with app.run_test(size=WIDE) as pilot:
         screen = await ready(pilot)
         assert screen.hot.has_focus
-        burst(app, "/ldr")
+        burst(app, *"/ldr")
         await pilot.pause()
         assert screen.search.input.value == "ldr"
         assert screen.search.input.has_focus and screen.active == "search"
-        burst(app, "/x:1")  # inside the query / and : are text, not the search and goto keys
+        burst(app, *"/x:1")  # inside the query / and : are text, not the search and goto keys
         await pilot.pause()
         assert screen.search.input.value == "ldr/x:1" and not screen.command.asking
 
@@ -296,7 +282,7 @@ async def test_keys_typed_with_the_colon_reach_the_prompt(indexed) -> None:
     app = indexed.app()
     async with app.run_test(size=WIDE) as pilot:
         screen = await ready(pilot)
-        burst(app, ":0x2004")
+        burst(app, *":0x2004")
         await pilot.pause()
         assert screen.command.asking and screen.command.input.value == "0x2004"
         await pilot.press("enter")

@@ -8,6 +8,8 @@ import time
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from textual import events
+from textual.keys import _character_to_key, key_to_character
 from tui_data import Inputs, write_inputs
 
 from pcscope.core.inputs import Inputs as IndexInputs
@@ -75,6 +77,14 @@ async def until(pilot, condition, what: str, timeout: float = WAIT) -> None:
         await pilot.pause()
 
 
+async def analyze_all(pilot, screen) -> None:
+    """`A` (the offline analyst on every hot window), waited for until it finished."""
+    await pilot.press("A")
+    await until(pilot, lambda: screen.analysis.run.done and not screen.analysis.running,
+                "the analysis to finish")
+    await pilot.pause(0.2)
+
+
 def screen_text(app) -> str:
     """What the terminal shows, as plain text (one line per row)."""
     strips = app.screen._compositor.render_strips()
@@ -111,3 +121,16 @@ def gatekeeper_batch() -> tuple[dict, list]:
         ev.CallStarted(run=1, call="w2.c1"),
     ]
     return idea, batch
+
+
+def burst(app, *keys: str) -> None:
+    """Keys as one terminal read delivers them (a paste, fast typing, SSH latency): every
+    key is posted to the app before the first is handled, as the driver does. A key is a
+    character (``"/"``, ``"x"``) or a Textual key name (``"enter"``, ``"escape"``).
+    ``pilot.press`` waits for each key to be handled, which would hide what happens to the
+    later ones."""
+    for key in keys:
+        if len(key) == 1:
+            app.post_message(events.Key(_character_to_key(key), key))
+        else:
+            app.post_message(events.Key(key, key_to_character(key)))

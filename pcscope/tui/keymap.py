@@ -3,7 +3,9 @@
 Widgets build their ``BINDINGS`` from here, so the help screen, the command palette and
 the config file's ``[keys]`` table (binding id -> keys, applied with ``App.set_keymap``)
 all read the same table. Every ctrl combination has a plain-key or F-key alternative so
-terminals and multiplexers that eat ctrl keys lose nothing.
+terminals and multiplexers that eat ctrl keys lose nothing. The focused widget answers
+every key in the order typed (widgets/keys_in_order.py), so an action that moves the focus
+moves it at once.
 """
 
 from __future__ import annotations
@@ -20,10 +22,6 @@ class KeySpec:
     action: str       # Textual action run in the scope's widget
     description: str
     show: bool = True  # shown in the footer
-    # The key opens a text field: answered before the keys typed after it in the same burst
-    # (a paste, fast typing) are handed to the widget that has the focus, so they land in
-    # the field (a priority binding; the screen turns it off where the focus types it).
-    opens_field: bool = False
 
     @property
     def scope(self) -> str:
@@ -54,6 +52,7 @@ SCOPE_TITLES = {
     "calls": "Calls",
     "search": "Search",
     "guide": "Guide",
+    "prompt": "Bottom-line prompt",
 }
 
 SPECS: tuple[KeySpec, ...] = (
@@ -62,10 +61,10 @@ SPECS: tuple[KeySpec, ...] = (
     KeySpec("app.palette", "f2,ctrl+p", "command_palette", "Commands"),
     # Not a single letter: a theme change is saved, and a stray keystroke must not do it.
     KeySpec("app.theme", "f9", "next_theme", "Theme"),
-    KeySpec("main.search", "slash", "search", "Search", opens_field=True),
+    KeySpec("main.search", "slash", "search", "Search"),
     KeySpec("main.next_hit", "n", "step_hit(1)", "Next hit", show=False),
     KeySpec("main.prev_hit", "N", "step_hit(-1)", "Previous hit", show=False),
-    KeySpec("main.goto", "colon", "goto_pc", "Go to PC", opens_field=True),
+    KeySpec("main.goto", "colon", "goto_pc", "Go to PC"),
     KeySpec("main.analyze", "a", "analyze(False)", "Analyze selection"),
     KeySpec("main.analyze_all", "A", "analyze(True)", "Analyze all hot", show=False),
     KeySpec("main.cancel", "x,escape", "cancel", "Cancel", show=False),
@@ -117,18 +116,21 @@ SPECS: tuple[KeySpec, ...] = (
     KeySpec("calls.bottom", "G,end", "scroll_end", "Bottom", show=False),
     KeySpec("search.regex", "f3,ctrl+r", "toggle_regex", "Regex on/off"),
     KeySpec("search.results", "down", "focus_results", "To results", show=False),
+    KeySpec("search.cancel", "escape", "cancel", "Stop search, to results", show=False),
     KeySpec("search.open", "enter,l", "open", "Jump to hit"),
     KeySpec("guide.open", "enter,l", "open", "Read section"),
     KeySpec("guide.search", "slash", "search_guides", "Search guides"),
     KeySpec("guide.outline", "escape", "outline", "All sections", show=False),
+    KeySpec("prompt.submit", "enter", "submit", "Answer", show=False),
+    KeySpec("prompt.cancel", "escape", "cancel", "Cancel", show=False),
 )
 
 KEY_IDS = frozenset(spec.id for spec in SPECS)
-FIELD_ACTIONS = frozenset(spec.action for spec in SPECS if spec.opens_field)
-# Cursor motions: keys, not commands, so the palette leaves them out.
+# Keys, not commands (cursor motions, the prompt's answer), so the palette leaves them out.
 MOTIONS = frozenset(
     spec.id for spec in SPECS
-    if spec.scope == "list" or spec.id.startswith("calls.") or spec.id == "search.results"
+    if spec.scope in ("list", "prompt") or spec.id.startswith("calls.")
+    or spec.id == "search.results"
 )
 
 
@@ -144,8 +146,7 @@ def bindings_of(*ids: str) -> list[Binding]:
 
 
 def _binding(spec: KeySpec) -> Binding:
-    return Binding(spec.keys, spec.action, spec.description, show=spec.show,
-                   priority=spec.opens_field, id=spec.id)
+    return Binding(spec.keys, spec.action, spec.description, show=spec.show, id=spec.id)
 
 
 def specs_of(scope: str) -> list[KeySpec]:

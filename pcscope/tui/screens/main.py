@@ -11,7 +11,6 @@ from __future__ import annotations
 import gc
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from itertools import takewhile
 from typing import Any
 
 from textual import events
@@ -20,7 +19,7 @@ from textual.containers import Container, Horizontal
 from textual.reactive import Reactive
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Input, Static
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from pcscope.core.errors import EvidenceError
@@ -34,7 +33,7 @@ from pcscope.tui.config import TuiConfig
 from pcscope.tui.export import export_report, export_view
 from pcscope.tui.hot_model import HotModel, HotView, compute_badges
 from pcscope.tui.idea_view import ShownIdea
-from pcscope.tui.keymap import FIELD_ACTIONS, MOTIONS, PANES, KeySpec, bindings
+from pcscope.tui.keymap import MOTIONS, PANES, KeySpec, bindings
 from pcscope.tui.launch import OpenRequest, Prepared
 from pcscope.tui.session import Restored, RunKey, ViewState, run_key
 from pcscope.tui.widgets.alp_view import AlpView
@@ -262,11 +261,20 @@ class MainScreen(Screen):
     def action_show_pane(self, name: str) -> None:
         self._show_pane(name)
         if name == "search" and self.search.results.count:
-            self.search.results.focus()  # back to the hits; / goes to the query
+            self._focus(self.search.results)  # back to the hits; / goes to the query
         elif name == "hot" and self.functions.display:
-            self.functions.focus()
+            self._focus(self.functions)
         else:
-            self.query_one(FOCUS[name]).focus()
+            self._focus(self.query_one(FOCUS[name]))
+
+    def _focus(self, widget: Widget) -> None:
+        """Now, not queued behind the keys already waiting (as Widget.focus is): a key
+        typed after the pane key in the same burst is answered by the pane's widget. A
+        widget its pane mounted just now takes the focus once it is mounted."""
+        if widget.is_mounted:
+            self.set_focus(widget)
+        else:
+            widget.focus()
 
     def _show_pane(self, name: str) -> None:
         self._activate(name)
@@ -337,7 +345,7 @@ class MainScreen(Screen):
     def _show_functions(self, shown: bool) -> None:
         self.functions.display = shown
         self.hot.display = not shown
-        (self.functions if shown else self.hot).focus()
+        self._focus(self.functions if shown else self.hot)
         self.query_one("#pane-hot", Pane).set_status(
             self.functions.describe() if shown else self.hot.describe())
 
@@ -349,15 +357,6 @@ class MainScreen(Screen):
             self.query_one("#pane-hot", Pane).set_status(self.hot.describe())
         elif event.source is self.functions:
             self.query_one("#pane-hot", Pane).set_status(self.functions.describe())
-
-    def on_hot_windows_list_filter_requested(self, event) -> None:
-        def done(text: str | None) -> None:
-            if text is not None:
-                view = self.hot.model.view
-                self.hot.apply(replace(view, text=text))
-
-        self.command.ask("filter windows (function, module, label or PC)", done,
-                         value=self.hot.model.view.text)
 
     def on_assembly_view_pc_changed(self, event: AssemblyView.PcChanged) -> None:
         self._follow_asm()
@@ -440,14 +439,6 @@ class MainScreen(Screen):
             self.notify(str(exc), severity="warning")
 
     # -- guides --------------------------------------------------------------------------
-    def on_guide_view_search_requested(self, event: GuideView.SearchRequested) -> None:
-        def done(query: str | None) -> None:
-            if query:
-                self.guide.search(query)
-
-        self.command.ask("search guides (words, \"phrases\", -word)", done,
-                         value=self.guide.query)
-
     def on_guide_view_searched(self, event: GuideView.Searched) -> None:
         self.query_one("#pane-guide", Pane).set_status(event.summary)
 
@@ -468,23 +459,6 @@ class MainScreen(Screen):
         # The focus moves now, not after the keys already waiting (Widget.focus would
         # queue it behind them): the keys typed after / in the same burst are the query.
         self.set_focus(self.search.input)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool:
-        """A key that opens a text field is a priority binding (keymap ``opens_field``):
-        it yields where the focus takes the key itself, in an input (which types it) or
-        where the focused widget or its pane binds the same key (the guide's own `/`)."""
-        if action not in FIELD_ACTIONS:
-            return True
-        return not isinstance(self.focused, Input) and not self._bound_nearer(action)
-
-    def _bound_nearer(self, action: str) -> bool:
-        chain = self._binding_chain  # (node, its bindings after the keymap): focus first
-        mine = next(bindings for node, bindings in chain if node is self)
-        keys = [key for key, found in mine.key_to_bindings.items()
-                if any(binding.action == action for binding in found)]
-        nearer = [bindings for node, bindings in
-                  takewhile(lambda pair: pair[0] is not self, chain)]
-        return any(key in bindings.key_to_bindings for bindings in nearer for key in keys)
 
     def on_search_view_results(self, event: SearchView.Results) -> None:
         self.hits = [hit.pc for hit in event.hits]
@@ -514,15 +488,6 @@ class MainScreen(Screen):
     def on_ideas_list_verdict_changed(self, event: IdeasList.VerdictChanged) -> None:
         self.session.save_verdict(event.idea, event.verdict)
 
-    def on_ideas_list_note_requested(self, event: IdeasList.NoteRequested) -> None:
-        current = self.findings.ideas.verdict_of(event.idea).note
-
-        def done(text: str | None) -> None:
-            if text is not None:
-                self.findings.ideas.set_note(event.idea, text)
-
-        self.command.ask(f"note on {event.idea}", done, value=current)
-
     def set_ideas(self, ideas: Sequence[Mapping[str, Any]]) -> None:
         """Report-form ideas (engine events, its result, the session store) become typed
         here, where they enter the UI."""
@@ -547,7 +512,7 @@ class MainScreen(Screen):
         elif self.search.busy:
             self.search.cancel()
         elif self.active == "search" and self.focused is self.search.input:
-            self.search.results.focus()
+            self._focus(self.search.results)
 
     def action_export(self) -> None:
         export_report(self)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
@@ -21,6 +22,7 @@ from textual.widgets.tree import TreeNode
 from pcscope.tui import render
 from pcscope.tui.keymap import bindings
 from pcscope.tui.run_model import CallView, RunView
+from pcscope.tui.widgets.keys_in_order import answer_key
 
 STATUS_MARK = {"queued": "·", "running": "▶", "ok": "✓", "rejected": "✗", "failed": "!",
                "cancelled": "∅", "skipped": "–"}
@@ -49,6 +51,9 @@ class CallsTree(Tree[str]):
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, self._recolour)
+
+    async def on_key(self, event: events.Key) -> None:
+        await answer_key(self, event)
 
     def _recolour(self, _theme) -> None:
         if self._run is not None:

@@ -10,17 +10,24 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.content import Content
-from textual.widgets import Input, Static
+from textual.widgets import Static
+
+from pcscope.tui.keymap import bindings
+from pcscope.tui.widgets.keys_in_order import FieldInput
 
 Check = Callable[[str], str | None]  # the answer -> an error to show, or None if fine
 Answer = Callable[[str | None], None]  # the answer, or None when cancelled
 
 
-class CommandInput(Input):
-    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False, id="prompt.cancel")]
+class CommandInput(FieldInput):
+    # Enter answers at once, not through Input's Submitted message: the keys typed after
+    # it in the same burst go where the answer took the focus (keys_in_order).
+    BINDINGS = bindings("prompt")
+
+    def action_submit(self) -> None:
+        self.parent.parent.submit(self.value)  # type: ignore[union-attr]
 
     def action_cancel(self) -> None:
         self.parent.parent.cancel()  # type: ignore[union-attr]
@@ -52,6 +59,9 @@ class CommandLine(Horizontal):
 
     def ask(self, prompt: str, answer: Answer, *, value: str = "",
             check: Check | None = None) -> None:
+        """Open the prompt. Called from a key's action, never from a message handler: the
+        keys typed after that key in the same burst are the answer only if the prompt has
+        the focus before they are taken (keys_in_order)."""
         self._answer, self._check = answer, check
         self._return_to = self.screen.focused
         self.label.update(Content.assemble((f" {prompt}: ", "bold $accent")))
@@ -63,11 +73,11 @@ class CommandLine(Horizontal):
         # asked (`:` then a PC, in one burst) are the answer.
         self.screen.set_focus(self.input)
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        if self._answer is None:  # typed ahead: the question is already answered
+    def submit(self, value: str) -> None:
+        """Enter: the answer, unless the check finds it wrong (then the prompt stays)."""
+        if self._answer is None:  # the question is already answered
             return
-        text = event.value.strip()
+        text = value.strip()
         error = self._check(text) if self._check and text else None
         if error:
             self.label.update(Content.assemble((f" {error} ", "bold $error")))

@@ -20,6 +20,7 @@ from pcscope.core.triage import Verdict
 from pcscope.tui import render
 from pcscope.tui.idea_view import ShownIdea
 from pcscope.tui.keymap import bindings
+from pcscope.tui.widgets.command_line import CommandLine
 from pcscope.tui.widgets.virtual_list import Row, VirtualList
 
 VERDICT_MARK = {"accepted": "✓", "rejected": "✗", "proposed": "·"}
@@ -37,14 +38,6 @@ class IdeasList(VirtualList):
             super().__init__()
             self.idea = idea
             self.verdict = verdict
-
-    class NoteRequested(Message):
-        def __init__(self, idea: str) -> None:
-            super().__init__()
-            self.idea = idea
-
-    class Opened(Message):
-        """Enter: the detail's evidence list takes the focus."""
 
     def __init__(self) -> None:
         super().__init__(id="ideas-list")
@@ -69,8 +62,9 @@ class IdeasList(VirtualList):
         return self.verdicts.get(idea_id, Verdict())
 
     def action_open_idea(self) -> None:
+        """Enter: the detail's evidence list takes the focus (at once: keys_in_order)."""
         if self.idea is not None:
-            self.post_message(self.Opened())
+            self.screen.set_focus(self.query_ancestor(FindingsView).evidence)
 
     def action_select(self) -> None:
         self.action_open_idea()
@@ -94,8 +88,17 @@ class IdeasList(VirtualList):
             self.lines = lines
 
     def action_note(self) -> None:
-        if self.idea is not None:
-            self.post_message(self.NoteRequested(self.idea.id))
+        """``i``: the engineer's note on the idea, asked on the bottom line."""
+        if self.idea is None:
+            return
+        idea = self.idea.id
+
+        def done(text: str | None) -> None:
+            if text is not None:
+                self.set_note(idea, text)
+
+        self.screen.query_one(CommandLine).ask(f"note on {idea}", done,
+                                               value=self.verdict_of(idea).note)
 
     def set_note(self, idea_id: str, note: str) -> None:
         changed = Verdict(self.verdict_of(idea_id).verdict, note)
@@ -140,9 +143,6 @@ class EvidenceList(VirtualList):
             super().__init__()
             self.evidence_id = evidence_id
 
-    class Back(Message):
-        pass
-
     def __init__(self, store) -> None:
         super().__init__(id="evidence-list")
         self.store = store
@@ -160,7 +160,7 @@ class EvidenceList(VirtualList):
         self.action_follow()
 
     def action_back(self) -> None:
-        self.post_message(self.Back())
+        self.screen.set_focus(self.query_ancestor(FindingsView).ideas)
 
     def row_text(self, index: int, width: int) -> Row:
         evidence_id = self.ids[index]
@@ -233,14 +233,6 @@ class FindingsView(Vertical):
         event.stop()
         scroll = self.query_one("#idea-detail-scroll", VerticalScroll)
         scroll.scroll_relative(y=event.lines, animate=False)
-
-    def on_ideas_list_opened(self, event: IdeasList.Opened) -> None:
-        event.stop()
-        self.evidence.focus()
-
-    def on_evidence_list_back(self, event: EvidenceList.Back) -> None:
-        event.stop()
-        self.ideas.focus()
 
     def _draw(self) -> None:
         idea = self.ideas.idea

@@ -19,6 +19,7 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from pcscope.tui.keymap import bindings
+from pcscope.tui.widgets.command_line import CommandLine
 from pcscope.tui.widgets.virtual_list import Row, VirtualList
 from pcscope.tui.work import in_thread
 
@@ -48,7 +49,7 @@ class SectionList(VirtualList):
         self.action_select()
 
     def action_search_guides(self) -> None:
-        self.post_message(GuideView.SearchRequested())
+        self.parent.ask_search()  # type: ignore[union-attr]
 
     def action_outline(self) -> None:
         """Escape leaves a search; with none shown it does what Escape does elsewhere."""
@@ -75,9 +76,6 @@ class SectionList(VirtualList):
 
 
 class GuideView(Horizontal):
-    class SearchRequested(Message):
-        """`/` in the guide pane: the screen asks for the query on its bottom line."""
-
     class Searched(Message):
         def __init__(self, summary: str) -> None:
             super().__init__()
@@ -152,6 +150,15 @@ class GuideView(Horizontal):
         scroll.scroll_home(animate=False)
 
     # -- search --------------------------------------------------------------------------
+    def ask_search(self) -> None:
+        """`/` in the guide pane: the query, asked on the bottom line."""
+        def done(query: str | None) -> None:
+            if query:
+                self.search(query)
+
+        self.screen.query_one(CommandLine).ask("search guides (words, \"phrases\", -word)",
+                                               done, value=self.query)
+
     def search(self, query: str) -> None:
         self.query = query
         sections = self.sections

@@ -16,6 +16,7 @@ from pcscope.tui import render
 from pcscope.tui.alp_glance import alp_flags
 from pcscope.tui.hot_model import SORTS, Badges, HotModel, HotView
 from pcscope.tui.keymap import bindings
+from pcscope.tui.widgets.command_line import CommandLine
 from pcscope.tui.widgets.virtual_list import Row, VirtualList
 
 BAR_WIDTH = 8
@@ -39,9 +40,6 @@ class HotWindowsList(VirtualList):
 
     class FunctionsRequested(Message):
         """``F``: the pane shows functions with their totals instead of windows."""
-
-    class FilterRequested(Message):
-        """``f``: the screen asks for the filter text (a prompt is a screen's business)."""
 
     def __init__(self, model: HotModel, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -102,7 +100,13 @@ class HotWindowsList(VirtualList):
         self.post_message(self.FunctionsRequested())
 
     def action_filter_text(self) -> None:
-        self.post_message(self.FilterRequested())
+        """``f``: the filter text, asked on the bottom line."""
+        def done(text: str | None) -> None:
+            if text is not None:
+                self.apply(replace(self.model.view, text=text))
+
+        self.screen.query_one(CommandLine).ask(
+            "filter windows (function, module, label or PC)", done, value=self.model.view.text)
 
     def action_clear_filters(self) -> None:
         self.apply(HotView(self.model.view.sort))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Input, Static
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from pcscope.core.errors import PcscopeError
@@ -21,6 +21,7 @@ from pcscope.core.ids import hex_pc, parse_pc
 from pcscope.core.workload import Workload
 from pcscope.tui import render
 from pcscope.tui.keymap import bindings_of
+from pcscope.tui.widgets.keys_in_order import FieldInput
 from pcscope.tui.widgets.virtual_list import Row, VirtualList
 from pcscope.tui.work import in_thread
 
@@ -88,14 +89,22 @@ class ResultsList(VirtualList):
         return text
 
 
-class QueryInput(Input):
-    BINDINGS = bindings_of("search.regex", "search.results")
+class QueryInput(FieldInput):
+    # Enter, Escape and Down move the focus to the hits at once: the keys typed after them
+    # in the same burst go to the hits (keys_in_order).
+    BINDINGS = bindings_of("search.regex", "search.results", "search.cancel")
 
     def action_toggle_regex(self) -> None:
         self.parent.parent.action_toggle_regex()  # type: ignore[union-attr]
 
     def action_focus_results(self) -> None:
-        self.parent.parent.results.focus()  # type: ignore[union-attr]
+        self.screen.set_focus(self.parent.parent.results)  # type: ignore[union-attr]
+
+    def action_submit(self) -> None:
+        self.parent.parent.enter(self.value)  # type: ignore[union-attr]
+
+    def action_cancel(self) -> None:
+        self.screen.action_cancel()  # type: ignore[attr-defined]
 
 
 class SearchView(Vertical):
@@ -154,13 +163,12 @@ class SearchView(Vertical):
         if self.query_text:
             self.submit(self.query_text)
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
+    def enter(self, value: str) -> None:
         """Enter is the one explicit step from the query to its hits: the focus moves
         now, never when the (background) search finishes."""
-        event.stop()
-        if event.value.strip():
-            self.submit(event.value.strip())
-            self.results.focus()
+        if value.strip():
+            self.submit(value.strip())
+            self.screen.set_focus(self.results)
 
     def submit(self, query: str) -> None:
         self.query_text = query

@@ -8,11 +8,13 @@ pane.
 
 from __future__ import annotations
 
+from textual import events
 from textual.content import Content
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.visual import Visual
 
+from pcscope.tui.widgets.keys_in_order import answer_key
 from pcscope.tui.widgets.virtual_list import set_virtual_height
 
 
@@ -23,6 +25,9 @@ class TextPane(ScrollView, can_focus=True):
         self._content = content or Content("")
         self._lines: list[Strip] | None = None
         self._width = -1
+
+    async def on_key(self, event: events.Key) -> None:
+        await answer_key(self, event)
 
     def update(self, content: Content) -> None:
         self._content = content

@@ -19,6 +19,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from pcscope.tui.keymap import bindings
+from pcscope.tui.widgets.keys_in_order import answer_key
 
 
 def set_virtual_height(view: ScrollView, height: int) -> None:
@@ -184,6 +185,9 @@ class VirtualList(ScrollView, can_focus=True):
     def on_resize(self, event: events.Resize) -> None:
         set_virtual_height(self, self._count)
         self._reveal()
+
+    async def on_key(self, event: events.Key) -> None:
+        await answer_key(self, event)
 
     def on_focus(self) -> None:
         self._refresh_row(self._cursor)
