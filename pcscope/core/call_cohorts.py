@@ -164,6 +164,37 @@ class Cohort:
                    if m.allocator is not None or m.setup)
 
 
+@dataclass(frozen=True)
+class _Unclaimed:
+    """Per routine, what no other mechanism counts: its rows, their instruction executions
+    and their value (what a tree would count of it as a member)."""
+
+    has_rows: np.ndarray  # bool
+    executions: np.ndarray  # int64
+    value: np.ndarray  # int64
+
+    @classmethod
+    def of(cls, profile: Profile, found: Routines, owner: np.ndarray) -> _Unclaimed:
+        mine = owner[found.order] < 0
+        starts = found.starts[:-1]
+        if not len(starts):
+            empty = np.zeros(0, dtype=np.int64)
+            return cls(empty.astype(bool), empty, empty)
+        samples = np.where(mine, profile.samples[found.order].astype(np.int64), 0)
+        value = np.where(mine, profile.value[found.order].astype(np.int64), 0)
+        return cls(np.add.reduceat(mine.astype(np.int64), starts) > 0,
+                   np.add.reduceat(samples, starts), np.add.reduceat(value, starts))
+
+    def makes_tree(self, picked: np.ndarray, k: np.ndarray, base: int, total: int) -> bool:
+        """Whether the ``picked`` routines, entered ``k`` times per ``base`` operations, make
+        a tree: at least COHORT_FUNCTIONS, at most PLUMBING_MEAN instructions per call, and
+        COHORT_SHARE of the total."""
+        calls = int(k[picked].sum()) * base
+        return int(np.count_nonzero(picked)) >= COHORT_FUNCTIONS \
+            and int(self.executions[picked].sum()) <= PLUMBING_MEAN * calls \
+            and int(self.value[picked].sum()) >= COHORT_SHARE * total
+
+
 def entry_counts(profile: Profile) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(the codes of the functions with rows, their first rows, their entry counts)."""
     groups = profile.functions.groups
@@ -193,29 +224,22 @@ def find(profile: Profile, facts: CodeFacts, owner: np.ndarray) -> list[Cohort]:
     with their owner."""
     found = routines(profile, facts)
     entries, work = found.entries, found.work
+    own = _Unclaimed.of(profile, found, owner)
+    small = (work <= PLUMBING * entries) & own.has_rows
     free = np.ones(len(entries), dtype=bool)
     out = []
     for base in bases(entries):
         k = entries // base
         near = free & (k >= 1) & (k <= MULTIPLES) & (entries - k * base <= EXCESS * k * base)
-        picked: list[tuple[int, Member]] = []
-        for i in np.flatnonzero(near).tolist():
-            free[i] = False
-            if int(work[i]) > PLUMBING * int(entries[i]):
-                continue
-            # whether it is set-up is read once the tree is kept: most bases make no tree
-            member = _member(profile, found, i, int(k[i]), owner, classify=False)
-            if member.rows:
-                picked.append((i, member))
-        members = _with_helpers(profile, [m for _, m in picked])
-        cohort = Cohort(base, tuple(members),
-                        int(sum(int(profile.samples[list(m.rows)].sum()) for m in members)))
-        calls = sum(m.per_operation for m in members) * base
-        if len(members) >= COHORT_FUNCTIONS and cohort.instructions <= PLUMBING_MEAN * calls \
-                and float(profile.value[cohort.rows].sum()) >= COHORT_SHARE * profile.total:
-            out.append(replace(cohort, members=tuple(
-                replace(m, setup=_is_setup(profile, found, i, m.per_operation))
-                for (i, _), m in zip(picked, members, strict=True))))
+        free &= ~near
+        picked = near & small
+        # most bases make no tree: the test reads per-routine sums, so their members are
+        # never built
+        if own.makes_tree(picked, k, base, profile.total):
+            members = _with_helpers(profile, [_member(profile, found, i, int(k[i]), owner)
+                                              for i in np.flatnonzero(picked).tolist()])
+            out.append(Cohort(base, tuple(members),
+                              int(own.executions[picked].sum())))
     return _with_shared(profile, out, found, free, owner)
 
 
@@ -256,10 +280,8 @@ def _with_shared(profile: Profile, cohorts: list[Cohort], found: Routines, free:
             for n, c in enumerate(cohorts)]
 
 
-def _member(profile: Profile, found: Routines, i: int, k: int, owner: np.ndarray,
-            classify: bool = True) -> Member:
-    """Routine ``i`` of ``found`` as a member entered ``k`` times per operation (whether it
-    is set-up left unread unless ``classify``)."""
+def _member(profile: Profile, found: Routines, i: int, k: int, owner: np.ndarray) -> Member:
+    """Routine ``i`` of ``found`` as a member entered ``k`` times per operation."""
     code, rows, entries = int(found.code[i]), found.rows(i), int(found.entries[i])
     counts = profile.samples[rows].astype(np.int64)
     owners = owner[rows]
@@ -271,7 +293,7 @@ def _member(profile: Profile, found: Routines, i: int, k: int, owner: np.ndarray
     return Member(code, name, k, tuple(rows[mine].tolist()),
                   round(int(counts[mine].sum()) / entries, 1), elsewhere,
                   match.group(1) if match else None, entries,
-                  classify and _is_setup(profile, found, i, k))
+                  _is_setup(profile, found, i, k))
 
 
 def _is_setup(profile: Profile, found: Routines, i: int, k: int) -> bool:
