@@ -68,7 +68,11 @@ from pcscope.index.parts import load_parts, save_parts
 #     making and a releasing suffix, entered as often per operation)
 # 18: a gather-branch mechanism names the branches that guard a loop, a call or a long path
 #     (not a value choice) and counts its value-choice branches
-FORMAT_VERSION = 18
+# 19: a per-operation tree names the allocator's wrappers, the members calling its set-up,
+#     pairs whose release returns at a null check, and its one-shot calls; a lookup names
+#     its hit rate, the lookups one walk per entry deletes and all constant-key callers, and
+#     only callers making 1 % of the calls
+FORMAT_VERSION = 19
 Progress = Callable[[str], None]
 
 
