@@ -472,8 +472,8 @@ def _allocations(cohort: Cohort) -> list[str]:
     return [f"C allocator calls per operation (by symbol name): {routines}"
             + (f", with the hidden functions of their module entered as often as they are "
                f"({helpers})" if helpers else "")
-            + (f", and the program's wrappers calling them on every entry in at most "
-               f"{WRAPPER} instructions ({wrappers})" if wrappers else "")
+            + (f", and the program's wrappers calling them, or another wrapper, on every "
+               f"entry in at most {WRAPPER} instructions ({wrappers})" if wrappers else "")
             + f" = {instructions:,.0f} instructions"]
 
 

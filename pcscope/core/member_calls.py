@@ -63,7 +63,7 @@ class Callees:
             elif at in self.starting and not self._stub(at):
                 out.append([self.starting[at]])
             else:
-                out.append(self.entries.near(int(p.samples[at]), self._callers(target)))
+                out.append(self.entries.near(int(p.samples[at]), self._not_led_to(at)))
         return out
 
     def _stub(self, at: int) -> bool:
@@ -86,9 +86,11 @@ class Callees:
         at = self.profile.row_of(target)
         return at is None or int(self.profile.function[at]) != int(self.profile.function[row])
 
-    def _callers(self, target: int) -> set[int]:
-        """The routines of the functions branching to ``target`` (a stub's callers are
-        entered as often as it runs, but it does not lead to them)."""
+    def _not_led_to(self, at: int) -> set[int]:
+        """The routines a stub at row ``at`` does not lead to, though entered as often as it
+        runs: those of its own function and of the functions branching to it."""
+        target = int(self.profile.pc[at])
         lo, hi = np.searchsorted(self.targets, [target, target + 1])
-        functions = np.unique(self.profile.function[self.branches[lo:hi]])
+        functions = np.unique(np.r_[self.profile.function[self.branches[lo:hi]],
+                                    self.profile.function[at]])
         return set(np.flatnonzero(np.isin(self.codes, functions)).tolist())
