@@ -10,7 +10,7 @@ import pytest
 from pcscope.core.backends.advice import advise
 from pcscope.core.call_cohorts import SETUP_CHECK
 from pcscope.core.engine.tools import _mechanism_data
-from tests.test_mechanism_rules import mechanisms_of
+from tests.test_mechanism_rules import STUB, mechanisms_of
 
 
 def small(n: int) -> list[str]:
@@ -220,3 +220,106 @@ def test_create_destroy_pairs_are_named_in_the_recommendation(tmp_path, names, c
     assert ("the functions entered once per operation, in the mechanism's checks"
             in advice.recommendation) is not named
     assert "above" not in advice.recommendation
+
+
+def allocator(*extra) -> list:
+    """malloc and free twice per operation, a few calls more from start-up."""
+    return [*tree([2000] * 8), ("malloc", 0x700000, 4002, small(10)),
+            ("free", 0x710000, 4004, small(12)), *extra]
+
+
+def calling(target: int, before: int = 1, after: int = 2) -> list[str]:
+    """A function of ``before`` + ``after`` + 2 instructions calling ``target`` once."""
+    return [*small(before + 1)[:-1], f"bl {hex(target)}", *small(after + 1)]
+
+
+# a PLT holding two stubs; the second (at 0x4010) runs 4,000 times, so it leads to malloc or
+# free (4,002 and 4,004 entries: one of the two, either way the allocator)
+PLT = [("plt", 0x4000, 10, STUB), ("plt", 0x4010, 4000, STUB)]
+
+
+@pytest.mark.parametrize(("blocks", "wraps"), [
+    ([("xalloc", 0x740000, 4000, calling(0x700000))], True),  # calls malloc every entry
+    ([("xalloc", 0x740000, 4000, calling(0x4010)), *PLT], True),  # through a PLT stub
+    # through a stub named as its own function (malloc@plt): read through, not the callee
+    ([("xalloc", 0x740000, 4000, calling(0x4000)), ("malloc@plt", 0x4000, 4000, STUB)], True),
+    # a wrapper of the wrapper: calls xalloc, which calls malloc
+    ([("xalloc", 0x740000, 4000, calling(0x700000)),
+      ("ctx_new", 0x750000, 2000, ["movz x0, #0x48", "b 0x740000"])], True),
+    ([("xalloc", 0x740000, 4000, calling(0x700000, after=40))], False),  # long: does more
+    ([("xalloc", 0x740000, 4000, calling(0x730000)),
+      ("other", 0x730000, 4000, small(10))], False),  # calls no allocator
+    # calls malloc on half its entries
+    ([("xalloc", 0x740000, 4000, ["stp x29, x30, [sp, #-0x10]!", "cbz x0, 0x740010"]),
+      ("xalloc", 0x740008, 2000, ["bl 0x700000", "nop"]),
+      ("xalloc", 0x740010, 4000, ["ldp x29, x30, [sp], #0x10", "ret"])], False),
+])  # fmt: skip
+def test_short_members_calling_the_allocator_every_entry_are_its_wrappers(tmp_path, blocks,
+                                                                          wraps):
+    _profile, (m,) = operations(tmp_path, allocator(*blocks))
+    assert "xalloc" in m.functions
+    advice = advise(_mechanism_data(m), "executions", None)
+    listed = ("the program's wrappers calling them, or another wrapper, on every entry in at "
+              "most 32 instructions (2 × xalloc (" in advice.claim)  # the heaviest wrapper first
+    assert listed is wraps
+    assert ("1 × ctx_new (2 each)" in advice.claim) is (wraps and len(blocks) == 2
+                                                       and blocks[1][0] == "ctx_new")
+    figures = {x.name: x.value for x in m.metrics}
+    wrapper = sum(len(lines) for name, _at, n, lines in blocks if name == "xalloc" and n == 4000)
+    assert figures["deletable instructions per operation"] == (44 + 2 * wrapper + (
+        2 if any(b[0] == "ctx_new" for b in blocks) else 0) if wraps else 44)
+
+
+@pytest.mark.parametrize(("callee", "part"), [
+    (0x700000, True),  # calls the vector set-up every entry: part of it
+    (0x720000, False),  # calls a scalar member: not set-up
+])  # fmt: skip
+def test_a_member_calling_the_set_up_every_entry_is_set_up(tmp_path, callee, part):
+    blocks = [*tree([2000] * 8), ("gfinit", 0x700000, 2000, vector(100)),
+              ("plain", 0x720000, 2000, small(10)),
+              ("initkey", 0x740000, 2000, calling(callee, after=6))]
+    _profile, (m,) = operations(tmp_path, blocks)
+    advice = advise(_mechanism_data(m), "executions", None)
+    assert ("part of that set-up: initkey (9 instructions per call, calls gfinit)"
+            in advice.claim) is part
+    assert ("`gfinit`, `initkey`) is recomputed" in advice.recommendation) is part
+    figures = {x.name: x.value for x in m.metrics}
+    assert figures["deletable instructions per operation"] == (109 if part else 100)
+
+
+def null_checked(at: int, entries: int, live: int) -> list:
+    """A release routine entered ``entries`` times that returns at once on a null pointer
+    and does its work ``live`` times."""
+    return [("foo_free", at, entries, [f"cbz x0, {hex(at + 20)}"]),
+            ("foo_free", at + 4, live, small(5)[:-1]),
+            ("foo_free", at + 20, entries, ["ret"])]
+
+
+@pytest.mark.parametrize(("entries", "live", "named"), [
+    (4000, 2000, True),  # freed twice per make, once on a null pointer: one object
+    (4000, 4000, False),  # freed twice per make, both real: not one object
+])  # fmt: skip
+def test_a_release_called_on_null_too_pairs_by_its_live_calls(tmp_path, entries, live, named):
+    blocks = [*tree([2000] * 8), ("foo_up_ref", 0x700000, 2000, small(5)),
+              *null_checked(0x710000, entries, live)]
+    _profile, (m,) = operations(tmp_path, blocks)
+    advice = advise(_mechanism_data(m), "executions", None)
+    assert ("foo (foo_up_ref/foo_free, 1× per operation; foo_free is entered 2× and returns "
+            "at its null check on the rest)" in advice.recommendation) is named
+
+
+@pytest.mark.parametrize(("names", "named"), [
+    (("Dig", "DigInit_ex", "DigUpdate", "DigFinal_ex"), True),  # the one-shot and its parts
+    (("Dig", "Dig_init", "Dig_update", "Dig_final"), True),
+    (("Dig", "DigInit_ex", "DigUpdate", "DigCleanup"), False),  # no Final: no stream
+    (("Dig", "DagInit_ex", "DigUpdate", "DigFinal_ex"), False),  # another stem
+])  # fmt: skip
+def test_a_one_shot_call_with_its_streaming_parts_is_named(tmp_path, names, named):
+    blocks = tree([2000] * 8) + [(name, 0x700000 + 0x10000 * i, 2000, small(5))
+                                 for i, name in enumerate(names)]
+    _profile, (m,) = operations(tmp_path, blocks)
+    advice = advise(_mechanism_data(m), "executions", None)
+    parts = ", ".join(f"`{n}`" for n in names[1:])
+    assert (f"`Dig` is the one-shot form of {parts} (by symbol names; all entered once per "
+            f"operation): call those on a context kept across operations instead of `Dig`"
+            in advice.recommendation) is named

@@ -255,3 +255,21 @@ def test_a_flat_profile_stops_when_nothing_worth_a_call_is_left(big, tmp_path):
     statuses = {r.status for r in coverage_rows(result, big)}
     assert "too small to examine (each of its candidates below 0.5%, nothing measured)" \
         in statuses
+
+
+@pytest.mark.parametrize("cites", [True, False])
+def test_a_mechanism_an_idea_names_gets_a_coverage_row(big, cites, monkeypatch):
+    """A reference must resolve: a mechanism outside the top ones that an idea's text names
+    (no idea about it) is a row of the coverage table; one no idea names is not."""
+    from types import SimpleNamespace
+
+    from pcscope.core.engine import coverage
+
+    monkeypatch.setattr(coverage, "TOP_MECHANISMS", 1)
+    named = list(big.mechanisms)[-1]
+    assert named.id != list(big.mechanisms)[0].id
+    idea = SimpleNamespace(claim=f"2 more in `{named.id}`." if cites else "Nothing cited.",
+                           recommendation="", mechanisms=(), pcs=())
+    result = SimpleNamespace(plan=None, selection=big.hot(coverage=0.9), ideas=[idea])
+    ids = [r.id for r in coverage_rows(result, big) if r.what == "mechanism"]
+    assert ids == [list(big.mechanisms)[0].id, *([named.id] if cites else [])]

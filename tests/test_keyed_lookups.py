@@ -130,3 +130,72 @@ def test_lookups_of_a_per_operation_tree_link_both_ideas(tmp_path):
     assert f"`{tree_m.id}`" in advise(_mechanism_data(libc), "executions", None).claim
     quiet = table(4120)
     assert not any(c.startswith((TREE_CHECK, LOOKUP_CHECK)) for m in quiet for c in m.checks)
+
+
+def test_the_upside_is_the_lookups_one_walk_per_entry_deletes(tmp_path):
+    from pcscope.core.backends.advice import advise
+    from pcscope.core.engine.tools import _mechanism_data
+
+    # `direct` makes 500 lookups (4 keys, 125 entries), `requests` 500 through a
+    # forwarder: one walk per entry each leaves 250 of the 1,000 lookups
+    m = libc_of(tmp_path, [
+        ("lookup", 0x1000, 1000, lookup(0x1000)), ("plt", 0x4000, 1000, STUB),
+        ("strcmp", 0x5000, 1000, LONG_STRCMP), ("forwarder", 0x6000, 500, ["b 0x1000"]),
+        ("direct", 0x3000, ENTRIES, keyed_calls(KEYS, 4) + ["ret"]),
+        ("requests", 0x7000, ENTRIES, keyed_calls(KEYS, 4, to=0x6000) + ["ret"])])
+    assert {x.name: x.value for x in m.metrics}["lookups one walk per entry deletes"] == 75.0
+    advice = advise(_mechanism_data(m), "executions", None)
+    assert advice.removes == 0.75
+    assert "In `direct` and `requests`, walk the request once and dispatch on the name" in \
+        advice.recommendation
+    assert "deletes 75% of the lookups" in advice.recommendation
+
+
+def test_a_lookup_without_constant_key_callers_has_no_modelled_upside(tmp_path):
+    from pcscope.core.backends.advice import advise
+    from pcscope.core.engine.tools import _mechanism_data
+
+    m = libc_of(tmp_path, table_with([
+        (0x3000, ENTRIES, keyed_calls("ldr x1, [x22, #{i}8]") + ["ret"])]))
+    assert advise(_mechanism_data(m), "executions", None).removes is None
+
+
+def found_lookup(test: str) -> list:
+    """A lookup entered 1,000 times comparing 1,200 names: the compare's result is tested
+    by ``test`` right after the call; 300 lookups end at the zero result (a hit)."""
+    return [("lookup", 0x1000, 1000, ["stp x29, x30, [sp, #-0x20]!", "mov x19, x0",
+                                      "ldr x1, [x19]"]),
+            ("lookup", 0x100c, 1200, ["mov x0, x20", "bl 0x4010", test]),
+            ("lookup", 0x1018, 900, ["ldr x1, [x19, #0x28]!", "cbnz x1, 0x100c"]),
+            ("lookup", 0x1020, 700, ["movz x0, #0", "b 0x102c"]),
+            ("lookup", 0x1028, 300, ["mov x0, x19"]),
+            ("lookup", 0x102c, 1000, ["ldp x29, x30, [sp], #0x20", "ret"]),
+            ("plt", 0x4000, 10, STUB), ("plt", 0x4010, 1200, STUB),
+            ("strcmp", 0x5000, 1200, LONG_STRCMP)]
+
+
+@pytest.mark.parametrize(("test", "hits"), [
+    ("cbz w0, 0x1028", 30.0),  # a zero result jumps to the hit: 300 of 1,000 lookups
+    ("cmp w0, #0", None),  # no branch on the result right after the call: not known
+])  # fmt: skip
+def test_the_hit_rate_of_a_lookup_is_read_from_the_test_of_the_compare(tmp_path, test, hits):
+    from pcscope.core.backends.advice import advise
+    from pcscope.core.engine.tools import _mechanism_data
+
+    m = libc_of(tmp_path, found_lookup(test))
+    assert {x.name: x.value for x in m.metrics}.get("lookups finding their key") == hits
+    claim = advise(_mechanism_data(m), "executions", None).claim
+    assert ("a lookup compares 1.20 names on average" in claim) is (hits is not None)
+    assert ("30% of the lookups find their key (a zero result ends the walk): most lookups "
+            "search a short array for a key it does not hold" in claim) is (hits is not None)
+
+
+def test_callers_making_under_one_percent_of_the_calls_are_not_named(tmp_path):
+    # `lookup` makes 1,000 calls, `rare` 5 (0.5 %): only the first is a caller to name
+    m = libc_of(tmp_path, [
+        ("lookup", 0x1000, 1000, lookup(0x1000)), ("plt", 0x4000, 1005, STUB),
+        ("strcmp", 0x5000, 1005, LONG_STRCMP),
+        ("rare", 0x7000, 5, ["mov x0, x1", "bl 0x4000", "ret"])])
+    assert "rare" not in m.functions and "lookup" in m.functions
+    assert any(c.endswith("its callers: lookup (1,000), 1 more (0.50% of the calls)")
+               for c in m.checks)

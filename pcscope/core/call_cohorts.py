@@ -20,6 +20,13 @@ plumbing. A vector or crypto-extension member of at least SETUP instructions ent
 once per operation computes something of fixed size per operation: key or context set-up (a
 key schedule, a table of key powers) that a key set once would not repeat.
 
+A member's calls made on every entry say more (pcscope.core.member_calls: direct, or through
+a PLT stub matched by count): a short member (at most WRAPPER instructions per call) calling
+the allocator, or such a wrapper, on every entry is the allocator's cost too (openssl's
+CRYPTO_malloc, CRYPTO_zalloc, EVP_MD_CTX_new), and a member entered once per operation
+calling a set-up member on every entry is part of that set-up (CRYPTO_gcm128_init, which
+calls gcm_init_v8).
+
 Sampled counts rarely give many functions near-equal entry counts, so this finds nothing
 there. No name is read to find a tree; the report names the C allocator's routines among
 its members by their standard symbols, since allocation per operation is the first thing an
@@ -27,7 +34,10 @@ owner can remove, with their helpers: hidden functions of the allocator's module
 often as one of its routines (within BASE_SPREAD: once per call of it, such as the
 allocator's internal free). It also names, by their symbols, the members that make and
 release one object (EVP_MD_CTX_new and EVP_MD_CTX_free), so the advice can say which object
-to reuse without leaning on a list the claim may have to shorten.
+to reuse without leaning on a list the claim may have to shorten (a release routine also
+entered on null pointers, returning at its first instruction's null check, pairs by its other
+entries), and the one-shot call whose streaming parts are members too (EVP_Digest with
+EVP_DigestInit_ex, EVP_DigestUpdate and EVP_DigestFinal_ex: keep a context and call those).
 """
 
 from __future__ import annotations
@@ -42,8 +52,10 @@ import numpy as np
 from pcscope.core import code_character, isa
 from pcscope.core.ids import is_hidden_name
 from pcscope.core.mechanisms import Metric
+from pcscope.core.member_calls import Callees
 from pcscope.core.patterns import CodeFacts
 from pcscope.core.profile import Profile
+from pcscope.core.stub_targets import entry_counts
 
 COHORT_FUNCTIONS = 8  # members that make a per-operation tree
 BASE_FUNCTIONS = 4  # functions with near-equal entry counts that name a number of operations
@@ -62,6 +74,9 @@ SETUP = 64  # instructions per call from which a vector member computes (below: 
 # over functions (an interpreter's arithmetic on big integers), not plumbing around the work
 PLUMBING_MEAN = 64
 COHORT_SHARE = 0.02  # share of the total the tree's plumbing needs to be worth an idea
+# instructions per call up to which a member calling the allocator on every entry wraps it
+# (openssl's CRYPTO_malloc: 13; CRYPTO_zalloc, a call to it and one to memset: 18)
+WRAPPER = 32
 # the C allocator's entry points, allocation before release (the order they are reported in);
 # glibc exports ``__libc_malloc`` and friends as aliases
 _ALLOCATOR_ROUTINES = ("malloc", "calloc", "realloc", "reallocarray", "aligned_alloc",
@@ -70,6 +85,9 @@ _ALLOCATOR = re.compile(r"^(?:__libc_)?(" + "|".join(_ALLOCATOR_ROUTINES) + r")$
 SETUP_CHECK = "vector or crypto code entered exactly once per operation"  # the advice reads it
 SHARED_CHECK = "callees shared with another tree"  # the advice reads it
 PAIR_CHECK = "create/destroy pairs entered equally often per operation"  # the advice reads it
+SETUP_CALLERS_CHECK = "members calling the set-up on every entry"  # the advice reads it
+ONE_SHOT_CHECK = "one-shot calls whose streaming parts are members too"  # the advice reads it
+_STREAM_PARTS = ("init", "update", "final")  # a streaming API's parts, after the one-shot's name
 # the suffixes of an object's making and releasing routines by C naming convention (OpenSSL's
 # EVP_MD_CTX_new/EVP_MD_CTX_free, GLib's g_hash_table_new/g_hash_table_destroy): both entered
 # as often per operation means an object made and thrown away on every operation
@@ -131,15 +149,19 @@ def routines(profile: Profile, facts: CodeFacts) -> Routines:
 @dataclass(frozen=True)
 class Member:
     code: int
+    routine: int  # its position in the profile's Routines
     name: str  # the routine's name (pcscope.core.call_cohorts.Routines)
     per_operation: int  # k: entries per operation
     rows: tuple[int, ...]  # its rows not claimed by another mechanism
     per_call: float  # instructions of ``rows`` per entry
     elsewhere: tuple[tuple[int, float], ...]  # (owner, instructions per entry) of its other rows
-    allocator: str | None  # the C allocator routine it is (by its symbol) or helps
+    allocator: str | None  # the C allocator routine it is (by its symbol), helps or wraps
     entries: int  # its entry count
+    live: int  # its entries less those returning at a null check of its first instruction
     setup: bool  # vector or crypto code entered once per operation: key or context set-up
     helper: bool = False  # a hidden helper of the allocator routine ``allocator``
+    wrapper: bool = False  # a short routine calling ``allocator`` (or a wrapper) every entry
+    sets_up: str | None = None  # the set-up member it calls on every entry (set-up too)
     # a callee shared with another tree (its position among the trees found, and the calls
     # per operation there): this tree's part of its entries is the larger, and only that part
     # of its instructions counts in this tree's figures
@@ -158,18 +180,42 @@ class Cohort:
 
     @property
     def deletable(self) -> float:
-        """Instructions per operation the advice deletes outright: the allocator calls of a
-        context reused across operations and the key set-up of a key set once."""
+        """Instructions per operation the advice deletes outright: the allocator calls (and
+        their wrappers) of a context reused across operations and the key set-up (and its
+        callers) of a key set once."""
         return sum(m.per_operation * m.per_call for m in self.members
-                   if m.allocator is not None or m.setup)
+                   if m.allocator is not None or m.setup or m.sets_up is not None)
 
 
-def entry_counts(profile: Profile) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(the codes of the functions with rows, their first rows, their entry counts)."""
-    groups = profile.functions.groups
-    codes = np.flatnonzero(groups.sizes() > 0)
-    first = groups.rows[groups.offsets[codes]]
-    return codes, first, profile.samples[first].astype(np.int64)
+@dataclass(frozen=True)
+class _Unclaimed:
+    """Per routine, what no other mechanism counts: its rows, their instruction executions
+    and their value (what a tree would count of it as a member)."""
+
+    has_rows: np.ndarray  # bool
+    executions: np.ndarray  # int64
+    value: np.ndarray  # int64
+
+    @classmethod
+    def of(cls, profile: Profile, found: Routines, owner: np.ndarray) -> _Unclaimed:
+        mine = owner[found.order] < 0
+        starts = found.starts[:-1]
+        if not len(starts):
+            empty = np.zeros(0, dtype=np.int64)
+            return cls(empty.astype(bool), empty, empty)
+        samples = np.where(mine, profile.samples[found.order].astype(np.int64), 0)
+        value = np.where(mine, profile.value[found.order].astype(np.int64), 0)
+        return cls(np.add.reduceat(mine.astype(np.int64), starts) > 0,
+                   np.add.reduceat(samples, starts), np.add.reduceat(value, starts))
+
+    def makes_tree(self, picked: np.ndarray, k: np.ndarray, base: int, total: int) -> bool:
+        """Whether the ``picked`` routines, entered ``k`` times per ``base`` operations, make
+        a tree: at least COHORT_FUNCTIONS, at most PLUMBING_MEAN instructions per call, and
+        COHORT_SHARE of the total."""
+        calls = int(k[picked].sum()) * base
+        return int(np.count_nonzero(picked)) >= COHORT_FUNCTIONS \
+            and int(self.executions[picked].sum()) <= PLUMBING_MEAN * calls \
+            and int(self.value[picked].sum()) >= COHORT_SHARE * total
 
 
 def bases(entries: np.ndarray) -> list[int]:
@@ -193,30 +239,28 @@ def find(profile: Profile, facts: CodeFacts, owner: np.ndarray) -> list[Cohort]:
     with their owner."""
     found = routines(profile, facts)
     entries, work = found.entries, found.work
+    own = _Unclaimed.of(profile, found, owner)
+    small = (work <= PLUMBING * entries) & own.has_rows
     free = np.ones(len(entries), dtype=bool)
     out = []
     for base in bases(entries):
         k = entries // base
         near = free & (k >= 1) & (k <= MULTIPLES) & (entries - k * base <= EXCESS * k * base)
-        picked: list[tuple[int, Member]] = []
-        for i in np.flatnonzero(near).tolist():
-            free[i] = False
-            if int(work[i]) > PLUMBING * int(entries[i]):
-                continue
-            # whether it is set-up is read once the tree is kept: most bases make no tree
-            member = _member(profile, found, i, int(k[i]), owner, classify=False)
-            if member.rows:
-                picked.append((i, member))
-        members = _with_helpers(profile, [m for _, m in picked])
-        cohort = Cohort(base, tuple(members),
-                        int(sum(int(profile.samples[list(m.rows)].sum()) for m in members)))
-        calls = sum(m.per_operation for m in members) * base
-        if len(members) >= COHORT_FUNCTIONS and cohort.instructions <= PLUMBING_MEAN * calls \
-                and float(profile.value[cohort.rows].sum()) >= COHORT_SHARE * profile.total:
-            out.append(replace(cohort, members=tuple(
-                replace(m, setup=_is_setup(profile, found, i, m.per_operation))
-                for (i, _), m in zip(picked, members, strict=True))))
-    return _with_shared(profile, out, found, free, owner)
+        free &= ~near
+        picked = near & small
+        # most bases make no tree: the test reads per-routine sums, so their members are
+        # never built
+        if own.makes_tree(picked, k, base, profile.total):
+            members = _with_helpers(profile, [_member(profile, found, i, int(k[i]), owner)
+                                              for i in np.flatnonzero(picked).tolist()])
+            out.append(Cohort(base, tuple(members),
+                              int(own.executions[picked].sum())))
+    out = _with_shared(profile, out, found, free, owner)
+    if not out:
+        return out
+    callees = Callees.of(profile, facts, found.order[found.starts[:-1]], found.code,
+                         found.entries)
+    return [_with_roles(cohort, callees, found) for cohort in out]
 
 
 def _with_shared(profile: Profile, cohorts: list[Cohort], found: Routines, free: np.ndarray,
@@ -256,10 +300,8 @@ def _with_shared(profile: Profile, cohorts: list[Cohort], found: Routines, free:
             for n, c in enumerate(cohorts)]
 
 
-def _member(profile: Profile, found: Routines, i: int, k: int, owner: np.ndarray,
-            classify: bool = True) -> Member:
-    """Routine ``i`` of ``found`` as a member entered ``k`` times per operation (whether it
-    is set-up left unread unless ``classify``)."""
+def _member(profile: Profile, found: Routines, i: int, k: int, owner: np.ndarray) -> Member:
+    """Routine ``i`` of ``found`` as a member entered ``k`` times per operation."""
     code, rows, entries = int(found.code[i]), found.rows(i), int(found.entries[i])
     counts = profile.samples[rows].astype(np.int64)
     owners = owner[rows]
@@ -268,10 +310,54 @@ def _member(profile: Profile, found: Routines, i: int, k: int, owner: np.ndarray
                       if (n := round(int(counts[owners == o].sum()) / entries, 1)) >= 1)
     name = found.name(profile, i)
     match = _ALLOCATOR.match(name)
-    return Member(code, name, k, tuple(rows[mine].tolist()),
+    return Member(code, i, name, k, tuple(rows[mine].tolist()),
                   round(int(counts[mine].sum()) / entries, 1), elsewhere,
-                  match.group(1) if match else None, entries,
-                  classify and _is_setup(profile, found, i, k))
+                  match.group(1) if match else None, entries, _live(profile, rows),
+                  _is_setup(profile, found, i, k))
+
+
+def _live(profile: Profile, rows: np.ndarray) -> int:
+    """The entries of the routine of ``rows`` that pass a null check on its first
+    instruction (``cbz x0`` returning at once, as ``free(NULL)`` does): the next row's
+    count; all its entries without such a check."""
+    first = profile.asm(int(rows[0])).split()
+    if len(rows) > 1 and first[:2] in (["cbz", "x0,"], ["cbz", "w0,"]) and \
+            int(profile.pc[rows[1]]) == int(profile.pc[rows[0]]) + 4:
+        return int(profile.samples[rows[1]])
+    return int(profile.samples[rows[0]])
+
+
+def _with_roles(cohort: Cohort, callees: Callees, found: Routines) -> Cohort:
+    """``cohort`` with the roles its members' calls give them: a short member (at most
+    WRAPPER instructions per call) calling an allocator member on every entry wraps the
+    allocator (to a fixed point: a wrapper of a wrapper); a member entered once per
+    operation calling a vector or crypto set-up member on every entry is part of that
+    set-up (one level: its callers do more than set up). A call whose candidates are not
+    all such members (pcscope.core.member_calls) gives no role."""
+    members = list(cohort.members)
+    at = {m.routine: n for n, m in enumerate(members)}
+    made = [callees.every_entry(found.rows(m.routine), m.entries) for m in members]
+
+    def leads_to(n: int, role: Callable[[Member], bool]) -> Member | None:
+        for candidates in made[n]:
+            to = [members[at[j]] for j in candidates if j in at]
+            if to and len(to) == len(candidates) and all(map(role, to)):
+                return to[0]
+        return None
+
+    changed = True
+    while changed:
+        changed = False
+        for n, m in enumerate(members):
+            if m.allocator is None and int(found.work[m.routine]) <= WRAPPER * m.entries and \
+                    (to := leads_to(n, lambda t: t.allocator is not None)) is not None:
+                members[n] = replace(m, allocator=to.allocator, wrapper=True)
+                changed = True
+    for n, m in enumerate(members):
+        if m.per_operation == 1 and not m.setup and m.allocator is None and \
+                (to := leads_to(n, lambda t: t.setup)) is not None:
+            members[n] = replace(m, sets_up=to.name)
+    return replace(cohort, members=tuple(members))
 
 
 def _is_setup(profile: Profile, found: Routines, i: int, k: int) -> bool:
@@ -343,7 +429,7 @@ def checks(cohort: Cohort, owner: Callable[[int], str]) -> list[str]:
                                      f"{m.per_call:g} instructions per call counted here"
                                      + "".join(f"; {n:g} more in `{owner(o)}`"
                                                for o, n in m.elsewhere) + ")" for m in top),
-            *_allocations(cohort), *_setups(cohort), *_pairs(cohort)]
+            *_allocations(cohort), *_setups(cohort), *_pairs(cohort), *_one_shot(cohort)]
 
 
 def shared_checks(cohort: Cohort, tree: Callable[[int], str]) -> list[str]:
@@ -369,43 +455,91 @@ def shared_in(cohort_position: int, cohorts: list[Cohort],
 
 
 def _allocations(cohort: Cohort) -> list[str]:
-    """The check naming the members that are C allocator routines and their helpers, with
-    their calls and instructions per operation; none when no member is one."""
+    """The check naming the members that are C allocator routines, their helpers and their
+    wrappers, with their calls and instructions per operation; none when no member is
+    one."""
     found = sorted((m for m in cohort.members if m.allocator is not None),
-                   key=lambda m: (m.helper, _ALLOCATOR_ROUTINES.index(m.allocator)))
+                   key=lambda m: (m.helper, m.wrapper, _ALLOCATOR_ROUTINES.index(m.allocator)))
     if not found:
         return []
     instructions = sum(m.per_operation * m.per_call for m in found)
-    routines = " + ".join(f"{m.per_operation} {m.allocator}" for m in found if not m.helper)
+    routines = " + ".join(f"{m.per_operation} {m.allocator}" for m in found
+                          if not m.helper and not m.wrapper)
     helpers = ", ".join(f"{m.per_operation} × {m.name}" for m in found if m.helper)
+    wrappers = ", ".join(f"{m.per_operation} × {m.name} ({m.per_call:g} each)"
+                         for m in sorted(found, key=lambda m: -m.per_operation * m.per_call)
+                         if m.wrapper)
     return [f"C allocator calls per operation (by symbol name): {routines}"
             + (f", with the hidden functions of their module entered as often as they are "
                f"({helpers})" if helpers else "")
+            + (f", and the program's wrappers calling them, or another wrapper, on every "
+               f"entry in at most {WRAPPER} instructions ({wrappers})" if wrappers else "")
             + f" = {instructions:,.0f} instructions"]
 
 
 def _setups(cohort: Cohort) -> list[str]:
-    """The check naming the once-per-operation vector or crypto members; none without."""
+    """The checks naming the once-per-operation vector or crypto members and the members
+    calling them on every entry; none without."""
     found = [m for m in cohort.members if m.setup]
+    callers = [m for m in cohort.members if m.sets_up is not None]
     if not found:
         return []
     return [f"{SETUP_CHECK} (a fixed-size computation per operation, such as a key schedule "
             f"or a table of key powers): "
-            + ", ".join(f"{m.name} ({m.per_call:g} instructions per call)"
-                        for m in found)]
+            + ", ".join(f"{m.name} ({m.per_call:g} instructions per call)" for m in found),
+            *([f"{SETUP_CALLERS_CHECK} (once per operation, so part of the same set-up): "
+               + ", ".join(f"{m.name} ({m.per_call:g} instructions per call, calls {m.sets_up})"
+                           for m in callers)] if callers else [])]
+
+
+def _per_operation_live(m: Member, operations: int) -> int:
+    """How many times per operation ``m`` gets past a null check of its first instruction
+    (a release routine called on a null pointer as often as on an object returns at once):
+    its calls per operation without such a check, or when the rest fits no multiple."""
+    k = round(m.live / operations)
+    return k if k >= 1 and abs(m.live - k * operations) <= EXCESS * k * operations \
+        else m.per_operation
 
 
 def _pairs(cohort: Cohort) -> list[str]:
     """The check naming the objects the tree makes and releases on every operation: members
     named one stem plus a making and a releasing suffix (_PAIR_SUFFIXES), entered the same
-    number of times per operation (a hidden ``<unknown_N>`` name has no suffix, so never
-    pairs). None without a pair."""
-    calls = {m.name: m.per_operation for m in cohort.members}
-    found = [f"{name[:-len(make)]} ({name}/{name[:-len(make)]}{release}, {k}× per operation)"
-             for name, k in calls.items() for make, release in _PAIR_SUFFIXES
-             if name.endswith(make) and len(name) > len(make)
-             and calls.get(name[:-len(make)] + release) == k]
+    number of times per operation past a null check (a hidden ``<unknown_N>`` name has no
+    suffix, so never pairs). None without a pair."""
+    by_name = {m.name: m for m in cohort.members}
+    found = []
+    for name, m in by_name.items():
+        for make, release in _PAIR_SUFFIXES:
+            stem = name.removesuffix(make)
+            other = by_name.get(stem + release)
+            if stem in ("", name) or other is None:
+                continue
+            k = _per_operation_live(m, cohort.operations)
+            if _per_operation_live(other, cohort.operations) != k:
+                continue
+            found.append(f"{stem} ({name}/{other.name}, {k}× per operation"
+                         + (f"; {other.name} is entered {other.per_operation}× and returns at "
+                            f"its null check on the rest" if other.per_operation != k else "")
+                         + ")")
     if not found:
         return []
     return [f"{PAIR_CHECK} (by symbol name: an object made and released per operation): "
             + ", ".join(found)]
+
+
+def _one_shot(cohort: Cohort) -> list[str]:
+    """The check naming a member whose name, followed by Init, Update and Final (the C
+    convention of a streaming API and its one-shot form: EVP_Digest and EVP_DigestInit_ex,
+    EVP_DigestUpdate, EVP_DigestFinal_ex), names other members too: the one-shot call that
+    runs the whole stream, and its objects, on every operation. None without."""
+    names = [m.name for m in cohort.members if not is_hidden_name(m.name)]
+    found = []
+    for stem in names:
+        parts = {part: n for n in reversed(names) for part in _STREAM_PARTS
+                 if n != stem and n.lower().startswith(stem.lower())
+                 and n[len(stem):].lstrip("_").lower().startswith(part)}
+        if len(parts) == len(_STREAM_PARTS):
+            found.append(f"{stem} ({', '.join(parts[part] for part in _STREAM_PARTS)})")
+    if not found:
+        return []
+    return [f"{ONE_SHOT_CHECK} (by symbol name): " + ", ".join(found)]

@@ -15,6 +15,12 @@ lookups is reported, heaviest first, also those reaching the routine through a f
 function (one that tail-calls it). When such callers are members of a per-operation call
 tree (pcscope.core.call_cohorts), the tree and the lookup name each other with the lookups
 per operation: one chain of cause.
+
+The advice follows from the counts: walking the request once per entry of each such caller
+deletes its lookups beyond one per entry (walk_metric: the upside). How often a lookup finds
+its key comes from the branch on the compare's result right after its call (hit_metrics);
+with the compares per lookup it says how long the searched arrays are and whether the
+constant keys mostly miss.
 """
 
 from __future__ import annotations
@@ -135,6 +141,52 @@ def metrics(caller: KeyedCaller) -> list[Metric]:
 
 def check(caller: KeyedCaller) -> str:
     return f"{CHECK}{caller.name}"
+
+
+WALK_CHECK = "constant-key callers that could walk the request once per entry: "  # advice reads it
+
+
+def walk_metric(callers: list[KeyedCaller], lookups: int) -> Metric:
+    """The part of the ``lookups`` (the lookup routine's entries) that walking the request
+    once per entry of each caller, instead of looking up one key per call, deletes: each
+    caller's lookups less its entries."""
+    deleted = sum(max(c.lookups - c.entries, 0) for c in callers)
+    return Metric("lookups one walk per entry deletes",
+                  round(100.0 * deleted / lookups, 1) if lookups else 0.0, "%",
+                  "sum over the constant-key callers of (their lookups - their entries) / the "
+                  "lookup routine's entries")
+
+
+def walk_check(callers: list[KeyedCaller]) -> str:
+    """The check naming every constant-key caller (the advice names them all)."""
+    return WALK_CHECK + ", ".join(c.name for c in callers)
+
+
+def hit_metrics(profile: Profile, op: Callable[[int], shapes.Op],
+                taken: Callable[[int], float | None], calls: list[int]) -> list[Metric]:
+    """How often a lookup finds its key, from the test of the compare's result: the
+    ``cbz``/``cbnz`` on w0/x0 right after the hottest of ``calls`` (a lookup's calls of a
+    compare routine) exits the walk on a zero result, so the zero outcomes are the hits,
+    and a lookup has at most one. None when that test is not there or its outcome not
+    known."""
+    if not calls:
+        return []
+    call = max(calls, key=lambda r: (int(profile.samples[r]), -r))
+    test = call + 1
+    if test >= len(profile.pc) or int(profile.pc[test]) != int(profile.pc[call]) + 4:
+        return []
+    o = op(test)
+    share = taken(test)
+    if o.mnemonic not in ("cbz", "cbnz") or o.operands[0] not in ("w0", "x0") or share is None:
+        return []
+    runs = int(profile.samples[test])
+    hits = round(runs * (share if o.mnemonic == "cbz" else 1 - share))
+    lookups = int(profile.samples[profile.function_rows(int(profile.function[call]))[0]])
+    if not lookups:
+        return []
+    return [Metric("lookups finding their key", round(100.0 * hits / lookups, 1), "%",
+                   f"zero results of the compare ({o.mnemonic} at {int(profile.pc[test]):#x}, "
+                   f"{hits:,} of its {runs:,} runs) / the lookup's entries")]
 
 
 MORE_CHECK = "more callers passing a constant key at each call site: "  # the advice reads it

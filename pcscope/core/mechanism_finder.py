@@ -79,6 +79,7 @@ _STUBS_TO_LIBC = ("stubs leading to C-library routines, counted with those routi
                   "mechanisms: ")
 _STUBS_OUT = "stubs leading to functions of other modules (matched by count): "
 STUB_MATCH = 0.001  # a PLT stub's count within 0.1% of a routine's calls leads to it
+CALLER_PART = 0.01  # part of a routine's calls a caller must make to be named
 JIT_SITE = 64  # hottest instructions of a JIT region that form its site
 RELINKS = ("the walk stores a link it loaded back into the structure (it rewrites the "
            "structure as it walks, e.g. an insert)")  # the check's text, which the advice reads
@@ -714,18 +715,22 @@ class _Finder:
             way_in = self._stub_to(calls)
             if way_in is not None:
                 stub, call_rows = way_in
-                callers = self._callers(call_rows)
+                callers, rest = self._callers(call_rows, calls)
                 checks.append("reached through a PLT stub with the same call count; its "
-                              "callers: " + ", ".join(f"{name} ({n:,})" for name, n in callers))
-                caller = self._caller_loop(call_rows, calls, stub)
+                              "callers: " + ", ".join(f"{name} ({n:,})" for name, n in callers)
+                              + rest)
+                caller = self._caller_loop(call_rows, calls, stub, compares="cmp" in what)
                 if caller is not None:
                     sites.append(caller.site)
                     metrics += caller.metrics
                     checks.append(caller.check)
                     keyed = self._keyed_callers(caller.function)
                     if keyed:
+                        lookups = self.count(self.p.function_rows(caller.function)[0])
                         metrics += keyed_lookups.metrics(keyed[0])
+                        metrics.append(keyed_lookups.walk_metric(keyed, lookups))
                         checks.append(keyed_lookups.check(keyed[0]))
+                        checks.append(keyed_lookups.walk_check(keyed))
                     if keyed[1:]:
                         checks.append(keyed_lookups.more_check(keyed[1:]))
                 else:
@@ -755,20 +760,27 @@ class _Finder:
         calls_in = np.flatnonzero(self.facts.call & (self.facts.target == start))
         return stub, calls_in.tolist()
 
-    def _callers(self, call_rows: list[int]) -> list[tuple[str, int]]:
-        """The direct callers, hottest first (at most 3), with their call counts."""
+    def _callers(self, call_rows: list[int], calls: int) -> tuple[list[tuple[str, int]], str]:
+        """The direct callers making at least CALLER_PART of the ``calls``, hottest first (at
+        most 3), with their call counts; and what the others make (", n more (x %)", or
+        empty)."""
         by_fn: dict[str, int] = defaultdict(int)
         for r in call_rows:
             by_fn[self.fn_name(r)] += self.count(r)
-        return sorted(by_fn.items(), key=lambda kv: -kv[1])[:3]
+        ranked = sorted(by_fn.items(), key=lambda kv: -kv[1])
+        top = [(name, n) for name, n in ranked[:3] if n >= CALLER_PART * calls]
+        rest = sum(n for _, n in ranked) - sum(n for _, n in top)
+        more = len(ranked) - len(top)
+        return top, (f", {more} more ({rest / calls:.2%} of the calls)" if more and calls else "")
 
-    def _caller_loop(self, call_rows: list[int], calls: int,
-                     stub: list[int]) -> _CallerLoop | None:
+    def _caller_loop(self, call_rows: list[int], calls: int, stub: list[int],
+                     compares: bool) -> _CallerLoop | None:
         """The code of the one caller that makes nearly every call (DOMINANT_CALLER), which
         runs per call and so belongs to the same mechanism (one site with the ``stub`` it
         calls through): the whole caller when it is a small wrapper calling the routine at
-        least once per entry (a lookup), else the loop around its hottest call; None when
-        no caller dominates or the call is not in a loop."""
+        least once per entry (a lookup: of a routine that ``compares``, with how often it
+        finds its key), else the loop around its hottest call; None when no caller
+        dominates or the call is not in a loop."""
         by_fn: dict[int, list[int]] = defaultdict(list)
         for r in call_rows:
             by_fn[int(self.p.function[r])].append(r)
@@ -788,6 +800,9 @@ class _Finder:
                    Metric("caller entries", entries, "executions",
                           f"count of {name}'s first instruction")]
         if len(body) <= WRAPPER and per_entry >= 1.0:
+            if compares:  # a lookup: a zero result of the compare is a hit
+                metrics += keyed_lookups.hit_metrics(
+                    self.p, self.op, lambda row: gather_partition.taken_share(self, row), rows)
             return _CallerLoop(fn, self.site(body + stub, max(rows, key=self.count)), metrics,
                                f"{name} makes {made / calls:.0%} of the calls and is a small "
                                f"function ({len(body)} executed instructions) calling it "

@@ -70,7 +70,11 @@ from pcscope.index.parts import PARTS, load_parts, save_parts
 #     (not a value choice) and counts its value-choice branches
 # 19: the mechanisms are a part built on first use (``mechanisms/``, beside ``text/``), not
 #     by the build: an index is browsable without them
-FORMAT_VERSION = 19
+# 20: a per-operation tree names the allocator's wrappers, the members calling its set-up,
+#     pairs whose release returns at a null check, and its one-shot calls; a lookup names
+#     its hit rate, the lookups one walk per entry deletes and all constant-key callers, and
+#     only callers making 1 % of the calls
+FORMAT_VERSION = 20
 Progress = Callable[[str], None]
 
 

@@ -21,12 +21,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from pcscope.core import chain_walk
-from pcscope.core.call_cohorts import PAIR_CHECK, PLUMBING, SETUP_CHECK, SHARED_CHECK
+from pcscope.core.call_cohorts import (
+    ONE_SHOT_CHECK,
+    PAIR_CHECK,
+    PLUMBING,
+    SETUP_CALLERS_CHECK,
+    SETUP_CHECK,
+    SHARED_CHECK,
+)
 from pcscope.core.fixed_trip_sums import LOOP_CONTROL
 from pcscope.core.hand_written import CHECK as HAND_WRITTEN
 from pcscope.core.keyed_lookups import CHECK as KEYED_CHECK
-from pcscope.core.keyed_lookups import LOOKUP_CHECK, MORE_CHECK, TREE_CHECK
-from pcscope.core.mechanism_finder import RELINKS, is_jit_module
+from pcscope.core.keyed_lookups import LOOKUP_CHECK, MORE_CHECK, TREE_CHECK, WALK_CHECK
+from pcscope.core.mechanism_finder import CALLER_PART, RELINKS, is_jit_module
 from pcscope.core.mechanisms import number
 from pcscope.core.memory_state import BYTE_STORE, RELOADED, STORED_EVERY, STORED_FEWER
 from pcscope.core.patterns import libc_routine_name
@@ -567,7 +574,8 @@ def _division(m: dict, noun: str) -> tuple[str, str, str]:
 def _libc(m: dict, noun: str) -> tuple[str, str, str]:
     calls = metric(m, "calls") or 0
     name, callers = _routine_and_callers(m["functions"])
-    who = (f"; its hottest callers (through the PLT stub run as often): "
+    who = (f"; its callers making at least {CALLER_PART:.0%} of the calls (through the PLT "
+           f"stub run as often): "
            f"{', '.join(f'`{c}`' for c in callers)}" if callers else
            "; the profile cannot tell which callers reach it through PLT stubs")
     claim = f"The C library's `{name}` was called {count(calls, noun)}{who}."
@@ -580,6 +588,14 @@ def _libc(m: dict, noun: str) -> tuple[str, str, str]:
                   f"of the calls, {number(per_entry)} per call of its own; that code is part "
                   f"of the own share.")
         compares = "cmp" in name
+        hits = metric(m, "lookups finding their key")
+        if compares and hits is not None:
+            claim += (f" So a lookup compares {per_entry:.2f} names on average (`{name}` "
+                      f"calls / `{caller}` calls: the arrays searched hold about that many "
+                      f"entries before the match or the end), and {number(hits)}% of the "
+                      f"lookups find their key (a zero result ends the walk)"
+                      + (": most lookups search a short array for a key it does not hold."
+                         if hits < 50 else "."))
         if per_entry < FEW_PER_CALL:
             rec = (f"`{caller}` calls `{name}` only {number(per_entry)} time(s) per call, so "
                    f"neither the routine nor the loop around it is the lever: `{caller}` "
@@ -604,8 +620,7 @@ def _libc(m: dict, noun: str) -> tuple[str, str, str]:
                       f"{keys} call sites: {keys} lookups per entry, each with a different "
                       f"constant key ({number(metric(m, 'constant-key lookups per caller entry') or 0)} "
                       f"calls per entry).")
-            rec += (f" In `{keyed}`, walk the request once and dispatch on the name (switch, "
-                    f"perfect hash, generated decoder), or cache the results per context.")
+            rec += _walk_advice(m)
         claim += _keyed_lookup_links(m)
         what = "Lookups by name" if compares else "Calls"
         return f"{what}: {name} called from {caller}", claim, rec
@@ -613,6 +628,27 @@ def _libc(m: dict, noun: str) -> tuple[str, str, str]:
            f"lookups by name, compare lengths or hashes first, intern strings or replace "
            f"string keys by integers.")
     return f"Time in the C library's {name} ({number(calls)} calls)", claim, rec
+
+
+def _walk_advice(m: dict) -> str:
+    """The recommendation to the constant-key callers, naming them all, with the part of
+    the lookups it deletes."""
+    callers: list[str] = next((c.removeprefix(WALK_CHECK).split(", ") for c in m["checks"]
+                               if c.startswith(WALK_CHECK)), [])
+    deleted = metric(m, "lookups one walk per entry deletes")
+    return (f" In {' and '.join(f'`{c}`' for c in callers)}, walk the request once and "
+            f"dispatch on the name (switch, perfect hash, generated decoder), or cache the "
+            f"results per context"
+            + (f": one walk per entry instead of one lookup per key deletes "
+               f"{number(deleted)}% of the lookups (each caller's lookups less its entries)."
+               if deleted else "."))
+
+
+def _libc_removes(m: dict) -> float | None:
+    """Walking the request once per entry of the constant-key callers deletes their
+    lookups beyond one per entry (the lookups are the own share: routine, stub, caller)."""
+    deleted = metric(m, "lookups one walk per entry deletes")
+    return round(deleted / 100, 3) if deleted else None
 
 
 def _keyed_lookup_links(m: dict) -> str:
@@ -799,6 +835,7 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
     heaviest = _check_list(m, "heaviest") or ""
     allocations = _check_list(m, "C allocator calls per operation")
     setups = _check_list(m, SETUP_CHECK)
+    callers = _check_list(m, SETUP_CALLERS_CHECK)
     lookups = next((c.removeprefix(TREE_CHECK) for c in m["checks"]
                     if c.startswith(TREE_CHECK)), None)
     claim = (f"Every operation runs the same call tree: {functions} functions are entered once "
@@ -811,7 +848,9 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
              + (f"The C allocator per operation: {allocations}. " if allocations else "")
              + (f"Vector or crypto code runs once per operation, a fixed-size computation "
                 f"repeated for every operation: {setups} — the shape of key or context set-up "
-                f"(a key schedule, a table of key powers). " if setups else "")
+                f"(a key schedule, a table of key powers)"
+                + (f"; the members calling it on every entry, once per operation, are part of "
+                   f"that set-up: {callers}" if callers else "") + ". " if setups else "")
              + (f"Constant-key lookups per operation: {lookups}. " if lookups else "")
              + "".join(f"Callees shared with another tree{c.removeprefix(SHARED_CHECK)}. "
                        for c in m["checks"] if c.startswith(SHARED_CHECK))
@@ -822,14 +861,16 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
              "reuse the context or object across operations instead of creating, "
              "initialising and freeing it on every call (which ones: the functions entered "
              "once per operation, in the mechanism's checks)")
-    rec = (f"Make the per-operation part smaller than the work: {reuse}, pass more data per "
-           f"call so the {number(per_op)} instructions are paid less often, cache lookups made "
+    one_shot = _one_shot_advice(m)
+    rec = (f"Make the per-operation part smaller than the work: {one_shot}{reuse}, pass more "
+           f"data per call so the {number(per_op)} instructions are paid less often, cache lookups made "
            f"on every operation, and let LTO inline the small wrappers ({number(per_call)} "
            f"instructions per call on average).")
     if allocations:
         rec += " Reuse also removes the allocator calls made on every operation."
     if setups:
-        rec += (" The once-per-operation vector or crypto set-up is recomputed for every "
+        named = ", ".join(_names(setups) + _names(callers or ""))
+        rec += (f" The once-per-operation set-up ({named}) is recomputed for every "
                 "operation: if it derives from the key, set the key once (initialise the "
                 "context with the key once) and change only the IV or nonce per operation, "
                 "so the set-up runs once instead of once per operation.")
@@ -840,6 +881,24 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
             "not grow is this overhead.")
     return (f"Per-operation overhead ({number(ops)} operations): {number(per_op)} instructions "
             f"in {number(calls)} calls each", claim, rec)
+
+
+def _names(listed: str) -> list[str]:
+    """The names of a check's list of ``name (figures)`` items."""
+    return [f"`{name}`" for name in re.findall(r"(\S+) \([^)]*\)", listed)]
+
+
+def _one_shot_advice(m: dict) -> str:
+    """The sentence naming the tree's one-shot calls and their streaming parts (empty
+    without): what to call instead, on a context kept across operations."""
+    found = _check_list(m, ONE_SHOT_CHECK)
+    if found is None:
+        return ""
+    return "".join(f"`{one}` is the one-shot form of "
+                   + ", ".join(f"`{part}`" for part in parts.split(", "))
+                   + f" (by symbol names; all entered once per operation): call those on a "
+                     f"context kept across operations instead of `{one}`; "
+                   for one, parts in re.findall(r"(\S+) \(([^)]*)\)", found))
 
 
 def _per_operation_removes(m: dict) -> float | None:
@@ -1039,6 +1098,7 @@ def _fixed_trip_removes(m: dict) -> float | None:
 # penalty) sizes the upside.
 _REMOVES = {"dispatch": _dispatch_removes, "byte-swap-store": _byte_swap_removes,
             "store-loop": _store_loop_removes, "per-operation": _per_operation_removes,
+            "libc-routine": _libc_removes,
             "return-zeroing": _return_zeroing_removes, "fixed-trip-sum": _fixed_trip_removes}
 
 _WRITERS = {

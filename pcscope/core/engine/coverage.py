@@ -10,6 +10,10 @@ idea came of it, or why not:
 - not a candidate: hot, but with no pattern, mechanism or measured cost to examine;
 - outside the hot selection (cold).
 
+Besides the top mechanisms, every mechanism an idea's text names (a per-operation tree names
+where a member's other rows are counted) gets a row, so each reference resolves to an idea
+or to this table.
+
 A top function without an idea also says what its code is (pcscope.core.code_character:
 crypto extensions in use, already vectorised, scalar FP, or scalar integer code and the
 measurement that would decide), so the biggest hot code never goes unexplained.
@@ -17,6 +21,7 @@ measurement that would decide), so the biggest hot code never goes unexplained.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
@@ -33,6 +38,7 @@ IDEA, COLD, HEALTHY, OUT_OF_BUDGET = "idea", "outside the hot selection", "healt
 NO_RULE = "no rule matched (nothing measured)"
 NOT_CANDIDATE = "not a candidate (no pattern, mechanism or measured cost)"
 SMALL = "too small to examine (each of its candidates below {floor:.1%}, nothing measured)"
+MECHANISM_ID = re.compile(r"mech:[a-z-]+:0x[0-9a-f]+")
 
 
 @dataclass(frozen=True)
@@ -87,7 +93,14 @@ def coverage_rows(result: RunResult, workload: Workload) -> list[CoverageRow]:
                                 _status(ranks, examined, left, measured,
                                         bool(windows & selected), small), ranks,
                                 _what(code, profile, fn_rows), code.decides))
-    for m in mechanisms[:TOP_MECHANISMS]:
+    heaviest = mechanisms[:TOP_MECHANISMS]
+    listed = {m.id for m in heaviest} | {mid for idea in result.ideas for mid in idea.mechanisms}
+    # a mechanism an idea's text names must be found in the report: its idea, or a row here
+    named = dict.fromkeys(mid for idea in result.ideas
+                          for mid in MECHANISM_ID.findall(f"{idea.claim} {idea.recommendation}")
+                          if mid not in listed)
+    cited = [m for m in map(workload.mechanisms.get, named) if m is not None]
+    for m in [*heaviest, *cited]:
         pcs = set(m.pcs)
         ranks = tuple(n for n, idea in enumerate(result.ideas, 1)
                       if m.id in idea.mechanisms or pcs & set(idea.pcs))

@@ -1,0 +1,96 @@
+"""The calls a routine makes on every entry and where each leads, from exact counts.
+
+A call (``bl``) or tail call (``b`` out of its function) run as often as the routine is
+entered (up to EVERY fewer times: a null check may return first) is made on every entry.
+It leads to the routine starting at its target or, when the target is a PLT stub (or
+starts no routine), to the routines entered about as often as the stub runs
+(pcscope.core.stub_targets.Entries.near, the stub's callers left out): one, or several whose
+counts the stub's cannot tell apart. A profile has no call graph; with exact counts this is
+as far as one goes, so the caller decides what to make of several candidates (all of them
+allocator routines, say).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pcscope.core import isa
+from pcscope.core.patterns import CodeFacts
+from pcscope.core.profile import Profile
+from pcscope.core.stub_targets import Entries
+
+EVERY = 0.01  # a call run on all but this part of the routine's entries runs on every entry
+STUB = 4  # instructions of a PLT stub (adrp; ldr; add; br)
+
+
+@dataclass(frozen=True)
+class Callees:
+    """Where the calls of the profile's routines lead (routine ``i`` starts at row
+    ``firsts[i]``, is part of function ``codes[i]`` and is entered ``entries[i]`` times)."""
+
+    profile: Profile
+    facts: CodeFacts
+    codes: np.ndarray
+    starting: dict[int, int]  # first row -> routine
+    entries: Entries  # the routines' entry counts
+    branches: np.ndarray  # the rows of direct branches, by ascending target
+    targets: np.ndarray  # their targets, ascending
+
+    @classmethod
+    def of(cls, profile: Profile, facts: CodeFacts, firsts: np.ndarray, codes: np.ndarray,
+           entries: np.ndarray) -> Callees:
+        branches = np.flatnonzero(facts.target >= 0)
+        branches = branches[np.argsort(facts.target[branches], kind="stable")]
+        return cls(profile, facts, codes, {row: i for i, row in enumerate(firsts.tolist())},
+                   Entries.of(entries, np.arange(len(entries))), branches,
+                   facts.target[branches])
+
+    def every_entry(self, rows: np.ndarray, entries: int) -> list[list[int]]:
+        """Per call the routine of ``rows`` (entered ``entries`` times) makes on every entry,
+        the routines it may lead to, nearest first (empty: not known)."""
+        p, facts = self.profile, self.facts
+        out: list[list[int]] = []
+        for r in rows.tolist():
+            target = int(facts.target[r])
+            if target < 0 or int(p.samples[r]) < (1 - EVERY) * entries or \
+                    not (facts.call[r] or self._tail_call(r, target)):
+                continue
+            at = p.row_of(target)
+            if at is None:
+                out.append([])
+            elif at in self.starting and not self._stub(at):
+                out.append([self.starting[at]])
+            else:
+                out.append(self.entries.near(int(p.samples[at]), self._not_led_to(at)))
+        return out
+
+    def _stub(self, at: int) -> bool:
+        """Whether the code from row ``at`` is a PLT stub or veneer: at most STUB rows
+        ending in ``br`` (a stub named as its own function, such as ``malloc@plt``)."""
+        p = self.profile
+        for r in range(at, min(at + STUB, len(p.pc))):
+            mnemonic = self.facts.code.op(r).mnemonic
+            if mnemonic == "br":
+                return True
+            if r > at and int(p.pc[r]) != int(p.pc[r - 1]) + 4 or \
+                    isa.is_branch(mnemonic) or isa.is_call(mnemonic) or isa.is_return(mnemonic):
+                return False
+        return False
+
+    def _tail_call(self, row: int, target: int) -> bool:
+        """Whether ``row`` is a ``b`` leaving its function for ``target``."""
+        if self.facts.code.op(row).mnemonic != "b":
+            return False
+        at = self.profile.row_of(target)
+        return at is None or int(self.profile.function[at]) != int(self.profile.function[row])
+
+    def _not_led_to(self, at: int) -> set[int]:
+        """The routines a stub at row ``at`` does not lead to, though entered as often as it
+        runs: those of its own function and of the functions branching to it."""
+        target = int(self.profile.pc[at])
+        lo, hi = np.searchsorted(self.targets, [target, target + 1])
+        functions = np.unique(np.r_[self.profile.function[self.branches[lo:hi]],
+                                    self.profile.function[at]])
+        return set(np.flatnonzero(np.isin(self.codes, functions)).tolist())
