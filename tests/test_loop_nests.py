@@ -53,6 +53,8 @@ def test_a_price_rebuilt_from_a_rarely_advancing_index_is_hoisted_first(tmp_path
     assert rec.startswith("First hoist the work the loop recomputes: 5 of its")
     assert rec.index("First hoist") < rec.index("structure of arrays")
     assert "`str w5, [x0, #0xedc]` at 0x1048" in rec
+    # where to compute it instead: where i advances
+    assert "where those values change (`mov w2, w14` at 0x105c (2,000 times))" in rec
 
 
 def test_an_index_advancing_on_every_iteration_recomputes_nothing(tmp_path):

@@ -50,6 +50,9 @@ class Recomputed:
     iterations: int
     loads: tuple[int, ...]  # the loads among them, hottest first
     blockers: tuple[int, ...]  # the loop's other stores, hottest first (may alias the loads)
+    changers: tuple[int, ...]  # the loop's rows writing their inputs, hottest first
+    changer_runs: tuple[int, ...]  # the executions of each of ``changers``
+    entries: int  # how often the loop is entered (its inputs may change there too)
 
 
 def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
@@ -81,6 +84,9 @@ def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
     if not any(op(r).load for r in chain):  # only constants or addresses rebuilt
         return None
     ordered = tuple(sorted(chain))
+    changers = tuple(sorted({w for r in chain for reg in reads(op(r))
+                             for w in reach[r].get(reg, ()) if w != ENTRY and w not in chain},
+                            key=lambda r: (-count(r), r)))
     loads = tuple(sorted((r for r in chain if op(r).load), key=lambda r: (-count(r), r)))
     blockers = tuple(sorted((r for r in rows if _writes_memory(op(r)) and count(r)
                              and _slot(op(r)) not in {_slot(op(q)) for q in loads}
@@ -89,7 +95,8 @@ def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
     return Recomputed(ordered, tuple(count(r) for r in ordered), round(executions / iterations, 2),
                       round(sum(count(r) for r in own) / iterations, 2), executions,
                       max(change[r] for r in chain), iterations, loads,
-                      blockers if loads else ())
+                      blockers if loads else (), changers,
+                      tuple(count(r) for r in changers), entries)
 
 
 def _movable(o: Op) -> bool:
@@ -205,6 +212,7 @@ def _taken(r: int, op: Callable[[int], Op], count: Callable[[int], int], head: i
 
 
 CHECK = "recomputed on each run from inputs that change on few of its runs: "  # advice reads
+CHANGED = "the recomputed work's inputs change at: "
 BLOCKED = "stores in the loop the compiler cannot tell apart from that memory: "
 PER_ITERATION = "recomputed per iteration"  # metric names the advice reads
 INPUT_CHANGES = "recomputed inputs change"
@@ -259,6 +267,12 @@ def checks(work: Recomputed, asm: Callable[[int], str], pc: Callable[[int], int]
     out = [CHECK + ", ".join(at(r) for r in named)
            + (f" (and {len(work.rows) - len(named)} more)" if len(work.rows) > len(named)
               else "")]
+    where = [f"{at(r)} ({runs:,} times)"
+             for r, runs in zip(work.changers[:2], work.changer_runs, strict=False)]
+    if work.entries:
+        where.append(f"the loop's {work.entries:,} entries")
+    if where:
+        out.append(CHANGED + ", ".join(where))
     if work.blockers:
         out.append(BLOCKED + ", ".join(at(r) for r in work.blockers[:2]))
     return out

@@ -68,7 +68,10 @@ from pcscope.index.parts import load_parts, save_parts
 #     making and a releasing suffix, entered as often per operation)
 # 18: a gather-branch mechanism names the branches that guard a loop, a call or a long path
 #     (not a value choice) and counts its value-choice branches
-FORMAT_VERSION = 18
+# 19: loop mechanisms carry the work their loop recomputes from rarely changing inputs
+#     (pcscope.core.invariant_work, replacing the pointer chase's own check) and name the
+#     mechanisms of the other loops of their nest (pcscope.core.loop_nests)
+FORMAT_VERSION = 19
 Progress = Callable[[str], None]
 
 

@@ -144,15 +144,16 @@ def advise(m: dict[str, Any], basis: str, module: str | None) -> Advice | None:
 # checks that say where else to look, not why the mechanism is believed; and those the
 # sentences below state in full
 _NOT_EVIDENCE = (loop_nests.INNER, loop_nests.OUTER, invariant_work.CHECK,
-                 invariant_work.BLOCKED)
+                 invariant_work.CHANGED, invariant_work.BLOCKED)
 _SAID_ELSEWHERE = (loop_nests.INNER, loop_nests.OUTER)
 LEADS = 3.0  # recomputed instructions per iteration from which hoisting is the first lever
 
 
 def _said_in(check: str, recommendation: str) -> bool:
     """A recomputed-work check the recommendation already states in full."""
-    return check.startswith(invariant_work.CHECK) and \
-        check.removeprefix(invariant_work.CHECK) in recommendation
+    return any(check.startswith(prefix) and check.removeprefix(prefix) in recommendation
+               for prefix in (invariant_work.CHECK, invariant_work.CHANGED,
+                              invariant_work.BLOCKED))
 
 
 def _nest(m: dict) -> str:
@@ -181,8 +182,9 @@ def _hoist_first(m: dict, recommendation: str) -> str:
     lead = (f"First hoist the work the loop recomputes: {number(per)} of its "
             f"{number(of or 0)} instructions per iteration ({what}; {number(share or 0)}% of "
             f"the total) read only values that change on {number(changes)}% of the "
-            f"iterations; compute them where those values change and keep the results in "
-            f"locals across the iterations.")
+            f"iterations; compute them where those values change"
+            + (f" ({changed})" if (changed := _check_after(m, invariant_work.CHANGED)) else "")
+            + " and keep the results in locals across the iterations.")
     if blocked:
         lead += (f" The compiler cannot do it itself because the loop's stores ({blocked}) "
                  f"might write the memory those loads read: copy the values into locals "
