@@ -68,12 +68,12 @@ def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
     rows = sorted({*rows, *inner})
     body = set(rows)
     head = own[0]
-    preds = _predecessors(rows, op, row_of, body)
-    reach = _reaching(rows, op, preds, head)
     iterations = count(head)
-    entries = max(0, iterations - sum(_taken(r, op, count, head) for r in preds[head]))
     if not iterations:
         return None
+    preds = _predecessors(rows, op, row_of, body)
+    reach = _reaching(rows, op, preds, head)
+    entries = max(0, iterations - sum(_taken(r, op, count, head) for r in preds[head]))
     change = {r: n + entries for r, n in _changes(rows, op, count, reach).items()}
     limit = RARE * iterations
     chain = {r for r in own if count(r) and change[r] <= limit and
@@ -88,8 +88,9 @@ def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
                              for w in reach[r].get(reg, ()) if w != ENTRY and w not in chain},
                             key=lambda r: (-count(r), r)))
     loads = tuple(sorted((r for r in chain if op(r).load), key=lambda r: (-count(r), r)))
+    read_slots = {_slot(op(q)) for q in loads}
     blockers = tuple(sorted((r for r in rows if _writes_memory(op(r)) and count(r)
-                             and _slot(op(r)) not in {_slot(op(q)) for q in loads}
+                             and _slot(op(r)) not in read_slots
                              and not set(op(r).addr) & _STACK), key=lambda r: (-count(r), r)))
     executions = sum(count(r) for r in chain)
     return Recomputed(ordered, tuple(count(r) for r in ordered), round(executions / iterations, 2),
@@ -112,7 +113,7 @@ def _writes_memory(o: Op) -> bool:
 
 
 def _reads_any(o: Op) -> bool:
-    return any(r not in ("xzr",) for r in reads(o))
+    return any(r != "xzr" for r in reads(o))
 
 
 def _slot(o: Op) -> tuple[str, ...]:
@@ -230,14 +231,14 @@ def annotate(finder: _Finder, found: list[Mechanism]) -> list[Mechanism]:
     recomputes work from rarely changing inputs carrying that work's checks and metrics."""
     p = finder.p
     loops = finder.function_loops
-    of_row = {r: rows for rows in loops for r in rows}
+    at = natural_loops.loop_at(loops)
     out = []
     for m in found:
         key = p.row_of(m.sites[0].pc) if m.sites else None
-        rows = of_row.get(key) if key is not None else None
-        if m.kind in NOT_LOOPS or m.share < MIN_SHARE or rows is None:
+        if m.kind in NOT_LOOPS or m.share < MIN_SHARE or key not in at:
             out.append(m)
             continue
+        rows = loops[at[key]]
         inner = [r for nested in natural_loops.nested_in(loops, rows) for r in nested]
         found_work = read(p, finder.op, rows, inner)
         out.append(m if found_work is None else replace(

@@ -27,16 +27,16 @@ def link(finder: _Finder, found: list[Mechanism]) -> list[Mechanism]:
     """``found`` with the mechanisms whose loops nest naming each other."""
     p = finder.p
     loops = finder.function_loops
-    of_row = {r: i for i, rows in enumerate(loops) for r in rows}
+    at = natural_loops.loop_at(loops)
     loop_of: dict[int, list[str]] = defaultdict(list)  # loop position -> mechanism IDs
     for m in found:
         key = p.row_of(m.sites[0].pc) if m.sites else None
-        if key is not None and key in of_row:
-            loop_of[of_row[key]].append(m.id)
+        if key in at:
+            loop_of[at[key]].append(m.id)
     added: dict[str, list[str]] = defaultdict(list)
     for outer, outer_ids in loop_of.items():
         for rows in natural_loops.nested_in(loops, loops[outer]):
-            for inner_id in loop_of.get(of_row[rows[0]], ()):
+            for inner_id in loop_of.get(at[rows[0]], ()):
                 for outer_id in outer_ids:
                     added[outer_id].append(f"{INNER}`{inner_id}`")
                     added[inner_id].append(f"{OUTER}`{outer_id}`")

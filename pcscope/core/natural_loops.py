@@ -123,3 +123,8 @@ def nested_in(loops: list[list[int]], outer: list[int]) -> list[list[int]]:
     own = set(outer)
     return [rows for rows in loops
             if outer[0] < rows[0] < outer[-1] and rows[0] not in own]
+
+
+def loop_at(loops: list[list[int]]) -> dict[int, int]:
+    """Per row of ``loops``: the position of the loop whose own row it is."""
+    return {r: i for i, rows in enumerate(loops) for r in rows}
