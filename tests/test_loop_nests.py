@@ -102,6 +102,13 @@ def test_two_loops_one_after_the_other_are_no_nest(tmp_path):
     assert checks == {"gather-branch": (), "byte-loop": ()}
 
 
+def test_a_loop_too_small_for_an_idea_is_not_named(tmp_path):
+    rows = nest(inner_head=4)
+    rows[:4] = [(40, asm) for _, asm in rows[:4]]  # the outer loop's head: 40 of 160,000+
+    checks = linked(tmp_path, rows)
+    assert checks == {"gather-branch": (), "byte-loop": ()}
+
+
 def test_a_nest_link_opens_the_claim_and_is_no_evidence(tmp_path):
     _profile, table = mechanisms_of(tmp_path, [("optimum", 0x1000,
                                                 priced_relaxation(advances=10000)), WORK])

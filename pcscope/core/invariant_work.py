@@ -271,7 +271,8 @@ def checks(work: Recomputed, asm: Callable[[int], str], pc: Callable[[int], int]
     where = [f"{at(r)} ({runs:,} times)"
              for r, runs in zip(work.changers[:2], work.changer_runs, strict=False)]
     if work.entries:
-        where.append(f"the loop's {work.entries:,} entries")
+        where.append(f"the {work.entries:,} times the loop's head is reached from "
+                     f"before it")
     if where:
         out.append(CHANGED + ", ".join(where))
     if work.blockers:

@@ -19,19 +19,21 @@ from pcscope.core.mechanisms import Mechanism
 if TYPE_CHECKING:
     from pcscope.core.mechanism_finder import _Finder
 
+MIN_SHARE = 0.005  # a mechanism this small becomes no idea: naming it would lead nowhere
 INNER = "the inner loop of this nest is "  # check prefixes the advice reads
 OUTER = "the outer loop of this nest is "
 
 
 def link(finder: _Finder, found: list[Mechanism]) -> list[Mechanism]:
-    """``found`` with the mechanisms whose loops nest naming each other."""
+    """``found`` with the mechanisms (of at least MIN_SHARE) whose loops nest naming each
+    other."""
     p = finder.p
     loops = finder.function_loops
     at = natural_loops.loop_at(loops)
     loop_of: dict[int, list[str]] = defaultdict(list)  # loop position -> mechanism IDs
     for m in found:
         key = p.row_of(m.sites[0].pc) if m.sites else None
-        if key in at:
+        if key in at and m.share >= MIN_SHARE:
             loop_of[at[key]].append(m.id)
     added: dict[str, list[str]] = defaultdict(list)
     for outer, outer_ids in loop_of.items():
