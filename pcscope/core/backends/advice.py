@@ -181,7 +181,7 @@ def _hoist_first(m: dict, recommendation: str) -> str:
     share = metric(m, invariant_work.SHARE)
     lead = (f"First hoist the work the loop recomputes: {number(per)} of its "
             f"{number(of or 0)} instructions per iteration ({what}; {number(share or 0)}% of "
-            f"the total) read only values that change on {number(changes)}% of the "
+            f"the total) read only values that change on at most {number(changes)}% of the "
             f"iterations; compute them where those values change"
             + (f" ({changed})" if (changed := _check_after(m, invariant_work.CHANGED)) else "")
             + " and keep the results in locals across the iterations.")
