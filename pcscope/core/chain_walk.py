@@ -7,9 +7,6 @@ instructions and exact counts: the concrete levers of a pointer-chase mechanism
   rejected on its first byte). Its share of the steps is the branch's count less its
   fall-through's. When the next reject does the same to the adjacent byte (addresses equal
   but for an offset of one), the two compares are one halfword compare.
-- *recomputed*: instructions run on a step whose inputs change on at most RARE of their
-  runs: a value (usually an address) computed again on every step instead of where its
-  inputs change.
 - *extension*: at least EXTENSION_STEPS unrolled compares of two narrow loads, each leaving
   through a block that adds a constant to one register and jumps to one join inside the
   walk (a match extended byte by byte): the walk's own work, counted with it.
@@ -34,7 +31,6 @@ EXTENSION_STEPS = 4  # unrolled compare steps with per-step exits that make an e
 LOOK_BACK = 12  # instructions looked back to resolve an address or find a compare's load
 REJECT = "first reject: "  # check prefixes the advice reads (pcscope.core.backends.advice)
 PAIRED = "the next reject compares the adjacent byte: "
-RECOMPUTED = "recomputed on each run from inputs that change on few of its runs: "
 EXTENDS = "unrolled compare steps with per-step exits extend each candidate: "
 _WIDTH = {"ldrb": 8, "ldurb": 8, "ldrh": 16, "ldurh": 16}
 _COPIES = frozenset(("mov", "sxtw", "uxtw"))  # the same value (an index) in another form
@@ -48,7 +44,6 @@ class Walk:
     reject: int | None  # the first reject's compare row
     rejected: float  # of the steps reaching that compare, the share it rejects
     paired: int | None  # the next reject's compare row, when it reads the adjacent byte
-    recomputed: tuple[int, ...]  # rows computing a value from rarely changing inputs
     extension: tuple[int, ...]  # the extension's rows with its exit blocks
     extension_steps: int
     extension_bytes: float  # byte compares of the extension per entry into it
@@ -141,8 +136,7 @@ def read(profile: Profile, op: Callable[[int], Op], rows: list[int], keys: tuple
         if len(rejects) > 1 and _adjacent(r, rejects[0], rejects[1]):
             paired = rejects[1] - 1
     steps, bits, entry = _extension(r), *_footprint(r, keys)
-    return Walk(reject, rejected, paired, _recomputed(r), steps[0], steps[1], steps[2],
-                bits, entry)
+    return Walk(reject, rejected, paired, steps[0], steps[1], steps[2], bits, entry)
 
 
 def _rejects(r: _Reader) -> list[int]:
@@ -172,21 +166,6 @@ def _adjacent(r: _Reader, first: int, second: int) -> bool:
         return False
     (leaves_a, off_a), (leaves_b, off_b) = r.address(a[0]), r.address(b[0])
     return leaves_a == leaves_b and abs(off_a - off_b) == 1
-
-
-def _recomputed(r: _Reader) -> tuple[int, ...]:
-    """Arithmetic run on a step (not a load, store, branch or compare) all of whose inputs
-    the walk changes on at most RARE of its runs."""
-    out = []
-    for row in r.rows:
-        o = r.op(row)
-        runs = r.count(row)
-        if not runs or not o.dest or not o.src or o.load or isa.is_store(o.mnemonic) or \
-                isa.is_branch(o.mnemonic) or set(o.dest) & set(o.src):
-            continue
-        if all(r.rare(reg, runs) for reg in o.src):
-            out.append(row)
-    return tuple(sorted(out, key=lambda q: (-r.count(q), q)))
 
 
 def _extension(r: _Reader) -> tuple[tuple[int, ...], int, float]:
@@ -285,8 +264,6 @@ def checks(walk: Walk, asm: Callable[[int], str], pc: Callable[[int], int]) -> l
         out.append(REJECT + at(walk.reject))
     if walk.paired is not None:
         out.append(PAIRED + at(walk.paired))
-    if walk.recomputed:
-        out.append(RECOMPUTED + ", ".join(at(q) for q in walk.recomputed[:3]))
     if walk.extension:
         out.append(EXTENDS + f"{walk.extension_steps} steps from {pc(walk.extension[0]):#x}")
     return out

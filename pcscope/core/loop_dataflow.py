@@ -47,7 +47,7 @@ class LoopValues:
 def read(ops: list[Op]) -> LoopValues:
     """The loop facts of a body whose first op is the loop head."""
     steps = _steps(ops)
-    written = frozenset(r for o in ops for r in _writes(o))
+    written = frozenset(r for o in ops for r in writes(o))
     return LoopValues(steps, written, _strides(ops, steps, written), _sources(ops))
 
 
@@ -61,11 +61,11 @@ def memory_operand(o: Op) -> str | None:
     return next((x for x in o.operands if x.startswith("[")), None)
 
 
-def _writes(o: Op) -> tuple[str, ...]:
+def writes(o: Op) -> tuple[str, ...]:
     return (*o.dest, FLAGS) if o.mnemonic in FLAG_SETTERS else o.dest
 
 
-def _reads(o: Op) -> tuple[str, ...]:
+def reads(o: Op) -> tuple[str, ...]:
     conditional = o.mnemonic.startswith("b.") or o.mnemonic in _FLAG_READERS
     return (*o.src, FLAGS) if conditional else o.src
 
@@ -205,9 +205,9 @@ def _sources(ops: list[Op]) -> tuple[frozenset[int], ...]:
         held = dict(carried)
         per_op = []
         for i, o in enumerate(ops):
-            came = frozenset().union(*(held.get(r, frozenset()) for r in _reads(o)))
+            came = frozenset().union(*(held.get(r, frozenset()) for r in reads(o)))
             per_op.append(came)
-            for reg in _writes(o):
+            for reg in writes(o):
                 held[reg] = came
             for reg in o.loaded:
                 address = frozenset().union(*(held.get(r, frozenset()) for r in o.addr))

@@ -35,8 +35,10 @@ from pcscope.core import (
     fixed_trip_sums,
     gather_partition,
     hand_written,
+    invariant_work,
     isa,
     keyed_lookups,
+    loop_nests,
     memory_state,
     natural_loops,
     return_zeroing,
@@ -136,6 +138,8 @@ def find_mechanisms(profile: Profile, patterns: PatternTable, facts: CodeFacts) 
     # it counts (a loop is one mechanism's)
     for shape in (gather_partition, struct_relaxation, fixed_trip_sums):
         found += shape.find(finder, finder.claimed(found))
+    # what each loop recomputes, and which loops of one nest the mechanisms are
+    found = loop_nests.link(finder, invariant_work.annotate(finder, found))
     # spread over many functions, these two count only rows no other mechanism counts
     found += finder.return_zeroing(finder.claimed(found))
     found += finder.per_operation(found)

@@ -114,3 +114,17 @@ def tight_loops(profile: Profile, branches: np.ndarray, heads: np.ndarray) -> li
             used.update(rows)
             out.append(rows)
     return out
+
+
+def nested_in(loops: list[list[int]], outer: list[int]) -> list[list[int]]:
+    """The loops of ``loops`` (each its own rows, head first, as ``loops`` makes them)
+    nested in ``outer``: their head lies between ``outer``'s head and its last row, and is
+    not one of its own rows."""
+    own = set(outer)
+    return [rows for rows in loops
+            if outer[0] < rows[0] < outer[-1] and rows[0] not in own]
+
+
+def loop_at(loops: list[list[int]]) -> dict[int, int]:
+    """Per row of ``loops``: the position of the loop whose own row it is."""
+    return {r: i for i, rows in enumerate(loops) for r in rows}

@@ -74,7 +74,10 @@ from pcscope.index.parts import PARTS, load_parts, save_parts
 #     pairs whose release returns at a null check, and its one-shot calls; a lookup names
 #     its hit rate, the lookups one walk per entry deletes and all constant-key callers, and
 #     only callers making 1 % of the calls
-FORMAT_VERSION = 20
+# 21: loop mechanisms carry the work their loop recomputes from rarely changing inputs
+#     (pcscope.core.invariant_work, replacing the pointer chase's own check) and name the
+#     mechanisms of the other loops of their nest (pcscope.core.loop_nests)
+FORMAT_VERSION = 21
 Progress = Callable[[str], None]
 
 

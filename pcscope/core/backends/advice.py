@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pcscope.core import chain_walk
+from pcscope.core import chain_walk, invariant_work, loop_nests
 from pcscope.core.call_cohorts import (
     ONE_SHOT_CHECK,
     PAIR_CHECK,
@@ -134,14 +134,69 @@ def advise(m: dict[str, Any], basis: str, module: str | None) -> Advice | None:
         recommendation = _ASSEMBLY.get(kind, _assembly_note)(m, recommendation)
     if kind not in ("jit",) and _jit(module):
         recommendation, removes = _JIT_ADVICE, None
+    recommendation = _hoist_first(m, recommendation)
+    claim = _nest(m) + claim
     pcs = tuple(pc for site in m["site_pcs"] for pc in site)
     fn = ", ".join(f"`{f}`" for f in m["functions"][:3])
-    checks = _unsaid(m["checks"], claim)
+    checks = [c for c in _unsaid(m["checks"], claim)
+              if not c.startswith(_SAID_ELSEWHERE) and not _said_in(c, recommendation)]
     claim = (f"{claim} Own share {m['share']:.2%} ({len(m['site_pcs'])} of {m['sites']} "
              f"site(s) cited) in {fn}."
              + (f" Checks passed: {'; '.join(checks)}." if checks else ""))
+    evidence = [c for c in m["checks"] if not c.startswith(_NOT_EVIDENCE)]
     return Advice(RULE[kind], title, claim, recommendation, pcs,
-                  confidence(kind, basis, len(m["checks"])), removes)
+                  confidence(kind, basis, len(evidence)), removes)
+
+
+# checks that say where else to look, not why the mechanism is believed; and those the
+# sentences below state in full
+_NOT_EVIDENCE = (loop_nests.INNER, loop_nests.OUTER, invariant_work.CHECK,
+                 invariant_work.CHANGED, invariant_work.BLOCKED)
+_SAID_ELSEWHERE = (loop_nests.INNER, loop_nests.OUTER)
+LEADS = 3.0  # recomputed instructions per iteration from which hoisting is the first lever
+
+
+def _said_in(check: str, recommendation: str) -> bool:
+    """A recomputed-work check the recommendation already states in full."""
+    return any(check.startswith(prefix) and check.removeprefix(prefix) in recommendation
+               for prefix in (invariant_work.CHECK, invariant_work.CHANGED,
+                              invariant_work.BLOCKED))
+
+
+def _nest(m: dict) -> str:
+    """The sentence naming the other loops of this loop nest (an empty string if none)."""
+    inner = [c.removeprefix(loop_nests.INNER) for c in m["checks"]
+             if c.startswith(loop_nests.INNER)]
+    outer = [c.removeprefix(loop_nests.OUTER) for c in m["checks"]
+             if c.startswith(loop_nests.OUTER)]
+    parts = ([f"its inner loop is {' and '.join(inner)}"] if inner else []) + \
+        ([f"its outer loop is {' and '.join(outer)}"] if outer else [])
+    return f"One loop nest with other ideas: {'; '.join(parts)}. " if parts else ""
+
+
+def _hoist_first(m: dict, recommendation: str) -> str:
+    """The recommendation led by hoisting the work the loop recomputes from rarely changing
+    inputs, when that is several instructions per iteration: a scalar change that comes
+    before any rewrite of the loop (a vector form needs those values fixed anyway)."""
+    per = metric(m, invariant_work.PER_ITERATION)
+    what = _check_after(m, invariant_work.CHECK)
+    if per is None or per < LEADS or what is None or m["kind"] == "pointer-chase":
+        return recommendation
+    changes = metric(m, invariant_work.INPUT_CHANGES) or 0
+    blocked = _check_after(m, invariant_work.BLOCKED)
+    of = metric(m, invariant_work.LOOP_PER_ITERATION)
+    share = metric(m, invariant_work.SHARE)
+    lead = (f"First hoist the work the loop recomputes: {number(per)} of its "
+            f"{number(of or 0)} instructions per iteration ({what}; {number(share or 0)}% of "
+            f"the total) read only values that change on at most {number(changes)}% of the "
+            f"iterations; compute them where those values change"
+            + (f" ({changed})" if (changed := _check_after(m, invariant_work.CHANGED)) else "")
+            + " and keep the results in locals across the iterations.")
+    if blocked:
+        lead += (f" The compiler cannot do it itself because the loop's stores ({blocked}) "
+                 f"might write the memory those loads read: copy the values into locals "
+                 f"(or mark the pointers `restrict`) once you know they do not.")
+    return f"{lead} Then: {recommendation[:1].lower()}{recommendation[1:]}"
 
 
 def _assembly_note(m: dict, recommendation: str) -> str:
@@ -345,7 +400,7 @@ def _step_levers(m: dict) -> str:
                     f"fixed value: load both with one `ldrh` and compare once against a "
                     f"halfword built before the walk, so the {number(round(100 - rejected, 1))}% "
                     f"that pass the first byte save a load, a compare and a branch.")
-    recomputed = _check_after(m, chain_walk.RECOMPUTED)
+    recomputed = _check_after(m, invariant_work.CHECK)
     if recomputed:
         first_one, _, rest = recomputed.partition(", `")
         out += (f" {first_one}{' (and more, in the checks)' if rest else ''} is recomputed "

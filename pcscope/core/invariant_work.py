@@ -1,0 +1,280 @@
+"""Work a loop redoes on most iterations although its inputs change on few of them: a value
+(a price, an address, a table entry) rebuilt every time from registers that hold the same
+values until some rarer event (an outer index advancing) changes them.
+
+Read from exact counts on the loop's control-flow graph. The value an instruction writes
+changes at most as often as the instruction runs, and at most as often as its inputs change:
+an input's changes are the changes of the instructions that write it and reach the read
+(the loop's entries count once, for values from before the loop). A load's value changes
+with its address; a store the loop makes to the same ``[base, #offset]`` changes it too.
+Other stores the loop makes might write the loaded memory as far as the compiler knows (the
+same struct, a ``char`` store): they are what keeps it from hoisting the loads itself.
+
+An instruction is *recomputed* when its inputs change on at most RARE of the loop's
+iterations while it runs at least SAVES times as often as they change: moving it to where
+they change (or caching its result until they do) deletes most of its runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from pcscope.core import isa, natural_loops
+from pcscope.core.loop_dataflow import reads, writes
+from pcscope.core.mechanisms import Mechanism, Metric
+from pcscope.core.profile import Profile
+from pcscope.core.shapes import Op
+
+if TYPE_CHECKING:
+    from pcscope.core.mechanism_finder import _Finder
+
+RARE = 1 / 3  # inputs changing on at most this share of the iterations are "fixed"
+SAVES = 2.0  # runs per change of its inputs that make moving an instruction worth it
+MIN_SHARE = 0.005  # a mechanism's own share worth reading its loop for
+ENTRY = -1  # a reaching definition: the value the register held when the loop was entered
+_STACK = frozenset(("sp", "x29"))
+
+
+@dataclass(frozen=True)
+class Recomputed:
+    """The instructions of one loop that recompute values from rarely changing inputs."""
+
+    rows: tuple[int, ...]  # address order
+    runs: tuple[int, ...]  # the executions of each of ``rows``
+    per_iteration: float  # their executions / the loop's iterations
+    loop_per_iteration: float  # the loop's own instructions' executions / its iterations
+    executions: int  # their executions
+    changes: int  # the most changes of any of their inputs over the run
+    iterations: int
+    loads: tuple[int, ...]  # the loads among them, hottest first
+    blockers: tuple[int, ...]  # the loop's other stores, hottest first (may alias the loads)
+    changers: tuple[int, ...]  # the loop's rows writing their inputs, hottest first
+    changer_runs: tuple[int, ...]  # the executions of each of ``changers``
+    entries: int  # how often the loop is entered (its inputs may change there too)
+
+
+def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
+         inner: Sequence[int] = ()) -> Recomputed | None:
+    """The recomputed work of the loop made of ``rows`` (address order, its head first;
+    ``inner``: the rows of loops nested in it, whose writes count but which are not its
+    work), or None when there is none."""
+    def count(r: int) -> int:
+        return int(profile.samples[r]) if r < len(profile) else 0
+
+    row_of = profile.row_of
+    own = rows
+    rows = sorted({*rows, *inner})
+    body = set(rows)
+    head = own[0]
+    iterations = count(head)
+    if not iterations:
+        return None
+    preds = _predecessors(rows, op, row_of, body)
+    reach = _reaching(rows, op, preds, head)
+    entries = max(0, iterations - sum(_taken(r, op, count, head) for r in preds[head]))
+    change = {r: n + entries for r, n in _changes(rows, op, count, reach).items()}
+    limit = RARE * iterations
+    chain = {r for r in own if count(r) and change[r] <= limit and
+             count(r) >= SAVES * change[r] and _movable(op(r)) and _reads_any(op(r))}
+    # the constants such work reads move with it (the compiler rebuilds them in the loop)
+    chain |= {w for r in chain for reg in reads(op(r)) for w in reach[r].get(reg, ())
+              if w != ENTRY and not _reads_any(op(w)) and _movable(op(w))}
+    if not any(op(r).load for r in chain):  # only constants or addresses rebuilt
+        return None
+    ordered = tuple(sorted(chain))
+    changers = tuple(sorted({w for r in chain for reg in reads(op(r))
+                             for w in reach[r].get(reg, ()) if w != ENTRY and w not in chain},
+                            key=lambda r: (-count(r), r)))
+    loads = tuple(sorted((r for r in chain if op(r).load), key=lambda r: (-count(r), r)))
+    read_slots = {_slot(op(q)) for q in loads}
+    blockers = tuple(sorted((r for r in rows if _writes_memory(op(r)) and count(r)
+                             and _slot(op(r)) not in read_slots
+                             and not set(op(r).addr) & _STACK), key=lambda r: (-count(r), r)))
+    executions = sum(count(r) for r in chain)
+    return Recomputed(ordered, tuple(count(r) for r in ordered), round(executions / iterations, 2),
+                      round(sum(count(r) for r in own) / iterations, 2), executions,
+                      max(change[r] for r in chain), iterations, loads,
+                      blockers if loads else (), changers,
+                      tuple(count(r) for r in changers), entries)
+
+
+def _movable(o: Op) -> bool:
+    """Work that can move: not a store, call or unconditional jump, and not a reload from
+    the stack (a spill: moving it needs a free register, not a new place)."""
+    m = o.mnemonic
+    return not (isa.is_store(m) or isa.is_call(m) or m == "b" or isa.is_return(m)
+                or m.startswith("prfm") or (o.load and set(o.addr) & _STACK))
+
+
+def _writes_memory(o: Op) -> bool:
+    return isa.is_store(o.mnemonic) or isa.is_call(o.mnemonic)
+
+
+def _reads_any(o: Op) -> bool:
+    return any(r != "xzr" for r in reads(o))
+
+
+def _slot(o: Op) -> tuple[str, ...]:
+    """A memory operand as written (``[x0, #0xedc]``): equal slots are one location."""
+    return tuple(o.addr) + tuple(x for x in o.operands if x.startswith("["))
+
+
+def _predecessors(rows: Sequence[int], op: Callable[[int], Op],
+                  row_of: Callable[[int], int | None], body: set[int]) -> dict[int, list[int]]:
+    preds: dict[int, list[int]] = {r: [] for r in rows}
+    for r in rows:
+        o = op(r)
+        m = o.mnemonic
+        to = row_of(o.target) if o.target is not None and not isa.is_call(m) else None
+        if to in body:
+            preds[to].append(r)
+        ends = m == "b" or isa.is_return(m) or m in ("br", "braa", "brab")
+        if not ends and r + 1 in body and op(r + 1).pc == o.pc + 4:
+            preds[r + 1].append(r)
+    return preds
+
+
+def _defines(o: Op) -> tuple[str, ...]:
+    """The registers ``o`` writes; a call its result register. The other registers the
+    loop reads after a call without writing them survive it (a compiler that knows the
+    callee keeps values in caller-saved registers across it), so a call is not read as
+    clobbering them."""
+    return (*writes(o), "x0") if isa.is_call(o.mnemonic) else writes(o)
+
+
+def _reaching(rows: Sequence[int], op: Callable[[int], Op], preds: dict[int, list[int]],
+              head: int) -> dict[int, dict[str, frozenset[int]]]:
+    """Per row, per register: the rows whose write of it may reach the row (ENTRY: from
+    before the loop), iterated over the loop's graph until nothing changes."""
+    read_any = {x for q in rows for x in reads(op(q))}
+    out: dict[int, dict[str, frozenset[int]]] = {r: {} for r in rows}
+    after: dict[int, dict[str, frozenset[int]]] = {r: {} for r in rows}
+    changed = True
+    while changed:
+        changed = False
+        for r in rows:
+            held: dict[str, set[int]] = {}
+            for p in preds[r]:
+                for reg, ws in after[p].items():
+                    held.setdefault(reg, set()).update(ws)
+            into = {reg: frozenset(ws) for reg, ws in held.items()}
+            if r == head:  # values from before the loop, for every register read
+                into = {reg: into.get(reg, frozenset()) | {ENTRY}
+                        for reg in {*into, *read_any}}
+            if into != out[r]:
+                out[r], changed = into, True
+            new = dict(into)
+            for reg in _defines(op(r)):
+                new[reg] = frozenset((r,))
+            after[r] = new
+    return out
+
+
+def _changes(rows: Sequence[int], op: Callable[[int], Op], count: Callable[[int], int],
+             reach: dict[int, dict[str, frozenset[int]]]) -> dict[int, int]:
+    """Per row: at most how often the value it computes changes inside the loop, its
+    entries aside (from the top: every row first changes on each run, then its inputs bound
+    it until that settles)."""
+    change = {r: count(r) for r in rows}
+    same: dict[tuple[str, ...], int] = {}  # per stored slot: the stores' runs
+    for r in rows:
+        if isa.is_store(op(r).mnemonic):
+            same[_slot(op(r))] = same.get(_slot(op(r)), 0) + count(r)
+    for _ in range(len(rows)):
+        moved = False
+        for r in rows:
+            o = op(r)
+            inputs = o.addr if o.load else reads(o)
+            writers = {w for reg in inputs for w in reach[r].get(reg, ())}
+            if r in writers:  # an induction variable: it changes on every run
+                continue
+            bound = sum(change[w] for w in writers if w != ENTRY)
+            if o.load:
+                bound += same.get(_slot(o), 0)
+            if isa.is_call(o.mnemonic):
+                bound = count(r)
+            new = min(count(r), bound)
+            if new < change[r]:
+                change[r], moved = new, True
+        if not moved:
+            break
+    return change
+
+
+def _taken(r: int, op: Callable[[int], Op], count: Callable[[int], int], head: int) -> int:
+    """How often the row ``r`` goes on to ``head``: a conditional branch to it on its runs
+    less those of the instruction after it, anything else on all its runs."""
+    o = op(r)
+    if not isa.is_conditional_branch(o.mnemonic) or not count(r + 1) or op(r + 1).pc != o.pc + 4:
+        return count(r)
+    return max(0, count(r) - count(r + 1))
+
+
+CHECK = "recomputed on each run from inputs that change on few of its runs: "  # advice reads
+CHANGED = "the recomputed work's inputs change at: "
+BLOCKED = "stores in the loop the compiler cannot tell apart from that memory: "
+PER_ITERATION = "recomputed per iteration"  # metric names the advice reads
+INPUT_CHANGES = "recomputed inputs change"
+LOOP_PER_ITERATION = "loop instructions per iteration"
+SHARE = "recomputed share"
+# Loops whose own advice already is "keep it in registers" or that are not one loop's work.
+NOT_LOOPS = frozenset(("memory-state", "spin-wait", "per-operation", "return-zeroing", "plt",
+                       "libc-routine", "jit", "indirect-call", "dispatch", "outline-atomic",
+                       "libc-lock", "llsc", "spill-block"))
+SHOWN = 4  # instructions named in a check
+
+
+def annotate(finder: _Finder, found: list[Mechanism]) -> list[Mechanism]:
+    """``found`` with each loop mechanism of at least MIN_SHARE whose heaviest site's loop
+    recomputes work from rarely changing inputs carrying that work's checks and metrics."""
+    p = finder.p
+    loops = finder.function_loops
+    at = natural_loops.loop_at(loops)
+    out = []
+    for m in found:
+        key = p.row_of(m.sites[0].pc) if m.sites else None
+        if m.kind in NOT_LOOPS or m.share < MIN_SHARE or key not in at:
+            out.append(m)
+            continue
+        rows = loops[at[key]]
+        inner = [r for nested in natural_loops.nested_in(loops, rows) for r in nested]
+        found_work = read(p, finder.op, rows, inner)
+        out.append(m if found_work is None else replace(
+            m, metrics=(*m.metrics, *metrics(found_work, p.total)),
+            checks=(*m.checks, *checks(found_work, p.asm, lambda r: int(p.pc[r])))))
+    return out
+
+
+def metrics(work: Recomputed, total: float) -> list[Metric]:
+    return [Metric(PER_ITERATION, work.per_iteration, "instructions",
+                   "executions of the recomputing instructions / the loop head's count"),
+            Metric(LOOP_PER_ITERATION, work.loop_per_iteration, "instructions",
+                   "executions of the loop's own instructions / the loop head's count"),
+            Metric(SHARE, round(100.0 * work.executions / total, 3) if total else 0.0, "%",
+                   "executions of the recomputing instructions / the total"),
+            Metric(INPUT_CHANGES, round(100.0 * work.changes / work.iterations, 1), "%",
+                   "the most executions of the instructions writing their inputs (the "
+                   "loop's entries included) / the loop head's count")]
+
+
+def checks(work: Recomputed, asm: Callable[[int], str], pc: Callable[[int], int]) -> list[str]:
+    def at(row: int) -> str:
+        return f"`{asm(row)}` at {pc(row):#x}"
+    # the most run instruction, then the loads (what the compiler may not move)
+    top = max(work.rows, key=lambda r: (work.runs[work.rows.index(r)], -r))
+    named = list(dict.fromkeys((top, *work.loads, *work.rows)))[:SHOWN]
+    out = [CHECK + ", ".join(at(r) for r in named)
+           + (f" (and {len(work.rows) - len(named)} more)" if len(work.rows) > len(named)
+              else "")]
+    where = [f"{at(r)} ({runs:,} times)"
+             for r, runs in zip(work.changers[:2], work.changer_runs, strict=False)]
+    if work.entries:
+        where.append(f"the {work.entries:,} times the loop's head is reached from "
+                     f"before it")
+    if where:
+        out.append(CHANGED + ", ".join(where))
+    if work.blockers:
+        out.append(BLOCKED + ", ".join(at(r) for r in work.blockers[:2]))
+    return out

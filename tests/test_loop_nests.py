@@ -1,0 +1,122 @@
+"""Work a loop recomputes from rarely changing inputs (pcscope.core.invariant_work), led with
+before a layout or vector rewrite, and ideas about the inner and outer loops of one nest
+naming each other (pcscope.core.loop_nests), each with a look-alike that stays quiet: an
+index advancing on every iteration recomputes nothing, and two loops one after the other
+are no nest."""
+
+from __future__ import annotations
+
+from test_loop_shapes import WORK, mechanisms_of, of_kind
+from test_store_shapes import as_dict
+
+from pcscope.core import invariant_work, loop_nests
+from pcscope.core.backends.advice import advise
+from pcscope.core.mechanism_finder import _Finder
+from pcscope.core.patterns import code_facts, find_patterns
+
+
+def priced_relaxation(advances: int) -> list[tuple[int, str]]:
+    """A cost relaxation over 44-byte structs whose base is a distance price rebuilt on each
+    of its 10000 iterations from ``matches[i]`` (a lookup through a slot table), while ``i``
+    advances on ``advances`` of them."""
+    n = 10000
+    body = [(n, "add x4, x26, x2, lsl #3"), (n, "ldr w11, [x4, #0x2e0]"),
+            (n, "lsr w6, w11, #6"), (n, "ldrb w6, [x15, w6, uxtw]"),
+            (n, "ldr w16, [x26, x6, lsl #2]"),
+            (n, "add w13, w1, w21"), (n, "sub w5, w1, #2"), (n, "add x5, x3, x5"),
+            (n, "add x0, x13, x13, lsl #1"), (n, "lsl x0, x0, #2"), (n, "sub x0, x0, x13"),
+            (n, "add x5, x27, x5, lsl #2"), (n, "ldr w5, [x5, #0x404]"),
+            (n, "add x0, x26, x0, lsl #2"), (n, "add w5, w16, w5"),
+            (n, "ldr w13, [x0, #0xedc]"), (n, "cmp w5, w13")]
+    update = 0x1000 + 4 * (len(body) + 3)
+    body += [(n, f"b.hs {hex(update)}"), (500, "str w5, [x0, #0xedc]"),
+             (500, "str w21, [x0, #0xee0]"), (n, "cmp w1, w9")]
+    step = 0x1000 + 4 * (len(body) + 3)
+    return [*body, (n, f"b.ne {hex(step)}"), (advances, "add w14, w14, #1"),
+            (advances, "mov w2, w14"),
+            (n, "sub w1, w1, #1"), (n, "cmp w1, #1"), (n, "b.hi #0x1000")]
+
+
+def test_a_price_rebuilt_from_a_rarely_advancing_index_is_hoisted_first(tmp_path):
+    _profile, table = mechanisms_of(tmp_path, [("optimum", 0x1000,
+                                                priced_relaxation(advances=2000)), WORK])
+    (m,) = of_kind(table, "struct-relaxation")
+    figures = {x.name: x.value for x in m.metrics}
+    # the address, the match load, the shift, the slot lookup and the price load
+    assert figures[invariant_work.PER_ITERATION] == 5.0
+    assert figures[invariant_work.INPUT_CHANGES] == 20.0  # i advances on 2000 of 10000
+    assert any(c.startswith(invariant_work.CHECK) and "`ldrb w6, [x15, w6, uxtw]` at 0x100c"
+               in c for c in m.checks)
+    assert any(c.startswith(invariant_work.BLOCKED) and "`str w5, [x0, #0xedc]`" in c
+               for c in m.checks)
+    rec = advise(as_dict(m), "executions", None).recommendation
+    assert rec.startswith("First hoist the work the loop recomputes: 5 of its")
+    assert rec.index("First hoist") < rec.index("structure of arrays")
+    assert "`str w5, [x0, #0xedc]` at 0x1048" in rec
+    # where to compute it instead: where i advances
+    assert "where those values change (`mov w2, w14` at 0x105c (2,000 times))" in rec
+
+
+def test_an_index_advancing_on_every_iteration_recomputes_nothing(tmp_path):
+    _profile, table = mechanisms_of(tmp_path, [("optimum", 0x1000,
+                                                priced_relaxation(advances=10000)), WORK])
+    (m,) = of_kind(table, "struct-relaxation")
+    assert not any(c.startswith(invariant_work.CHECK) for c in m.checks)
+    assert advise(as_dict(m), "executions", None).recommendation.startswith("Keep the compared")
+
+
+def nest(inner_head: int) -> list[tuple[int, str]]:
+    """An outer loop of 1000 iterations around a 4-row inner loop (40 trips per entry)
+    placed at ``inner_head`` rows from the start: inside the outer loop when that is before
+    its back edge (row 9), after it otherwise."""
+    outer = [(1000, "ldr w1, [x0], #4"), (1000, "add w2, w2, w1"), (1000, "mov w3, #0"),
+             (1000, "nop"), (1000, "nop"), (1000, "nop"), (1000, "nop"), (1000, "nop"),
+             (1000, "subs w4, w4, #1"), (1000, "b.ne #0x1000")]
+    inner = [(40000, "ldrb w5, [x6, x3]"), (40000, "add w3, w3, #1"),
+             (40000, "cmp w3, w7"), (40000, f"b.ne {hex(0x1000 + 4 * inner_head)}")]
+    return outer[:inner_head] + inner + outer[inner_head:] if inner_head < len(outer) \
+        else outer + inner
+
+
+def linked(tmp_path, rows) -> dict[str, tuple[str, ...]]:
+    """The checks two hand-made mechanisms get, one on each loop, keyed by their kind."""
+    profile, _ = mechanisms_of(tmp_path, [("f", 0x1000, rows)])
+    facts = code_facts(profile)
+    finder = _Finder(profile, find_patterns(profile, facts), facts)
+    row = {int(pc): r for r, pc in enumerate(profile.pc)}
+    inner_head = next(r for r in range(len(profile)) if profile.asm(r).startswith("ldrb"))
+    outer = finder.mechanism("gather-branch", [finder.site([row[0x1000]], row[0x1000])], [], [])
+    inner = finder.mechanism("byte-loop", [finder.site(range(inner_head, inner_head + 4),
+                                                       inner_head)], [], [])
+    return {m.kind: m.checks for m in loop_nests.link(finder, [outer, inner])}
+
+
+def test_inner_and_outer_loops_of_one_nest_name_each_other(tmp_path):
+    checks = linked(tmp_path, nest(inner_head=4))
+    assert checks["gather-branch"] == (f"{loop_nests.INNER}`mech:byte-loop:0x1010`",)
+    assert checks["byte-loop"] == (f"{loop_nests.OUTER}`mech:gather-branch:0x1000`",)
+
+
+def test_two_loops_one_after_the_other_are_no_nest(tmp_path):
+    checks = linked(tmp_path, nest(inner_head=10))
+    assert checks == {"gather-branch": (), "byte-loop": ()}
+
+
+def test_a_loop_too_small_for_an_idea_is_not_named(tmp_path):
+    rows = nest(inner_head=4)
+    rows[:4] = [(40, asm) for _, asm in rows[:4]]  # the outer loop's head: 40 of 160,000+
+    checks = linked(tmp_path, rows)
+    assert checks == {"gather-branch": (), "byte-loop": ()}
+
+
+def test_a_nest_link_opens_the_claim_and_is_no_evidence(tmp_path):
+    _profile, table = mechanisms_of(tmp_path, [("optimum", 0x1000,
+                                                priced_relaxation(advances=10000)), WORK])
+    (m,) = of_kind(table, "struct-relaxation")
+    plain = advise(as_dict(m), "executions", None)
+    data = as_dict(m)
+    data["checks"] = [*data["checks"], f"{loop_nests.OUTER}`mech:gather-branch:0x2000`"]
+    advice = advise(data, "executions", None)
+    assert advice.claim.startswith("One loop nest with other ideas: its outer loop is "
+                                   "`mech:gather-branch:0x2000`.")
+    assert advice.confidence == plain.confidence
