@@ -707,8 +707,9 @@ def _missed_cse(m: dict) -> str:
     # the PCs are part of the finding (the check is then not written twice)
     reloads = [c.split(" at ")[0] for c in said]
     return (f" Stronger evidence: {', '.join(reloads)} {'is' if len(reloads) == 1 else 'are'} "
-            f"loaded again with no store of any kind between ({'; '.join(said)}): a missed "
-            f"common subexpression (often where paths join), not aliasing; a local removes it "
+            f"loaded again with no store of any kind between, counted over every path from "
+            f"the first load ({'; '.join(said)}): a missed common subexpression (often where "
+            f"paths join, or once on each arm of a switch), not aliasing; a local removes it "
             f"too.")
 
 
