@@ -23,6 +23,7 @@ from typing import Any
 from pcscope.core import chain_walk
 from pcscope.core.call_cohorts import PAIR_CHECK, PLUMBING, SETUP_CHECK, SHARED_CHECK
 from pcscope.core.fixed_trip_sums import LOOP_CONTROL
+from pcscope.core.gather_partition import PARTITION, SCATTERS, THREE_WAY
 from pcscope.core.hand_written import CHECK as HAND_WRITTEN
 from pcscope.core.keyed_lookups import CHECK as KEYED_CHECK
 from pcscope.core.keyed_lookups import LOOKUP_CHECK, MORE_CHECK, TREE_CHECK
@@ -921,7 +922,9 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
     fn = m["functions"][0]
     keys = metric(m, "keys gathered") or 0
     loops = int(metric(m, "loop iterations") or 0)
-    moves = any(c.startswith("the loop stores index values back") for c in m["checks"])
+    partition = PARTITION in m["checks"]
+    three = _check_after(m, THREE_WAY)
+    scatters = _check_after(m, SCATTERS)
     several = m["sites"] > 1
     figures = (f"{number(keys)} keys, {number(loops)} loop iterations"
                if noun == "executions" else
@@ -933,36 +936,62 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
              f"({_after(m, 'key loads')}): {figures}"
              + (f" over {m['sites']} loops" if several else "") + ". "
              f"It branches on each key: {_after(m, 'conditional branches on the loaded key')}"
-             + (". It stores index values back into the array: a partition" if moves else "")
+             + (". It stores index values back into the array: a partition" if partition else "")
+             + (f". It decides three ways on a key, testing it for equality and for order "
+                f"({three})" if three else "")
+             + (f". The loops storing each index at a place its key names ({scatters}) are "
+                f"bucket scatters, not partitions" if scatters else "")
              + ". Every key is a load whose address is known only after its index is loaded, "
              "and every decision is a data-dependent branch. Exact counts show how often each "
              "branch went one way, not how often it mispredicted or how long the key loads took.")
     guarding = _after(m, "branches that guard a loop")
+    # a partition's scans branch to its swaps: a block partition rewrites the scan, so only
+    # a branch into a loop or a call stops it
+    stops = guarding if not partition else "; ".join(
+        g for g in guarding.split("; ") if g.endswith(("(a loop)", "(a call)")))
     why = ("its sides do not rejoin within a few instructions: it picks a path, not a value"
-           if "(a long path)" in guarding else "it guards a loop or call, not a value choice")
+           if "(a long path)" in stops else "it guards a loop or call, not a value choice")
     gather = ("Take the key loads off the decision's path: gather the keys into a contiguous "
               "array first (a loop `key[i] = base[idx[i] + k]` has independent loads the core "
               "overlaps), or prefetch `base[idx[i + d] + k]` about 8-16 elements ahead "
               "(`__builtin_prefetch`, `prfm pldl1keep`)")
+    scatter = (" The bucket scatters (above) place each index where its key says: the "
+               "branch-free partition does not apply to them, only the gather or prefetch."
+               if scatters else "")
     title = f"Keys gathered through an index array and branched on in {fn} ({number(keys)} keys)"
-    if metric(m, "value-choice branches") == 0:
+    if metric(m, "value-choice branches") == 0 and (stops or not partition):
         return title, claim, (
-            f"{gather}. A branch-free rewrite does not apply: {guarding}; {why}, and `csel` "
+            f"{gather}. A branch-free rewrite does not apply: {stops}; {why}, and `csel` "
             "cannot replace a path. The key loads' latency (SPE, L1D_CACHE_REFILL) decides "
             "whether the gather or prefetch pays; a branch taken near 50% of the time still "
-            "mispredicts often, a cost only a different algorithm removes.")
-    decide = ("then partition branch-free on the contiguous keys: compute each element's "
-              "side with `cmp`/`cset` and store it unconditionally at both candidate "
-              "positions, advancing one pointer by the flag (block partitioning, as in "
-              "BlockQuicksort and pdqsort)" if moves else
-              "then decide branch-free where the branch only picks a value (`csel`/`cset`)")
-    if guarding:
-        decide += f" (not {guarding}: {why})"
+            "mispredicts often, a cost only a different algorithm removes." + scatter)
+    if partition:
+        decide = _partition_rewrite(metric(m, "keys equal"))
+    else:
+        decide = "then decide branch-free where the branch only picks a value (`csel`/`cset`)"
+    if stops:
+        decide += f" (not {stops}: {why})"
     rec = (f"{gather}; {decide}. Which half pays is what the counts cannot show: mispredicts "
            "per key (BR_MIS_PRED_RETIRED, SPE or the simulator) decide the branch-free rewrite; the key loads' latency (SPE, "
            "L1D_CACHE_REFILL) decides the gather or prefetch. A branch taken near 50% of the "
-           "time on random data mispredicts often; one near 0% or 100% does not.")
+           "time on random data mispredicts often; one near 0% or 100% does not." + scatter)
     return title, claim, rec
+
+
+def _partition_rewrite(equal: float | None) -> str:
+    """The branch-free partition for a two-way or, with the part of keys found equal, a
+    three-way decision (pcscope.core.gather_partition.THREE_WAY)."""
+    if equal is None:
+        return ("then partition branch-free on the contiguous keys: compute each element's "
+                "side with `cmp`/`cset` and store it unconditionally at both candidate "
+                "positions, advancing one pointer by the flag (block partitioning, as in "
+                "BlockQuicksort and pdqsort)")
+    return (f"then partition branch-free on the contiguous keys. The partition is three-way "
+            f"(two flags per element: `<` and `==`), and {number(equal)}% of the keys equal "
+            f"the pivot, so the two-way block partition of BlockQuicksort and pdqsort does not "
+            f"fit as written: compute both flags (`cmp`, two `cset`), store the index "
+            f"unconditionally at the `<` and the `==` cursors and advance each by its flag, or "
+            f"partition twice (`<` against the rest, then `==` against `>`)")
 
 
 def _struct_relaxation(m: dict, noun: str) -> tuple[str, str, str]:
