@@ -15,6 +15,14 @@ sides rejoin within ``SIDE`` instructions with no call and no inner loop between
 that guards a loop or a call (bzip2's generateMTFValues: a counter increment or the whole
 move-to-front search) is kept out of that advice.
 
+Two things decide which branch-free form fits. The decision's arity: branches on one key
+that lead straight into each other (``sub`` + ``cbz``, then ``b.le``) are one decision, and
+one testing the key for equality and for order with three outcomes is three-way, with the
+part of keys found equal (the equality branch's taken share); a two-way block partition
+(BlockQuicksort, pdqsort) does not fit it as written. And the kind of move: a loop storing an
+index at an address that comes from its key (``ptr[copyStart[c]++] = j``) is a bucket
+scatter, not a partition: the key names the place, no branch chooses it.
+
 The loop is a natural loop of its function (pcscope.core.natural_loops; a partition's two
 scans and its swaps are one loop). It fires when:
 - a *stream* load reads 4 or 8 bytes at an address that moves by a constant each iteration
