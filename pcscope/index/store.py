@@ -68,7 +68,10 @@ from pcscope.index.parts import load_parts, save_parts
 #     making and a releasing suffix, entered as often per operation)
 # 18: a gather-branch mechanism names the branches that guard a loop, a call or a long path
 #     (not a value choice) and counts its value-choice branches
-FORMAT_VERSION = 18
+# 19: a memory-state missed CSE is summed over every path from the first load; a
+#     gather-branch mechanism names three-way decisions (keys equal) and bucket scatters; a
+#     pointer-chase mechanism names a link masked by a register (and its size from a constant)
+FORMAT_VERSION = 19
 Progress = Callable[[str], None]
 
 

@@ -290,7 +290,7 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
              + (f", {number(per_call)} per call of {of}." if per_call else "."))
     budget = next((c.split(": ", 1)[1] for c in m["checks"] if "step budget" in c), None)
     relink = next((c.split(": ", 1)[1] for c in m["checks"] if c.startswith(RELINKS)), None)
-    bound = metric(m, "table bound")
+    bound = metric(m, "table size") or metric(m, "table bound")
     cached = bound is not None and bound <= L2_BYTES
     rec = _chase_levers(per_call, budget, relink, cached)
     step = _step_levers(m)
@@ -358,20 +358,39 @@ def _step_levers(m: dict) -> str:
 
 
 def _footprint(m: dict) -> str:
-    """What the link's width says of the table's size (pcscope.core.chain_walk)."""
+    """What the link's mask or width says of the table's size (pcscope.core.chain_walk):
+    the mask gives the size when a constant sets it; the width only bounds it."""
     bits, bound = metric(m, "link bits"), metric(m, "table bound")
+    size = metric(m, "table size")
+    masked = _check_after(m, chain_walk.MASKED)
+    if masked:  # the instructions without their PCs, which the checks give
+        masked = re.sub(r" at 0x[0-9a-f]+", "", masked)
+    if size is not None:
+        return f" The link is masked ({masked}): mask + 1 entries, {_bytes(size)}, {_where(size)}"
     if bits is None or bound is None:
-        return (" Nothing in the code bounds the structure's size (32-bit or wider links): "
-                "if it is many MiB at run time, the steps miss in cache and that latency is "
-                "the cost to hide.")
-    size = f"{number(bound / 1024)} KiB" if bound < 1 << 20 else f"{number(bound / (1 << 20))} MiB"
-    where = ("within L1D (64 KiB on Neoverse N1/V1)" if bound <= L1_BYTES else
-             "within every Neoverse L2 (512 KiB or more)" if bound <= L2_BYTES
-             else "more than some L2s hold: steps can miss")
-    return (f" {number(bits)}-bit links bound the table to {number(2 ** bits)} entries of "
-            f"{number(bound / 2 ** bits)} byte(s) ({size}), {where}"
-            + ("; expect the load-to-use latency (4 to 11 cycles) per step, not DRAM misses."
-               if bound <= L2_BYTES else "."))
+        return (f" The link is masked ({masked}): mask + 1 entries, a number nothing in the "
+                f"code bounds" if masked else
+                " Nothing in the code bounds the structure's size (32-bit or wider links)") \
+            + (": if it is many MiB at run time, the steps miss in cache and that latency is "
+               "the cost to hide.")
+    entries = f"{number(2 ** bits)} entries of {number(bound / 2 ** bits)} byte(s)"
+    if masked:
+        return (f" The link is masked ({masked}): mask + 1 entries, at most {entries} "
+                f"({_bytes(bound)}, the link width's bound), {_where(bound)}")
+    return f" {number(bits)}-bit links bound the table to {entries} ({_bytes(bound)}), {_where(bound)}"
+
+
+def _bytes(size: float) -> str:
+    return f"{number(size / 1024)} KiB" if size < 1 << 20 else f"{number(size / (1 << 20))} MiB"
+
+
+def _where(size: float) -> str:
+    """Which cache level a table of ``size`` bytes fits, and what a step then costs."""
+    return ("within L1D (64 KiB on Neoverse N1/V1)" if size <= L1_BYTES else
+            "within every Neoverse L2 (512 KiB or more)" if size <= L2_BYTES
+            else "more than some L2s hold: steps can miss") + \
+        ("; expect the load-to-use latency (4 to 11 cycles) per step, not DRAM misses."
+         if size <= L2_BYTES else ".")
 
 
 def _check_after(m: dict, prefix: str) -> str | None:
