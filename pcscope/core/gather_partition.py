@@ -195,10 +195,11 @@ def _decisions(ops: list[Op], rows: list[int], branches: list[int]) -> list[Deci
                     leaves.add(pc)
         names = {ops[i].mnemonic for i in tree}
         equal = next((i for i in tree if ops[i].mnemonic in _EQUAL), None)
-        three = len(leaves) == 3 and equal is not None and bool(names & _ORDER)
+        if len(leaves) != 3 or not names & _ORDER:
+            equal = None
         out.append(Decision(tuple(rows[i] for i in tree), len(leaves),
-                            rows[equal] if three and equal is not None else None,
-                            three and ops[equal].mnemonic in _EQUAL_TAKEN))
+                            None if equal is None else rows[equal],
+                            equal is not None and ops[equal].mnemonic in _EQUAL_TAKEN))
     return out
 
 

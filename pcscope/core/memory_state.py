@@ -225,13 +225,13 @@ class _Paths:
         runs = sum(self.counts[i] for i in kept)
         return min(1.0, runs / self.counts[0]), len(kept) > 1
 
-    def clean_from(self, start: int, blocks: Callable[[int], bool]) -> set[int]:
+    def clean_from(self, start: int, blocked: set[int]) -> set[int]:
         """The rows reached from ``start`` (itself included) within one iteration without
-        running a row that ``blocks``."""
+        running a ``blocked`` row."""
         todo, seen = [start], set()
         while todo:
             i = todo.pop()
-            if i in seen or i == self.end or (i != start and blocks(i)):
+            if i in seen or i == self.end or (i != start and i in blocked):
                 continue
             seen.add(i)
             todo.extend(self.next[i])
@@ -347,10 +347,13 @@ def _reloads(ops: list[Op], counts: list[int], loads: dict[tuple[str, int], list
     entering edges' counts bound those executions, so the rest are certainly redundant."""
     out = []
     for key, at in loads.items():
+        if len(at) < 2:
+            continue
+        blocked = {k for k, o in enumerate(ops) if _blocks(o, key[0])}
         for first in at:
             if key[0] in ops[first].dest:
                 continue  # ``ldr x0, [x0, #8]`` moves its base: the next load reads elsewhere
-            clean = paths.clean_from(first, lambda k, base=key[0]: _blocks(ops[k], base))
+            clean = paths.clean_from(first, blocked)
             again = [j for j in at if j != first and j in clean]
             if not again:
                 continue
