@@ -3,7 +3,9 @@
     python -m bench.index_identity build OUT [PROFILE...]   # default: 1M bench + real corpus
     python -m bench.index_identity compare OLD NEW
 
-``build`` indexes each profile from nothing into ``OUT/<profile's folder name>``;
+``build`` indexes each profile from nothing into ``OUT/<profile's folder name>``, with its
+mechanisms (the part built on first use; the text index is not compared: Tantivy's segment
+files are not byte-stable);
 ``compare`` checks that every file of each index is byte-identical, meta.json included
 but for what differs between two builds of the same inputs (when the build and its
 fingerprints were taken, the files' mtimes, the index folder's path). A change to the build
@@ -18,6 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 META = "meta.json"
+DONE = "/done.json"
 
 
 def default_profiles() -> list[Path]:
@@ -29,7 +32,7 @@ def build(out: Path, profiles: list[Path]) -> None:
     from pcscope.index.store import open_workload
 
     for profile in profiles:
-        open_workload(profile, index_dir=out / profile.parent.name, rebuild=True)
+        open_workload(profile, index_dir=out / profile.parent.name, rebuild=True).mechanisms  # noqa: B018
         print(f"built {profile}", flush=True)
 
 
@@ -46,6 +49,11 @@ def _stable_meta(path: Path) -> dict:
     for _kind, fp in meta.get("files", []):
         fp.pop("mtime_ns", None)
     return meta
+
+
+def _stable_manifest(path: Path) -> dict:
+    return {rel: [size, crc] for rel, (size, _mtime, crc)
+            in json.loads(path.read_text(encoding="utf-8")).items()}
 
 
 def _files(folder: Path) -> dict[str, Path]:
@@ -67,6 +75,8 @@ def compare(old: Path, new: Path) -> list[str]:
         for rel in sorted(a):
             if rel == META:
                 equal = _stable_meta(a[rel]) == _stable_meta(b[rel])
+            elif rel.endswith(DONE):  # a part's manifest: its files' mtimes differ
+                equal = _stable_manifest(a[rel]) == _stable_manifest(b[rel])
             else:
                 equal = a[rel].read_bytes() == b[rel].read_bytes()
             if equal:

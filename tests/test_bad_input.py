@@ -541,7 +541,7 @@ def leftovers(d: Path, before: set[Path]) -> list[str]:
         rel = path.relative_to(d)
         if rel.parts[0] == "idx":
             live = (path.parent / "current").resolve()
-            if path.name.startswith((".text-", ".current-")) or (
+            if path.name.startswith((".text-", ".mechanisms-", ".current-")) or (
                     path.name.startswith("build-") and path != live):
                 out.append(str(rel))
             continue

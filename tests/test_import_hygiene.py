@@ -38,10 +38,11 @@ LATER = ("msgspec", "pcscope.core.alp", "pcscope.core.readers.guides")
 
 @pytest.fixture()
 def indexed(tmp_path) -> tuple[Path, Path]:
-    """A profile and an index folder holding its current index."""
+    """A profile and an index folder holding its current index with its mechanisms (as
+    `pcscope index` leaves it)."""
     profile, index_dir = tmp_path / "p.csv", tmp_path / "idx"
     profile.write_text(PROFILE)
-    open_workload(profile, index_dir=index_dir)
+    open_workload(profile, index_dir=index_dir).mechanisms  # noqa: B018
     return profile, index_dir
 
 

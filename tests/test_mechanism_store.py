@@ -71,3 +71,45 @@ def test_sites_list_a_pc_once_per_mechanism_heaviest_first():
     stored = MechanismTable(sites=sites, decode=fail)
     assert stored.ids_at(0x24) == [heavy.id, light.id] and len(stored) == 2
     assert np.array_equal(stored.sites.position, [1, 0, 1, 0])
+
+
+# -- the part built on first use ------------------------------------------------------------
+def _no_grouping(*_args, **_kwargs):
+    raise AssertionError("the mechanisms were grouped again")
+
+
+def test_the_build_leaves_the_mechanisms_to_their_first_use(tmp_path, monkeypatch):
+    monkeypatch.setattr("pcscope.core.mechanism_finder.find_mechanisms", _no_grouping)
+    workload = open_workload(walks(tmp_path), index_dir=tmp_path / "idx")
+    assert not (workload.folder / "mechanisms").exists()
+
+
+def test_the_first_use_stores_them_and_a_reopen_reads_them(tmp_path, monkeypatch):
+    profile, idx = walks(tmp_path), tmp_path / "idx"
+    first = open_workload(profile, index_dir=idx)
+    ids = [m.id for m in first.mechanisms]
+    assert len(ids) == 2 and (first.folder / "mechanisms" / "done.json").exists()
+    monkeypatch.setattr("pcscope.core.mechanism_finder.find_mechanisms", _no_grouping)
+    again = open_workload(profile, index_dir=idx)
+    assert again.folder == first.folder
+    assert [m.id for m in again.mechanisms] == ids
+
+
+def test_a_damaged_part_is_grouped_again(tmp_path):
+    profile, idx = walks(tmp_path), tmp_path / "idx"
+    first = open_workload(profile, index_dir=idx)
+    ids = [m.id for m in first.mechanisms]
+    table = first.folder / "mechanisms" / "mechanisms.msgpack"
+    table.write_bytes(table.read_bytes()[:-5])
+    again = open_workload(profile, index_dir=idx)
+    assert [m.id for m in again.mechanisms] == ids
+    assert not list(first.folder.glob(".mechanisms-*"))  # nothing half-made is left
+
+
+def test_a_folder_that_cannot_take_them_gets_them_in_memory(tmp_path, monkeypatch):
+    profile, idx = walks(tmp_path), tmp_path / "idx"
+    stored = [m.id for m in open_workload(profile, index_dir=idx / "a").mechanisms]
+    workload = open_workload(profile, index_dir=idx / "b")
+    monkeypatch.setattr("pcscope.index.parts.os.access", lambda *_args: False)
+    assert [m.id for m in workload.mechanisms] == stored
+    assert not (workload.folder / "mechanisms").exists()

@@ -17,6 +17,7 @@ from pcscope.cli.common import (
     output_file,
     positive_float,
     positive_int,
+    progress_status,
 )
 from pcscope.cli.model_args import MODEL_HELP, add_model_args, close_backend, open_backend
 from pcscope.core.backends.registry import BackendOptions, check
@@ -127,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
     for path in args.hint_file:
         hints += read_hint_file(path)
     workload = load_workload(args, default_guides(settings))
+    with progress_status("grouping mechanisms"):  # the candidates: built by the first use
+        workload.mechanisms  # noqa: B018
     backend = open_backend(args.model, args, workload, concurrency=settings.concurrency,
                            record=args.record, trace=args.trace)
     bus = EventBus()

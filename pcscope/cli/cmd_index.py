@@ -33,8 +33,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     workload = load_workload(args)
+    # Search and analysis are ready with the index: both parts built on first use are
+    # built here.
     with progress_status("indexing text"):
-        workload.text  # noqa: B018 - search is ready with the index: Tantivy is built here
+        workload.text  # noqa: B018
+    with progress_status("grouping mechanisms"):
+        workload.mechanisms  # noqa: B018
     selection = workload.hot(top=args.top, coverage=args.coverage)
     summary = index_summary(workload, selection)
     if args.json:

@@ -36,7 +36,7 @@ from pcscope.core.workload import Workload
 from pcscope.index import arrays, manifest
 from pcscope.index.lock import writer_lock
 from pcscope.index.memory import return_free_memory
-from pcscope.index.parts import load_parts, save_parts
+from pcscope.index.parts import PARTS, load_parts, save_parts
 
 # 2: a manifest of checked files, extra columns in numbered files; 3: mechanisms
 # (mechanisms.msgpack) and code-shape-qualified patterns; 4: text index format 2 (samples,
@@ -68,10 +68,12 @@ from pcscope.index.parts import load_parts, save_parts
 #     making and a releasing suffix, entered as often per operation)
 # 18: a gather-branch mechanism names the branches that guard a loop, a call or a long path
 #     (not a value choice) and counts its value-choice branches
-# 19: a memory-state missed CSE is summed over every path from the first load; a
+# 19: the mechanisms are a part built on first use (``mechanisms/``, beside ``text/``), not
+#     by the build: an index is browsable without them
+# 20: a memory-state missed CSE is summed over every path from the first load; a
 #     gather-branch mechanism names three-way decisions (keys equal) and bucket scatters; a
 #     pointer-chase mechanism names a link masked by a register (and its size from a constant)
-FORMAT_VERSION = 19
+FORMAT_VERSION = 20
 Progress = Callable[[str], None]
 
 
@@ -336,13 +338,14 @@ def _swap(home: Path, build: Path) -> None:
 
 def _remove_leftovers(home: Path) -> None:
     """Under the writer lock no build is in progress: every build folder but the current
-    one, and any half-made link or text index, is left over. Readers of an older build keep
-    their memory maps (unlinked files stay readable)."""
+    one, and any half-made link or part (text index, mechanisms), is left over. Readers of
+    an older build keep their memory maps (unlinked files stay readable)."""
     live = (home / "current").resolve().name
     for stale in home.glob("build-*"):
         if stale.name != live:
             shutil.rmtree(stale, ignore_errors=True)
-    for partial in [*home.glob(".current-*"), *home.glob("build-*/.text-*")]:
+    parts = [p for name in PARTS for p in home.glob(f"build-*/.{name}-*")]
+    for partial in [*home.glob(".current-*"), *parts]:
         if partial.is_dir() and not partial.is_symlink():
             shutil.rmtree(partial, ignore_errors=True)
         else:
