@@ -38,7 +38,7 @@ def test_reopen_reuses_the_build(tmp_path, profile):
     again = open_workload(profile, index_dir=idx)
     assert build_of(idx) == name
     assert np.array_equal(first.profile.pc, again.profile.pc)
-    assert isinstance(again.profile.pc, np.memmap)  # reopened as a memory map, not parsed
+    assert isinstance(again.profile.pc.base, np.memmap)  # reopened as a memory map, not parsed
 
 
 def test_changed_content_rebuilds(tmp_path, profile):
@@ -227,7 +227,7 @@ def test_reopen_reads_the_window_order_by_weight_stored_at_build(tmp_path):
         f"{w},{w},{hex(pc)},{n},nop\n" for w, pc, n in rows))
     open_workload(path, index_dir=tmp_path / "idx")
     p = open_workload(path, index_dir=tmp_path / "idx").profile
-    assert isinstance(p.windows_by_weight(), np.memmap)
+    assert isinstance(p.windows_by_weight().base, np.memmap)
     assert [p.windows[int(w)].label for w in p.windows_by_weight()] == ["d", "b", "c", "a", "e"]
     fresh = np.lexsort((p.windows.first_pcs(), -p.windows.value))
     assert np.array_equal(p.windows_by_weight(), fresh)

@@ -16,6 +16,7 @@ import numpy as np
 
 from pcscope.core.alp import AlpFileStats, AlpTable, LoopRecords
 from pcscope.core.alp_columns import AlpColumns, AlpRecords
+from pcscope.index.arrays import mapped
 
 _COLUMN_LISTS = ("asm", "extra_stages", "loop_names")
 _LOOP_ARRAYS = ("pcs", "order", "starts", "loops", "lines")
@@ -52,7 +53,7 @@ def load_alp(folder: Path) -> AlpTable:
     lists = msgspec.msgpack.decode((folder / "lists.msgpack").read_bytes(), type=_Lists)
 
     def array(name: str) -> np.ndarray:
-        return np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+        return mapped(folder / f"{name}.npy")
 
     arrays = {f.name: array(f"col.{f.name}") for f in dataclasses.fields(AlpColumns)
               if f.name not in _COLUMN_LISTS}

@@ -18,8 +18,15 @@ def _save(folder: Path, name: str, array: np.ndarray) -> None:
     np.save(folder / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
 
 
+def mapped(path: Path) -> np.ndarray:
+    """A saved array, memory-mapped read-only, as a plain array: every slice of numpy's
+    memmap class runs its ``__array_finalize__`` (~40 µs a call), which a reopened index's
+    readers (the mechanism finder: ~500k slices at 1M rows) would pay on every access."""
+    return np.asarray(np.load(path, mmap_mode="r", allow_pickle=False))
+
+
 def _load(folder: Path, name: str) -> np.ndarray:
-    return np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+    return mapped(folder / f"{name}.npy")
 
 
 def _save_strings(folder: Path, name: str, column: StringColumn) -> None:

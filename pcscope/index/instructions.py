@@ -40,6 +40,7 @@ import tantivy
 from pcscope.core import isa
 from pcscope.core.asmtext import AsmScan, asm_series, distinct_texts
 from pcscope.core.profile import Profile
+from pcscope.index.arrays import mapped
 from pcscope.index.parsed_query import (
     BoolNode,
     Bound,
@@ -105,7 +106,7 @@ class Postings:
 
     @classmethod
     def load(cls, directory: Path, name: str) -> Postings:
-        return cls(*(_load(directory / f"{name}_{part}.npy")
+        return cls(*(mapped(directory / f"{name}_{part}.npy")
                      for part in ("terms", "offsets", "items")))  # fmt: skip
 
     def span(self, term: str) -> tuple[int, int]:
@@ -237,7 +238,7 @@ class InstructionIndex:
 
     @classmethod
     def open(cls, directory: Path) -> InstructionIndex:
-        arrays = {name: _load(directory / f"{name}.npy") for name in cls.ARRAYS}
+        arrays = {name: mapped(directory / f"{name}.npy") for name in cls.ARRAYS}
         postings = {name: Postings.load(directory, name) for name in (*TEXT_FIELDS, "function")}
         return cls(arrays, postings)
 
@@ -508,11 +509,6 @@ class _Evaluation:
         high = size if node.upper.term is None else int(node.upper.term.value) + node.upper.included
         low, high = min(low, size), min(high, size)
         return _RowLeaf("row_range" if field == "row" else "rank_range", low, max(low, high))
-
-
-def _load(path: Path) -> np.ndarray:
-    """Mapped, as a plain array (indexing numpy's memmap class costs ~40 µs a call)."""
-    return np.asarray(np.load(path, mmap_mode="r"))
 
 
 def _block_size(rows: int) -> int:

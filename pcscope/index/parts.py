@@ -19,6 +19,7 @@ from pcscope.core.pattern_table import PatternTable
 from pcscope.core.profile import Profile
 from pcscope.core.workload import Workload
 from pcscope.index import manifest
+from pcscope.index.arrays import mapped
 from pcscope.index.lock import writer_lock
 from pcscope.index.mechanism_store import load_mechanisms, save_mechanisms
 from pcscope.index.memory import return_free_memory
@@ -74,7 +75,7 @@ def save_parts(build: Path, profile: Profile, inputs: Inputs, say: Progress) -> 
 
 def load_parts(folder: Path, profile: Profile, inputs: Inputs) -> Workload:
     pattern_arrays = {
-        p.stem: np.load(p, mmap_mode="r", allow_pickle=False)
+        p.stem: mapped(p)
         for p in (folder / "patterns").glob("*.npy")
     }
     # Read now, decoded on first use: a workload opened from a fresh build keeps working

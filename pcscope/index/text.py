@@ -50,6 +50,7 @@ from pcscope.core.errors import UsageError
 from pcscope.core.ids import win_id
 from pcscope.core.profile import Profile
 from pcscope.core.readers.guides import GuideSection
+from pcscope.index.arrays import mapped
 from pcscope.index.instructions import FIELDS, InstructionIndex
 from pcscope.index.parsed_query import Node, UnknownQuery, read_parsed
 
@@ -141,7 +142,7 @@ class TextIndex:
         self.rows = int(meta["instructions"])
         self._instructions = instructions
         self._parser = _register(tantivy.Index(_instruction_schema()))  # in memory, no documents
-        self._samples = SampleRanks(np.load(directory / SAMPLES, mmap_mode="r"))
+        self._samples = SampleRanks(mapped(directory / SAMPLES))
         self._rows: dict[str, ValueRows] = {}  # read on first use (windows: ~2 MB at 1M rows)
         self.guides = GuideIndex(guides, int(meta["guides"]))
 
