@@ -51,13 +51,13 @@ class Groups:
     @classmethod
     def from_codes(cls, codes: np.ndarray, groups: int) -> Groups:
         """Group rows by code (rows with code -1 belong to no group)."""
-        order = np.argsort(codes, kind="stable").astype(np.int64)
-        sorted_codes = codes[order]
-        order = order[sorted_codes >= 0]
-        counts = np.bincount(codes[codes >= 0], minlength=groups)
+        order = np.argsort(codes, kind="stable").astype(np.int64, copy=False)
+        # Code -1 sorts first (stable: the rest stay in row order); the codes shifted by one
+        # count rows per group with -1 at index 0, without a masked copy of the codes.
+        counts = np.bincount(codes + 1, minlength=groups + 1)
         offsets = np.zeros(groups + 1, dtype=np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        return cls(order, offsets)
+        np.cumsum(counts[1:], out=offsets[1:])
+        return cls(order[int(counts[0]):], offsets)
 
     def __len__(self) -> int:
         return len(self.offsets) - 1

@@ -7,8 +7,9 @@ again and its checksum compared; ``deep`` (``--verify``) compares every checksum
 from __future__ import annotations
 
 import os
-import zlib
 from pathlib import Path
+
+from isal.isal_zlib import crc32  # zlib's CRC-32, ~3x as fast (the build checks ~100 MB)
 
 _CHUNK = 1 << 20
 META = "meta.json"
@@ -18,7 +19,7 @@ def _crc(path: Path) -> int:
     crc = 0
     with open(path, "rb") as f:
         while chunk := f.read(_CHUNK):
-            crc = zlib.crc32(chunk, crc)
+            crc = crc32(chunk, crc)
     return crc
 
 

@@ -302,19 +302,24 @@ def _build(home: Path, inputs: Inputs, meta: dict, say: Progress) -> Path:
     build = Path(tempfile.mkdtemp(prefix="build-", dir=home))
     try:
         # What a build makes lives to its end: automatic passes (three full ones at 1M rows,
-        # ~0.2 s) would walk it and free nothing.
+        # ~0.2 s) would walk it and free nothing. What exists before it (the imports: most
+        # of the process's objects) is frozen, so the one collection below skips it.
         with collector_paused():
-            say(f"reading {inputs.profile.name}")
-            profile = read_profile(
-                inputs.profile, merge_duplicates=inputs.merge_duplicates, progress=say
-            )
-            return_free_memory()  # the parse's temporaries
-            arrays.save_profile(profile, build / "profile")
-            save_parts(build, profile, inputs, say)
-            # Its window and function tables point back at it: only a collection frees its
-            # arrays (~90 MB at 1M rows) before the reopen maps the saved ones.
-            del profile
-            gc.collect()
+            gc.freeze()
+            try:
+                say(f"reading {inputs.profile.name}")
+                profile = read_profile(
+                    inputs.profile, merge_duplicates=inputs.merge_duplicates, progress=say
+                )
+                return_free_memory()  # the parse's temporaries
+                arrays.save_profile(profile, build / "profile")
+                save_parts(build, profile, inputs, say)
+                # Its window and function tables point back at it: only a collection frees
+                # its arrays (~90 MB at 1M rows) before the reopen maps the saved ones.
+                del profile
+                gc.collect()
+            finally:
+                gc.unfreeze()
         return_free_memory()
         stamped = dict(meta, pcscope=__version__, manifest=manifest.manifest(build))
         (build / manifest.META).write_text(json.dumps(stamped, indent=1), encoding="utf-8")

@@ -154,8 +154,10 @@ def _encode(labels: pl.Series, clean: Callable[[pl.Series], pl.Series]) -> tuple
     physical = present.to_physical().to_numpy().astype(np.int64)
     renumber = np.full(int(physical.max(initial=-1)) + 2, -1, dtype=np.int32)  # last: null
     renumber[physical] = [index.get(c, -1) for c in cleaned]
-    codes = labels.to_physical().fill_null(len(renumber) - 1).to_numpy()
-    return renumber[codes], names
+    codes = labels.to_physical()
+    if codes.null_count():  # filled only then: a filled copy is 4 MB at 1M rows
+        codes = codes.fill_null(len(renumber) - 1)
+    return renumber[codes.to_numpy()], names
 
 
 def _pc_expr(fast: bool) -> pl.Expr:
@@ -220,14 +222,14 @@ def _columns(names: list[str]) -> list[pl.Expr]:
 
 def _lines(path: str, sep: str, names: list[str], cols: pl.DataFrame,
            failed: list[str]) -> np.ndarray:
-    """Each row's physical line: its number, unless a quoted cell spans lines somewhere in
-    the file (then every record's first line is counted again with the csv module).
-    ``failed``: the numeric columns some cell of which failed the fast read (only those
-    can hold a newline; the parse looked at the text columns)."""
-    rows = cols["_row"].to_numpy().astype(np.int64)
+    """Each row's physical line, uint32 as stored: its number, unless a quoted cell spans
+    lines somewhere in the file (then every record's first line is counted again with the
+    csv module). ``failed``: the numeric columns some cell of which failed the fast read
+    (only those can hold a newline; the parse looked at the text columns)."""
+    rows = cols["_row"].to_numpy()
     if not cols["_multiline"].any() and not (failed and _newline_in(path, sep, names, failed)):
         return rows
-    return _record_lines(path, sep, len(names))[rows - 2]
+    return _record_lines(path, sep, len(names))[rows.astype(np.int64) - 2].astype(np.uint32)
 
 
 def _newline_in(path: str, sep: str, names: list[str], columns: list[str]) -> bool:
@@ -309,6 +311,7 @@ def _build(
     del cols
     if len(pcs) > 1 and not bool(np.all(pcs[1:] > pcs[:-1])):
         order = np.argsort(pcs, kind="stable")
+        text = text[order]
         # One column at a time: each original goes before the next copy is made.
         pcs = pcs[order]
         rows = rows[order]
@@ -318,7 +321,6 @@ def _build(
         function = function[order]
         module = module[order]
         window_label = window_label[order]
-        text = text[order]
         del order
     dup = np.flatnonzero(pcs[1:] == pcs[:-1])
     if len(dup) and not merge:
@@ -352,7 +354,7 @@ def _build(
         window_label_code=label_code,
         module=module,
         modules=modules,
-        line=rows.astype(np.uint32),
+        line=rows,
         extras=extras,
     )
 
@@ -372,7 +374,7 @@ def _check_sum(path: str, what: str, counts: np.ndarray, lines: np.ndarray) -> N
 
 
 def _strings(series: pl.Series) -> StringColumn:
-    lengths = series.str.len_bytes().to_numpy().astype(np.uint64)
+    lengths = series.str.len_bytes().to_numpy()  # from_utf8 sums them as uint64
     joined = series.str.join("").cast(pl.Binary).item() or b""  # UTF-8 as is: no str copy
     return StringColumn.from_utf8(joined, lengths)
 
