@@ -90,7 +90,13 @@ def test_match_search_levers_fire(tmp_path):
     assert "one `ldrh`" in rec and "24.7%" in rec
     assert "`sxtw x3, w7` at 0x1024 (and more, in the checks) is recomputed" in rec
     assert "compare 8 bytes per step" in rec and "about 3" in rec
-    assert "(128 KiB), within every Neoverse L2" in rec and "not DRAM misses" in rec
+    # the link is masked by w12, loaded before the walk: the width is only a bound
+    assert said(m, chain_walk.MASKED) == ("`and w1, w1, w12` at 0x1014, set before the walk "
+                                          "by `ldr w12, [x0, #0x58]` at 0x1004, value not in "
+                                          "the code")
+    assert "table size" not in got
+    assert "mask + 1 entries, at most 65,536 entries of 2 byte(s) (128 KiB, the link width's " \
+        "bound), within every Neoverse L2" in rec and "not DRAM misses" in rec
     assert "jump pointers) has little latency to hide" in rec
 
 
@@ -106,7 +112,8 @@ def test_look_alikes_stay_quiet(tmp_path):
     wide = chase(tmp_path, search(link="ldr w1, [x11, x1, lsl #2]", exit_add="x9"))
     assert "link bits" not in figures(wide) and "extension steps" not in figures(wide)
     rec = advise(_mechanism_data(wide), "executions", None).recommendation
-    assert "Nothing in the code bounds the structure's size" in rec
+    # masked by a register loaded before the walk: nothing in the code bounds the mask
+    assert "mask + 1 entries, a number nothing in the code bounds: if it is many MiB" in rec
     assert "8 bytes per step" not in rec and "little latency to hide" not in rec
 
 
@@ -115,3 +122,26 @@ def test_an_immediate_mask_bounds_a_wide_link(tmp_path):
     m = chase(tmp_path, search(link="ldr w1, [x11, x1, lsl #2]")
               [:5] + [(800, "and w1, w1, #0x7fff")] + search(link="ldr w1, [x11, x1, lsl #2]")[6:])
     assert figures(m)["link bits"] == 15 and figures(m)["table bound"] == 32768 * 4
+
+
+def test_a_mask_set_from_a_constant_gives_the_table_size(tmp_path):
+    """`mov w12, #0x7fff` before the walk: 32,768 entries of 2 bytes, not the 16-bit
+    link's 65,536."""
+    lines = search()
+    lines[1] = (10, "mov w12, #0x7fff")
+    m = chase(tmp_path, lines)
+    assert figures(m)["table size"] == 32768 * 2 and figures(m)["table bound"] == 65536 * 2
+    assert said(m, chain_walk.MASKED).endswith("by `mov w12, #0x7fff` at 0x1004")
+    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    assert "mask + 1 entries, 64 KiB, within L1D" in rec and "at most" not in rec
+
+
+def test_a_mask_the_walk_changes_or_an_immediate_is_no_register_mask(tmp_path):
+    """A register the walk writes is not a fixed mask; an immediate one is the link's width."""
+    moving = search()
+    moving[7] = (800, "add w12, w12, #1")  # in place of the step budget's `subs`
+    for lines in (moving, search()[:5] + [(800, "and w1, w1, #0x7fff")] + search()[6:]):
+        m = chase(tmp_path, lines)
+        assert said(m, chain_walk.MASKED) is None and "table size" not in figures(m)
+        assert "masked" not in advise(_mechanism_data(m), "executions", None).recommendation
+

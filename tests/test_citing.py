@@ -4,8 +4,11 @@ hottest first, the key PC always first."""
 
 from __future__ import annotations
 
-from pcscope.core.backends.detectors import Insn
-from pcscope.core.backends.offline import hottest_instances
+import asyncio
+from types import SimpleNamespace
+
+from pcscope.core.backends.detectors import Insn, WindowView
+from pcscope.core.backends.offline import OfflineAnalyst, hottest_instances
 
 
 def insn(pc: int, asm: str, share: float) -> Insn:
@@ -54,3 +57,37 @@ def test_a_cold_row_outside_the_window_is_known_by_its_row() -> None:
                insn(0xa0, "ldr w6, [x19, #0x10]", 0.004))
     assert hottest_instances((0x10, 0xa0, 0x99, 0x9c, 0x14), insns, outside) == \
         [0x10, 0x14, 0xa0]
+
+
+class _Rows:
+    """The ``asm_around`` tool over a fixed set of rows (address order), counting reads."""
+
+    def __init__(self, rows: list[Insn]) -> None:
+        self.rows, self.reads = sorted(rows, key=lambda i: i.pc), 0
+
+    async def use(self, name: str, args: dict):
+        assert name == "asm_around"
+        self.reads += 1
+        pc = int(args["pc"], 16)
+        at = next(k for k, i in enumerate(self.rows) if i.pc == pc)
+        span = self.rows[at - args["before"]:at + args["after"] + 1]
+        return SimpleNamespace(data={"instructions": [
+            {"pc": i.pc, "asm": i.asm, "share": i.share, "patterns": []} for i in span]},
+            ids=())
+
+
+def test_the_heaviest_sites_rows_outside_the_window_are_cited_before_a_lighter_sites() -> None:
+    """The window shows twelve rows of a light site (a copy loop, 0.1 %); the heaviest site
+    (a partition, 0.5 % a row) lies in another window: its rows are read, a span at a time,
+    and cited by their shares. A site the window shows is not read again."""
+    light = [insn(0x1000 + 4 * k, f"add w{k}, w{k}, #1", 0.001) for k in range(12)]
+    heavy = [insn(0x2000 + 4 * k, f"sub w{k}, w{k}, #1", 0.005) for k in range(8)]
+    key = heavy[0].pc
+    pcs = (key, *(i.pc for i in light), *(i.pc for i in heavy[1:]))
+    view = WindowView("win:0x1000", "f", 0.2, light)
+    tool = _Rows([*light, *heavy])
+    cited = asyncio.run(OfflineAnalyst()._cited(pcs, view, tool, tuple(i.pc for i in heavy)))
+    assert cited[:8] == [i.pc for i in heavy] and tool.reads == 1
+    shown = _Rows(light)
+    asyncio.run(OfflineAnalyst()._cited(pcs[1:], view, shown, tuple(i.pc for i in light)))
+    assert shown.reads == 0

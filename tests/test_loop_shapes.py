@@ -11,6 +11,7 @@ from test_store_shapes import as_dict
 
 from pcscope.core import loop_dataflow
 from pcscope.core.backends.advice import advise
+from pcscope.core.gather_partition import PARTITION, SCATTERS, THREE_WAY
 from pcscope.core.mechanism_finder import find_mechanisms
 from pcscope.core.patterns import code_facts, find_patterns
 from pcscope.core.readers.profile_csv import read_profile
@@ -125,6 +126,74 @@ def test_a_branch_picking_between_two_short_sides_keeps_the_branch_free_advice(t
     advice = advise(as_dict(m), "executions", None)
     assert "decide branch-free where the branch only picks a value" in advice.recommendation
     assert "guards a loop" not in advice.recommendation
+
+
+def three_way(decide: str = "b.lt #0x1024") -> list[tuple[int, str]]:
+    """A partition scan testing each key for equality (`cbz`: 6000 of 10000 equal, moved to
+    the `==` part), then for order (``decide``: the `>` keys, 1000, move right)."""
+    return [(10000, "ldr w6, [x14]"), (10000, "add w1, w13, w6"),
+            (10000, "ldrb w1, [x2, w1, uxtw]"), (10000, "subs w1, w1, w12"),
+            (10000, "cbz w1, #0x1020"), (4000, decide), (1000, "str w6, [x15], #4"),
+            (1000, "b #0x1024"), (6000, "str w6, [x17], #4"), (10000, "add x14, x14, #4"),
+            (10000, "cmp x14, x16"), (10000, "b.ne #0x1000")]
+
+
+def test_a_three_way_partition_is_named_with_its_equal_keys(tmp_path):
+    _profile, table = mechanisms_of(tmp_path, [("qsort3", 0x1000, three_way()), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    assert f"{THREE_WAY}`cbz w1, #0x1020` at 0x1010 then `b.lt #0x1024` at 0x1014: equal on " \
+        "60% of 10,000" in m.checks
+    assert PARTITION in m.checks and not any(c.startswith(SCATTERS) for c in m.checks)
+    advice = advise(as_dict(m), "executions", None)
+    assert "three-way (two flags per element: `<` and `==`), and 60% of the keys equal the " \
+        "pivot" in advice.recommendation
+    assert "partition twice" in advice.recommendation
+
+
+@pytest.mark.parametrize("loop", [
+    partition(),  # one order test: two ways
+    three_way(decide="cbz w6, #0x1024"),  # two equality tests on two values, no order
+])  # fmt: skip
+def test_a_two_way_decision_is_not_called_three_way(tmp_path, loop):
+    _profile, table = mechanisms_of(tmp_path, [("qsort", 0x1000, loop), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    assert not any(c.startswith(THREE_WAY) for c in m.checks)
+    assert "three-way" not in advise(as_dict(m), "executions", None).recommendation
+
+
+def bucket_copy(place: str = "str w2, [x22, w4, uxtw #2]") -> list[tuple[int, str]]:
+    """bzip2's copy step: each index's key picks a bucket whose cursor says where the
+    index goes (``place``), on the 4000 of 10000 keys whose bucket is still open."""
+    return [(10000, "ldr w2, [x22, x0, lsl #2]"), (10000, "ldrb w7, [x24, w2, uxtw]"),
+            (10000, "ldrb w4, [x23, w7, uxtw]"), (10000, "cbnz w4, #0x1020"),
+            (4000, "ldr w4, [x8, x7, lsl #2]"), (4000, "add w9, w4, #1"),
+            (4000, "str w9, [x8, x7, lsl #2]"), (4000, place), (10000, "add x0, x0, #1"),
+            (10000, "cmp x0, x10"), (10000, "b.ne #0x1000")]
+
+
+def test_a_bucket_scatter_is_not_called_a_partition(tmp_path):
+    _profile, table = mechanisms_of(tmp_path, [("copy", 0x1000, bucket_copy()), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    (said,) = [c for c in m.checks if c.startswith(SCATTERS)]
+    assert said.startswith(f"{SCATTERS}`str w2, [x22, w4, uxtw #2]` at 0x101c")
+    assert PARTITION not in m.checks
+    advice = advise(as_dict(m), "executions", None)
+    assert "bucket scatters, not partitions" in advice.claim
+    assert "the branch-free partition does not apply to them, only the gather or prefetch" \
+        in advice.recommendation
+    assert "BlockQuicksort" not in advice.recommendation
+
+
+def test_an_index_stored_at_a_running_cursor_is_not_a_scatter(tmp_path):
+    """A filter keeping the indexes whose key matches, at a cursor that only steps: the key
+    decides whether, not where."""
+    loop = [(10000, "ldr w2, [x22, x0, lsl #2]"), (10000, "ldrb w7, [x24, w2, uxtw]"),
+            (10000, "cmp w7, w12"), (10000, "b.ne #0x1014"), (4000, "str w2, [x17], #4"),
+            (10000, "add x0, x0, #1"), (10000, "cmp x0, x10"), (10000, "b.ne #0x1000")]
+    _profile, table = mechanisms_of(tmp_path, [("filter", 0x1000, loop), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    assert not any(c.startswith(SCATTERS) for c in m.checks)
+    assert "bucket scatter" not in advise(as_dict(m), "executions", None).recommendation
 
 
 @pytest.mark.parametrize("loop", [

@@ -13,6 +13,10 @@ instructions and exact counts: the concrete levers of a pointer-chase mechanism
 - *footprint*: the link's width (``ldrb``/``ldrh``/``ldr w``, or an immediate mask or
   ``ubfx`` on it) bounds how many entries the chain can index; the shift of the chained
   load's index gives the entry size, so their product bounds the table.
+- *mask*: a link masked by a register the walk does not write (``and w1, w1, w12``, zlib's
+  ``& wmask``) indexes mask + 1 entries: the table's size, of which the link's width is only
+  an upper bound. The register is usually loaded before the walk, so its value is not in
+  the code; only a constant move before the walk gives the size.
 """
 
 from __future__ import annotations
@@ -32,7 +36,10 @@ LOOK_BACK = 12  # instructions looked back to resolve an address or find a compa
 REJECT = "first reject: "  # check prefixes the advice reads (pcscope.core.backends.advice)
 PAIRED = "the next reject compares the adjacent byte: "
 EXTENDS = "unrolled compare steps with per-step exits extend each candidate: "
+MASKED = "the link is masked by a register the walk does not write: "
+LOOK_BEFORE = 64  # rows looked back from the walk for what sets its mask register
 _WIDTH = {"ldrb": 8, "ldurb": 8, "ldrh": 16, "ldurh": 16}
+_CONSTANT = re.compile(r"^movz? \w+, #(0x[0-9a-f]+|\d+)$")  # not ``movn``: it inverts
 _COPIES = frozenset(("mov", "sxtw", "uxtw"))  # the same value (an index) in another form
 _SHIFT = re.compile(r"lsl #(\d+)\]$")
 
@@ -267,3 +274,49 @@ def checks(walk: Walk, asm: Callable[[int], str], pc: Callable[[int], int]) -> l
     if walk.extension:
         out.append(EXTENDS + f"{walk.extension_steps} steps from {pc(walk.extension[0]):#x}")
     return out
+
+
+@dataclass(frozen=True)
+class Mask:
+    """The chain's link masked by a register the walk does not write."""
+
+    row: int  # the ``and``
+    setter: int | None  # the row before the walk that sets the register, if found
+    value: int | None  # the mask, when that row moves a constant into it
+
+
+def masked(profile: Profile, op: Callable[[int], Op], rows: list[int],
+           keys: tuple[int, ...]) -> Mask | None:
+    """The mask on the index of the chain's first load (``and`` with one register the walk
+    does not write), with what sets that register before the walk (address order, the same
+    function, LOOK_BEFORE rows); None when the index is not masked that way."""
+    index = op(keys[0]).addr[1:2]
+    written = {reg for row in rows for reg in op(row).dest}
+    for row in rows:
+        o = op(row)
+        fixed = [reg for reg in o.src if reg not in written]
+        if o.mnemonic != "and" or o.dest != index or len(o.src) != 2 or len(fixed) != 1:
+            continue
+        fn = profile.function[rows[0]]
+        setter = next((q for q in range(rows[0] - 1, max(-1, rows[0] - 1 - LOOK_BEFORE), -1)
+                       if profile.function[q] == fn and fixed[0] in op(q).dest), None)
+        constant = None if setter is None else _CONSTANT.match(profile.asm(setter))
+        return Mask(row, setter, None if constant is None else int(constant.group(1), 0))
+    return None
+
+
+def mask_metrics(mask: Mask | None, entry_bytes: int) -> list[Metric]:
+    if mask is None or mask.value is None or not entry_bytes:
+        return []
+    return [Metric("table size", (mask.value + 1) * entry_bytes, "bytes",
+                   "(the link's mask + 1) x the indexed entry size")]
+
+
+def mask_checks(mask: Mask | None, asm: Callable[[int], str],
+                pc: Callable[[int], int]) -> list[str]:
+    if mask is None:
+        return []
+    sets = "set outside the rows read" if mask.setter is None else \
+        f"set before the walk by `{asm(mask.setter)}` at {pc(mask.setter):#x}"
+    value = "" if mask.value is not None else ", value not in the code"
+    return [f"{MASKED}`{asm(mask.row)}` at {pc(mask.row):#x}, {sets}{value}"]

@@ -15,6 +15,14 @@ sides rejoin within ``SIDE`` instructions with no call and no inner loop between
 that guards a loop or a call (bzip2's generateMTFValues: a counter increment or the whole
 move-to-front search) is kept out of that advice.
 
+Two things decide which branch-free form fits. The decision's arity: branches on one key
+that lead straight into each other (``sub`` + ``cbz``, then ``b.le``) are one decision, and
+one testing the key for equality and for order with three outcomes is three-way, with the
+part of keys found equal (the equality branch's taken share); a two-way block partition
+(BlockQuicksort, pdqsort) does not fit it as written. And the kind of move: a loop storing an
+index at an address that comes from its key (``ptr[copyStart[c]++] = j``) is a bucket
+scatter, not a partition: the key names the place, no branch chooses it.
+
 The loop is a natural loop of its function (pcscope.core.natural_loops; a partition's two
 scans and its swaps are one loop). It fires when:
 - a *stream* load reads 4 or 8 bytes at an address that moves by a constant each iteration
@@ -45,8 +53,24 @@ _WORDS = ("w", "x")  # a stream of indexes is 32- or 64-bit
 _STREAMS = frozenset(("ldr", "ldur", "ldrsw", "ldursw"))
 _FRAME = frozenset(("sp", "x29"))
 SIDE = 8  # rows each side of a value choice may hold before the two sides rejoin
+# the checks the advice reads: a partition, its three-way decisions, and bucket scatters
+PARTITION = "the loop stores index values back (it partitions or swaps the index array)"
+THREE_WAY = "three-way decisions on the key (tested for equality and for order: `<`, `==`, `>`): "
+SCATTERS = "bucket scatters, not partitions (a store's address comes from the key): "
 _EXIT = -1  # a side that leaves the loop
 _NEXT = -2  # a side that goes on to the loop's next iteration
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The branches on a loaded key that decide together, one leading straight into the
+    next (a partition's ``n == 0``, then ``n < 0``): how many ways the key sends an element,
+    and which branch tests it for equality."""
+
+    branches: tuple[int, ...]  # rows, the first to run first
+    ways: int  # distinct places the branches lead to
+    equal: int | None  # row of the equality test (`cbz`/`cbnz`/`b.eq`/`b.ne`) of a 3-way one
+    equal_taken: bool  # the key is equal when that branch jumps (`cbz`, `b.eq`)
 
 
 @dataclass(frozen=True)
@@ -57,8 +81,15 @@ class GatherLoop:
     branches: tuple[int, ...]  # rows of the conditional branches on the keys
     guards: tuple[str | None, ...]  # per branch: what it guards beyond a value choice
     moves: bool  # the loop stores index values back (a partition or swap)
+    scatters: tuple[int, ...]  # rows of stores whose address comes from a key (a bucket scatter)
+    decisions: tuple[Decision, ...]  # the branches on the keys, grouped by decision
     keys: int  # gather executions
     iterations: int  # the loop head's count
+
+    @property
+    def partition(self) -> bool:
+        """It moves indexes to places its branches choose, not to places its keys name."""
+        return self.moves and not self.scatters
 
 
 def find(finder: _Finder, claimed: np.ndarray) -> list[Mechanism]:
@@ -101,10 +132,75 @@ def gather_loop(ops: list[Op], rows: list[int], counts: list[int],
     used = sorted({s for g in gathers for s in flow.sources[g] & streams})
     moves = any(isa.is_store(o.mnemonic) and flow.sources[i] & streams
                 for i, o in enumerate(ops))
+    # stores of an index (not of a value loaded through a key) at its key's place first:
+    # the scatter itself, then its bucket counters
+    scatters = sorted((i for i, o in enumerate(ops) if isa.is_store(o.mnemonic) and
+                       _sources_of(ops, flow, i, o.addr) & gathers),
+                      key=lambda i: (bool(_sources_of(ops, flow, i, _stored(ops[i])) & gathers), i))
     return GatherLoop(
         tuple(rows), tuple(rows[i] for i in used), tuple(rows[i] for i in sorted(gathers)),
         tuple(rows[i] for i in branches), tuple(_guards(ops, i, nested) for i in branches),
-        moves, sum(counts[i] for i in gathers), counts[0])
+        moves, tuple(rows[i] for i in scatters),
+        tuple(_decisions(ops, rows, branches)), sum(counts[i] for i in gathers), counts[0])
+
+
+def _sources_of(ops: list[Op], flow: loop_dataflow.LoopValues, at: int,
+                regs: tuple[str, ...]) -> set[int]:
+    """The loads registers ``regs`` of ``ops[at]`` come from: each one's last write before
+    it in the body (a load counts itself)."""
+    out: set[int] = set()
+    for reg in regs:
+        j = next((k for k in range(at - 1, -1, -1) if reg in ops[k].dest), None)
+        if j is not None:
+            out |= flow.sources[j] | ({j} if reg in ops[j].loaded else set())
+    return out
+
+
+def _stored(o: Op) -> tuple[str, ...]:
+    """The registers a store writes to memory (its sources that are not its address)."""
+    return tuple(r for r in o.src if r not in o.addr)
+
+
+_EQUAL = frozenset(("cbz", "cbnz", "b.eq", "b.ne"))
+_EQUAL_TAKEN = frozenset(("cbz", "b.eq"))
+_ORDER = frozenset(f"b.{c}" for c in ("lt", "le", "gt", "ge", "mi", "pl", "hi", "hs", "lo",
+                                      "ls", "cc", "cs"))
+
+
+def _decisions(ops: list[Op], rows: list[int], branches: list[int]) -> list[Decision]:
+    """The branches on keys grouped by decision: a branch that another one falls into or
+    jumps to belongs to that one's decision; the places a decision leads to that are not
+    one of its branches are its ways. One that tests the key for equality and for order
+    with three ways is three-way (``<``, ``==``, ``>``)."""
+    at = {ops[i].pc: i for i in branches}
+
+    def ways(i: int) -> list[int]:
+        return [ops[i].pc + 4, *(() if ops[i].target is None else (ops[i].target,))]
+
+    inner = {at[pc] for i in branches for pc in ways(i) if at.get(pc, i) != i}
+    out = []
+    for root in branches:
+        if root in inner:
+            continue
+        tree, leaves, todo = [], set(), [root]
+        while todo:
+            i = todo.pop()
+            if i in tree:
+                continue
+            tree.append(i)
+            for pc in ways(i):
+                if pc in at:
+                    todo.append(at[pc])
+                else:
+                    leaves.add(pc)
+        names = {ops[i].mnemonic for i in tree}
+        equal = next((i for i in tree if ops[i].mnemonic in _EQUAL), None)
+        if len(leaves) != 3 or not names & _ORDER:
+            equal = None
+        out.append(Decision(tuple(rows[i] for i in tree), len(leaves),
+                            None if equal is None else rows[equal],
+                            equal is not None and ops[equal].mnemonic in _EQUAL_TAKEN))
+    return out
 
 
 def _guards(ops: list[Op], at: int, nested: frozenset[int]) -> str | None:
@@ -210,9 +306,16 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
     if guarding:
         checks.append("branches that guard a loop, a call or a long path, not a value "
                       f"choice: {guarding}")
-    if loop.moves:
-        checks.append("the loop stores index values back (it partitions or swaps the "
-                      "index array)")
+    if loop.partition:
+        checks.append(PARTITION)
+    three, equal = _three_way(finder, loop)
+    if three:
+        checks.append(THREE_WAY + three)
+    scatters = [x for x in loops if x.scatters]
+    if scatters:
+        checks.append(SCATTERS + "; ".join(
+            f"`{p.asm(x.scatters[0])}` at {int(p.pc[x.scatters[0]]):#x} (its loop "
+            f"{finder.share(x.rows):.2%} of the run)" for x in scatters))
     if len(loops) > 1:
         checks.append(f"{len(loops)} such loops in the function")
     return finder.mechanism("gather-branch", [
@@ -227,7 +330,30 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
         Metric("value-choice branches", sum(why is None for why in loop.guards), "branches",
                f"branches on the key whose two sides rejoin within {SIDE} instructions "
                "with no call or loop between (the heaviest loop)"),
+        *([] if equal is None else [Metric(
+            "keys equal", equal, "%", "of the keys its three-way decisions test, those found "
+            "equal: the equality branch's equal side over the decisions (the heaviest loop)")]),
     ], checks)
+
+
+def _three_way(finder: _Finder, loop: GatherLoop) -> tuple[str, float | None]:
+    """The loop's three-way decisions, each with the part of its keys found equal (from the
+    equality branch's taken share), and that part over all of them (%); "" and None when
+    none."""
+    p, said, equal, decided = finder.p, [], 0.0, 0
+    for d in loop.decisions:
+        taken = None if d.equal is None else taken_share(finder, d.equal)
+        if d.equal is None or taken is None:
+            continue
+        runs = finder.count(d.branches[0])
+        same = finder.count(d.equal) * (taken if d.equal_taken else 1 - taken)
+        equal, decided = equal + same, decided + runs
+        said.append(" then ".join(f"`{p.asm(r)}` at {int(p.pc[r]):#x}" for r in d.branches)
+                    + f": equal on {same / runs:.0%} of {runs:,}")
+    if not said:
+        return "", None
+    return "; ".join(said) + (f"; equal on {equal / decided:.0%} of all {decided:,}"
+                              if len(said) > 1 else ""), round(100 * equal / decided, 1)
 
 
 def _texts(profile: Profile, rows: tuple[int, ...]) -> str:

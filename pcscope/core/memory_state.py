@@ -59,15 +59,16 @@ BYTE_STORE = "the hottest byte store through another address: "
 
 @dataclass(frozen=True)
 class Reload:
-    """A field loaded again on a straight path from an earlier load of it, with no store of
-    any kind and no write of its base between: nothing can have changed it, so the second
-    load is a missed common subexpression, not an alias the compiler had to respect."""
+    """A field loaded again after a first load of it, on paths with no store of any kind, no
+    call and no write of its base between: nothing can have changed it, so the reloads are a
+    missed common subexpression, not an alias the compiler had to respect. Summed over every
+    path from the first load (a switch reloading the field on each of its arms)."""
 
     field: str  # as ``[x0, #0x10]``
-    first: int  # the PCs of the two loads
-    again: int
-    runs: int  # the second load's executions
-    redundant: int  # of them, at least this many came down the straight path
+    first: int  # the PC of the first load
+    again: tuple[int, ...]  # the PCs of the reloads, hottest first
+    runs: int  # the reloads' executions
+    redundant: int  # of them, at least this many came from an earlier load, nothing between
 
 
 @dataclass(frozen=True)
@@ -176,7 +177,7 @@ def loop_state(ops: list[Op], rows: list[int], counts: list[int]) -> LoopState |
         byte_store=None if hottest is None else ByteStore(
             ops[hottest].pc, f"{ops[hottest].mnemonic} {', '.join(ops[hottest].operands)}",
             counts[hottest]),
-        reloads=_reloads(ops, counts, loads),
+        reloads=_reloads(ops, counts, loads, paths),
         iterations=iterations,
         per_iteration=round(per_iteration, 1),
         fraction=round(done / total, 3),
@@ -223,6 +224,32 @@ class _Paths:
                 kept.append(i)
         runs = sum(self.counts[i] for i in kept)
         return min(1.0, runs / self.counts[0]), len(kept) > 1
+
+    def clean_from(self, start: int, blocked: set[int]) -> set[int]:
+        """The rows reached from ``start`` (itself included) within one iteration without
+        running a ``blocked`` row."""
+        todo, seen = [start], set()
+        while todo:
+            i = todo.pop()
+            if i in seen or i == self.end or (i != start and i in blocked):
+                continue
+            seen.add(i)
+            todo.extend(self.next[i])
+        return seen
+
+    def feeding(self, targets: list[int], within: set[int]) -> set[int]:
+        """The rows of ``within`` from which one of ``targets`` is reached inside it."""
+        before: dict[int, list[int]] = defaultdict(list)
+        for i in within:
+            for j in self.next[i]:
+                before[j].append(i)
+        todo, seen = list(targets), set()
+        while todo:
+            i = todo.pop()
+            if i not in seen:
+                seen.add(i)
+                todo.extend(k for k in before[i] if k in within)
+        return seen
 
     def _dominates(self, a: int, b: int, after: bool = False) -> bool:
         """``a`` is on every path from the head to ``b`` (``after``: every path from ``a`` to
@@ -311,34 +338,42 @@ def _recurs(ops: list[Op], load_at: list[int], store_at: list[int]) -> bool:
     return False
 
 
-def _reloads(ops: list[Op], counts: list[int],
-             loads: dict[tuple[str, int], list[int]]) -> tuple[Reload, ...]:
-    """Each field's second load on a straight run of instructions (consecutive addresses,
-    no unconditional branch) from its first with no store, call or write of the base
-    between. Branches from elsewhere in the loop into the run bring executions that did not
-    pass the first load: at most their counts, so the rest are certainly redundant."""
+def _reloads(ops: list[Op], counts: list[int], loads: dict[tuple[str, int], list[int]],
+             paths: _Paths) -> tuple[Reload, ...]:
+    """Each field's reloads reached from its first load (in loop order) with no store, call,
+    atomic or write of the base between, on every such path. An execution of a reload that
+    did not come from an earlier load entered those clean paths along an edge from outside
+    them after its last load, and each such entry feeds at most one first reload: the
+    entering edges' counts bound those executions, so the rest are certainly redundant."""
     out = []
     for key, at in loads.items():
-        for i, j in zip(at, at[1:], strict=False):
-            between = ops[i + 1:j]
-            if not _straight(ops[i:j + 1]) or any(
-                    isa.is_store(o.mnemonic) or isa.is_call(o.mnemonic) or
-                    isa.is_atomic(o.mnemonic) or key[0] in o.dest for o in between):
+        if len(at) < 2:
+            continue
+        blocked = {k for k, o in enumerate(ops) if _blocks(o, key[0])}
+        for first in at:
+            if key[0] in ops[first].dest:
+                continue  # ``ldr x0, [x0, #8]`` moves its base: the next load reads elsewhere
+            clean = paths.clean_from(first, blocked)
+            again = [j for j in at if j != first and j in clean]
+            if not again:
                 continue
-            inside = {o.pc for o in ops[i + 1:j + 1]}
-            entering = sum(c for k, (o, c) in enumerate(zip(ops, counts, strict=True))
-                           if o.target in inside and not i <= k < j)
-            redundant = counts[j] - entering
-            if redundant > 0:
-                out.append(Reload(_text(key), ops[i].pc, ops[j].pc, counts[j], redundant))
+            feeding = paths.feeding(again, clean)
+            entering = sum(min(counts[u], counts[v]) for u, ways in enumerate(paths.next)
+                           if u not in clean for v in ways if v in feeding and v != first)
+            runs = sum(counts[j] for j in again)
+            if runs > entering:
+                again.sort(key=lambda j: (-counts[j], j))
+                out.append(Reload(_text(key), ops[first].pc, tuple(ops[j].pc for j in again),
+                                  runs, runs - entering))
                 break
-    return tuple(sorted(out, key=lambda r: (-r.redundant, r.again)))
+    return tuple(sorted(out, key=lambda r: (-r.redundant, r.first)))
 
 
-def _straight(ops: list[Op]) -> bool:
-    """Consecutive instructions, each falling through to the next."""
-    return all(b.pc == a.pc + 4 and a.mnemonic != "b" and a.mnemonic not in isa.RETURNS
-               and a.mnemonic not in isa.INDIRECT for a, b in zip(ops, ops[1:], strict=False))
+def _blocks(o: Op, base: str) -> bool:
+    """``o`` may change a field at ``[base, ...]`` or its base: a store of any kind, a call,
+    an atomic, or a write of the base register."""
+    return isa.is_store(o.mnemonic) or isa.is_call(o.mnemonic) or \
+        isa.is_atomic(o.mnemonic) or base in o.dest
 
 
 def _text(field: tuple[str, int]) -> str:
@@ -389,6 +424,7 @@ def checks(state: LoopState) -> list[str]:
         out.append(f"{BYTE_STORE}`{b.asm}` at {b.pc:#x}, {b.runs / state.iterations:.2g}× "
                    f"per iteration ({b.runs:,} of {state.iterations:,})")
     for r in state.reloads[:3]:
-        out.append(f"{RELOADED}{r.field} at {r.first:#x}, again at {r.again:#x} (at least "
-                   f"{r.redundant:,} of {r.runs:,} runs)")
+        out.append(f"{RELOADED}{r.field} at {r.first:#x}, again at "
+                   f"{', '.join(f'{pc:#x}' for pc in r.again[:6])} (at least {r.redundant:,} "
+                   f"of {r.runs:,} runs, {r.redundant / state.iterations:.0%} of iterations)")
     return out

@@ -77,7 +77,10 @@ from pcscope.index.parts import PARTS, load_parts, save_parts
 # 21: loop mechanisms carry the work their loop recomputes from rarely changing inputs
 #     (pcscope.core.invariant_work, replacing the pointer chase's own check) and name the
 #     mechanisms of the other loops of their nest (pcscope.core.loop_nests)
-FORMAT_VERSION = 21
+# 22: a memory-state missed CSE is summed over every path from the first load; a
+#     gather-branch mechanism names three-way decisions (keys equal) and bucket scatters; a
+#     pointer-chase mechanism names a link masked by a register (and its size from a constant)
+FORMAT_VERSION = 22
 Progress = Callable[[str], None]
 
 

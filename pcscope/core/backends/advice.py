@@ -30,6 +30,7 @@ from pcscope.core.call_cohorts import (
     SHARED_CHECK,
 )
 from pcscope.core.fixed_trip_sums import LOOP_CONTROL
+from pcscope.core.gather_partition import PARTITION, SCATTERS, THREE_WAY
 from pcscope.core.hand_written import CHECK as HAND_WRITTEN
 from pcscope.core.keyed_lookups import CHECK as KEYED_CHECK
 from pcscope.core.keyed_lookups import LOOKUP_CHECK, MORE_CHECK, TREE_CHECK, WALK_CHECK
@@ -351,7 +352,7 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
              + (f", {number(per_call)} per call of {of}." if per_call else "."))
     budget = next((c.split(": ", 1)[1] for c in m["checks"] if "step budget" in c), None)
     relink = next((c.split(": ", 1)[1] for c in m["checks"] if c.startswith(RELINKS)), None)
-    bound = metric(m, "table bound")
+    bound = metric(m, "table size") or metric(m, "table bound")
     cached = bound is not None and bound <= L2_BYTES
     rec = _chase_levers(per_call, budget, relink, cached)
     step = _step_levers(m)
@@ -419,20 +420,39 @@ def _step_levers(m: dict) -> str:
 
 
 def _footprint(m: dict) -> str:
-    """What the link's width says of the table's size (pcscope.core.chain_walk)."""
+    """What the link's mask or width says of the table's size (pcscope.core.chain_walk):
+    the mask gives the size when a constant sets it; the width only bounds it."""
     bits, bound = metric(m, "link bits"), metric(m, "table bound")
+    size = metric(m, "table size")
+    masked = _check_after(m, chain_walk.MASKED)
+    if masked:  # the instructions without their PCs, which the checks give
+        masked = re.sub(r" at 0x[0-9a-f]+", "", masked)
+    if size is not None:
+        return f" The link is masked ({masked}): mask + 1 entries, {_bytes(size)}, {_where(size)}"
     if bits is None or bound is None:
-        return (" Nothing in the code bounds the structure's size (32-bit or wider links): "
-                "if it is many MiB at run time, the steps miss in cache and that latency is "
-                "the cost to hide.")
-    size = f"{number(bound / 1024)} KiB" if bound < 1 << 20 else f"{number(bound / (1 << 20))} MiB"
-    where = ("within L1D (64 KiB on Neoverse N1/V1)" if bound <= L1_BYTES else
-             "within every Neoverse L2 (512 KiB or more)" if bound <= L2_BYTES
-             else "more than some L2s hold: steps can miss")
-    return (f" {number(bits)}-bit links bound the table to {number(2 ** bits)} entries of "
-            f"{number(bound / 2 ** bits)} byte(s) ({size}), {where}"
-            + ("; expect the load-to-use latency (4 to 11 cycles) per step, not DRAM misses."
-               if bound <= L2_BYTES else "."))
+        return (f" The link is masked ({masked}): mask + 1 entries, a number nothing in the "
+                f"code bounds" if masked else
+                " Nothing in the code bounds the structure's size (32-bit or wider links)") \
+            + (": if it is many MiB at run time, the steps miss in cache and that latency is "
+               "the cost to hide.")
+    entries = f"{number(2 ** bits)} entries of {number(bound / 2 ** bits)} byte(s)"
+    if masked:
+        return (f" The link is masked ({masked}): mask + 1 entries, at most {entries} "
+                f"({_bytes(bound)}, the link width's bound), {_where(bound)}")
+    return f" {number(bits)}-bit links bound the table to {entries} ({_bytes(bound)}), {_where(bound)}"
+
+
+def _bytes(size: float) -> str:
+    return f"{number(size / 1024)} KiB" if size < 1 << 20 else f"{number(size / (1 << 20))} MiB"
+
+
+def _where(size: float) -> str:
+    """Which cache level a table of ``size`` bytes fits, and what a step then costs."""
+    return ("within L1D (64 KiB on Neoverse N1/V1)" if size <= L1_BYTES else
+            "within every Neoverse L2 (512 KiB or more)" if size <= L2_BYTES
+            else "more than some L2s hold: steps can miss") + \
+        ("; expect the load-to-use latency (4 to 11 cycles) per step, not DRAM misses."
+         if size <= L2_BYTES else ".")
 
 
 def _check_after(m: dict, prefix: str) -> str | None:
@@ -798,8 +818,9 @@ def _missed_cse(m: dict) -> str:
     # the PCs are part of the finding (the check is then not written twice)
     reloads = [c.split(" at ")[0] for c in said]
     return (f" Stronger evidence: {', '.join(reloads)} {'is' if len(reloads) == 1 else 'are'} "
-            f"loaded again with no store of any kind between ({'; '.join(said)}): a missed "
-            f"common subexpression (often where paths join), not aliasing; a local removes it "
+            f"loaded again with no store of any kind between, counted over every path from "
+            f"the first load ({'; '.join(said)}): a missed common subexpression (often where "
+            f"paths join, or once on each arm of a switch), not aliasing; a local removes it "
             f"too.")
 
 
@@ -1034,7 +1055,9 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
     fn = m["functions"][0]
     keys = metric(m, "keys gathered") or 0
     loops = int(metric(m, "loop iterations") or 0)
-    moves = any(c.startswith("the loop stores index values back") for c in m["checks"])
+    partition = PARTITION in m["checks"]
+    three = _check_after(m, THREE_WAY)
+    scatters = _check_after(m, SCATTERS)
     several = m["sites"] > 1
     figures = (f"{number(keys)} keys, {number(loops)} loop iterations"
                if noun == "executions" else
@@ -1046,36 +1069,62 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
              f"({_after(m, 'key loads')}): {figures}"
              + (f" over {m['sites']} loops" if several else "") + ". "
              f"It branches on each key: {_after(m, 'conditional branches on the loaded key')}"
-             + (". It stores index values back into the array: a partition" if moves else "")
+             + (". It stores index values back into the array: a partition" if partition else "")
+             + (f". It decides three ways on a key, testing it for equality and for order "
+                f"({three})" if three else "")
+             + (f". The loops storing each index at a place its key names ({scatters}) are "
+                f"bucket scatters, not partitions" if scatters else "")
              + ". Every key is a load whose address is known only after its index is loaded, "
              "and every decision is a data-dependent branch. Exact counts show how often each "
              "branch went one way, not how often it mispredicted or how long the key loads took.")
     guarding = _after(m, "branches that guard a loop")
+    # a partition's scans branch to its swaps: a block partition rewrites the scan, so only
+    # a branch into a loop or a call stops it
+    stops = guarding if not partition else "; ".join(
+        g for g in guarding.split("; ") if g.endswith(("(a loop)", "(a call)")))
     why = ("its sides do not rejoin within a few instructions: it picks a path, not a value"
-           if "(a long path)" in guarding else "it guards a loop or call, not a value choice")
+           if "(a long path)" in stops else "it guards a loop or call, not a value choice")
     gather = ("Take the key loads off the decision's path: gather the keys into a contiguous "
               "array first (a loop `key[i] = base[idx[i] + k]` has independent loads the core "
               "overlaps), or prefetch `base[idx[i + d] + k]` about 8-16 elements ahead "
               "(`__builtin_prefetch`, `prfm pldl1keep`)")
+    scatter = (" The bucket scatters (above) place each index where its key says: the "
+               "branch-free partition does not apply to them, only the gather or prefetch."
+               if scatters else "")
     title = f"Keys gathered through an index array and branched on in {fn} ({number(keys)} keys)"
-    if metric(m, "value-choice branches") == 0:
+    if metric(m, "value-choice branches") == 0 and (stops or not partition):
         return title, claim, (
-            f"{gather}. A branch-free rewrite does not apply: {guarding}; {why}, and `csel` "
+            f"{gather}. A branch-free rewrite does not apply: {stops}; {why}, and `csel` "
             "cannot replace a path. The key loads' latency (SPE, L1D_CACHE_REFILL) decides "
             "whether the gather or prefetch pays; a branch taken near 50% of the time still "
-            "mispredicts often, a cost only a different algorithm removes.")
-    decide = ("then partition branch-free on the contiguous keys: compute each element's "
-              "side with `cmp`/`cset` and store it unconditionally at both candidate "
-              "positions, advancing one pointer by the flag (block partitioning, as in "
-              "BlockQuicksort and pdqsort)" if moves else
-              "then decide branch-free where the branch only picks a value (`csel`/`cset`)")
-    if guarding:
-        decide += f" (not {guarding}: {why})"
+            "mispredicts often, a cost only a different algorithm removes." + scatter)
+    if partition:
+        decide = _partition_rewrite(metric(m, "keys equal"))
+    else:
+        decide = "then decide branch-free where the branch only picks a value (`csel`/`cset`)"
+    if stops:
+        decide += f" (not {stops}: {why})"
     rec = (f"{gather}; {decide}. Which half pays is what the counts cannot show: mispredicts "
            "per key (BR_MIS_PRED_RETIRED, SPE or the simulator) decide the branch-free rewrite; the key loads' latency (SPE, "
            "L1D_CACHE_REFILL) decides the gather or prefetch. A branch taken near 50% of the "
-           "time on random data mispredicts often; one near 0% or 100% does not.")
+           "time on random data mispredicts often; one near 0% or 100% does not." + scatter)
     return title, claim, rec
+
+
+def _partition_rewrite(equal: float | None) -> str:
+    """The branch-free partition for a two-way or, with the part of keys found equal, a
+    three-way decision (pcscope.core.gather_partition.THREE_WAY)."""
+    if equal is None:
+        return ("then partition branch-free on the contiguous keys: compute each element's "
+                "side with `cmp`/`cset` and store it unconditionally at both candidate "
+                "positions, advancing one pointer by the flag (block partitioning, as in "
+                "BlockQuicksort and pdqsort)")
+    return (f"then partition branch-free on the contiguous keys. The partition is three-way "
+            f"(two flags per element: `<` and `==`), and {number(equal)}% of the keys equal "
+            f"the pivot, so the two-way block partition of BlockQuicksort and pdqsort does not "
+            f"fit as written: compute both flags (`cmp`, two `cset`), store the index "
+            f"unconditionally at the `<` and the `==` cursors and advance each by its flag, or "
+            f"partition twice (`<` against the rest, then `==` against `>`)")
 
 
 def _struct_relaxation(m: dict, noun: str) -> tuple[str, str, str]:

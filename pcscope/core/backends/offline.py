@@ -27,6 +27,8 @@ LABEL = "[rule-based]"
 MAX_FINDINGS = 16
 MAX_PCS = 12  # PCs per finding: the evidence PC first, then its closest companions
 COLD = 0.01  # a cited row below this part of the hottest cited row's count is not cited
+SPAN = 32  # rows one read of the heaviest site's rows outside the window returns
+SPAN_READS = 3  # such reads per idea
 ALP_BATCH = 16
 
 
@@ -192,7 +194,8 @@ class OfflineAnalyst:
         """An idea about a whole mechanism: its sites' PCs and share come from the mechanism,
         which the evidence cites (``mech:``), so every call's idea about it merges into one."""
         rule = CATALOG[advice.rule]
-        pcs = (await self._cited(advice.pcs, view, reader))[:MAX_PCS]
+        pcs = (await self._cited(advice.pcs, view, reader,
+                                 tuple(mechanism["site_pcs"][0])))[:MAX_PCS]
         evidence = [mechanism["id"]]
         evidence += [pc_id(pc) for pc in pcs if pc_id(pc) in reader.citable]
         if view.id in reader.citable:
@@ -216,13 +219,16 @@ class OfflineAnalyst:
             removes=advice.removes,
         )
 
-    async def _cited(self, pcs: tuple[int, ...], view: WindowView,
-                     reader: _Reader) -> list[int]:
+    async def _cited(self, pcs: tuple[int, ...], view: WindowView, reader: _Reader,
+                     site: tuple[int, ...] = ()) -> list[int]:
         """The PCs an idea cites (hottest_instances), with the rows of the ones the window
         does not show (it shows its hottest rows only, and a site may lie in another window)
-        read first, so a cold row is known as cold."""
-        outside: list[Insn] = []
+        read first, so a cold row is known as cold. The rows of ``site`` (the mechanism's
+        heaviest) outside the window are read first, a span at a time: unread rows rank
+        last, so a window holding the mechanism's lighter sites would cite those instead."""
         shown = {i.pc for i in view.insns}
+        outside = await self._read_span([pc for pc in site if pc not in shown], reader)
+        shown |= {i.pc for i in outside}
         while unknown := [pc for pc in hottest_instances(pcs, view.insns, tuple(outside))
                           [:MAX_PCS] if pc not in shown]:
             for pc in unknown:
@@ -232,6 +238,23 @@ class OfflineAnalyst:
                 outside += [Insn.of(row, None) for row in (found.data or {}).get(
                     "instructions", []) if row["pc"] == pc]
         return hottest_instances(pcs, view.insns, tuple(outside))
+
+    async def _read_span(self, pcs: list[int], reader: _Reader) -> list[Insn]:
+        """The rows of ``pcs``, SPAN rows a read from the lowest one not yet read, at most
+        SPAN_READS reads."""
+        out: list[Insn] = []
+        left = set(pcs)
+        for _ in range(SPAN_READS):
+            if not left:
+                break
+            first = min(left)
+            found = await reader.use("asm_around", {"pc": hex_pc(first), "before": 0,
+                                                    "after": SPAN})
+            got = [Insn.of(row, None) for row in (found.data or {}).get("instructions", [])
+                   if row["pc"] in left]
+            out += got
+            left -= {first, *(i.pc for i in got)}
+        return out
 
     # -- deeper waves: one open question -------------------------------------------------
     async def _follow_up(self, seed: dict, reader: _Reader) -> list[Finding]:
