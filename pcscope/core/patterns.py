@@ -430,7 +430,7 @@ def _spin_waits(profile: Profile, f: CodeFacts, code: Code, loops: Loops) -> _Hi
     stray = ~(f.load | f.flags(isa.is_branch) | f.flags(SPIN_OK.__contains__))
 
     def holds(flags: np.ndarray) -> np.ndarray:
-        return (flags[cells] & inside).any(axis=1)
+        return np.asarray((flags[cells] & inside).any(axis=1))
 
     keep = ~holds(f.store) & holds(f.load) & ~holds(stray)
     found, loop_heads, sizes = [], [], []

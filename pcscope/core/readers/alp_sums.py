@@ -35,7 +35,7 @@ class Appended:
     numpy values, where a list of Python ints would take ~40 bytes each."""
 
     def __init__(self, dtype: type) -> None:
-        self._data = np.zeros(0, dtype)
+        self._data: np.ndarray = np.zeros(0, dtype)
         self._n = 0
 
     def __len__(self) -> int:
