@@ -7,6 +7,7 @@ import gzip
 import json
 import math
 import multiprocessing
+import os
 import random
 
 import numpy as np
@@ -18,7 +19,7 @@ import pcscope.core.alp_columns as alp_columns
 import pcscope.core.readers.alp as alp_reader
 import pcscope.core.readers.alp_blocks as alp_blocks
 from pcscope.core.alp import STAGES, AlpTable, round_sig
-from pcscope.core.errors import InputError
+from pcscope.core.errors import InputError, PcscopeError
 from pcscope.core.readers.alp import read_alp
 
 
@@ -768,3 +769,17 @@ def test_errors_found_apart_come_in_file_order_and_stop_the_worker(tmp_path, mon
     assert "gzip" in err.value.what
     with pytest.raises(InputError):
         read_alp(tmp_path / "missing.jsonl", profile_pcs=None)
+
+
+def _dies(path, size, out):
+    os._exit(3)
+
+
+def test_a_worker_that_dies_is_an_error_naming_the_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(alp_blocks, "APART_FROM_BYTES", 0)
+    monkeypatch.setattr(alp_blocks, "_send_blocks", _dies)
+    path = write_lines(tmp_path / "a.jsonl", [json.dumps(SAMPLE[0])])
+    with pytest.raises(PcscopeError) as err:
+        read_alp(path, profile_pcs=None)
+    assert str(path) in str(err.value) and "exit code 3" in str(err.value)
+    assert not multiprocessing.active_children()

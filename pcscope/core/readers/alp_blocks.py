@@ -21,11 +21,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from operator import attrgetter
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
-from pcscope.core.errors import InputError
+from pcscope.core.errors import InputError, PcscopeError
 from pcscope.core.ids import parse_pc
 from pcscope.core.readers.alp_records import RecordColumns, decode_block
 from pcscope.core.textio import LineBlock, open_line_blocks
@@ -135,7 +135,7 @@ def decoded_blocks(path: str | os.PathLike, size: int) -> Iterator[tuple[LineBlo
     worker.start()
     send.close()
     try:
-        while (item := receive.recv()) is not None:
+        while (item := _received(receive, worker, path)) is not None:
             if isinstance(item, OSError):
                 raise item
             if item[0] == "input error":
@@ -145,3 +145,15 @@ def decoded_blocks(path: str | os.PathLike, size: int) -> Iterator[tuple[LineBlo
         receive.close()
         worker.kill()    # done, or the reader stopped early (an error): no more blocks
         worker.join()
+
+
+def _received(receive: Connection, worker: multiprocessing.process.BaseProcess,
+              path: str | os.PathLike) -> Any:
+    """The worker's next item; a worker that died without saying so (killed, out of
+    memory) is an error naming the file, not an EOFError from the pipe."""
+    try:
+        return receive.recv()
+    except EOFError:
+        worker.join(timeout=1)
+        raise PcscopeError(f"{os.fspath(path)}: the process decoding the ALP stopped "
+                           f"(exit code {worker.exitcode}) before the end of the file") from None
