@@ -145,3 +145,49 @@ def test_a_mask_the_walk_changes_or_an_immediate_is_no_register_mask(tmp_path):
         assert said(m, chain_walk.MASKED) is None and "table size" not in figures(m)
         assert "masked" not in advise(_mechanism_data(m), "executions", None).recommendation
 
+
+
+def nested_extension() -> list:
+    """(count, asm) from 0x1000: the walk of ``search`` whose candidates, after passing
+    scan[0] and scan[1] (loads from x13, which the walk never writes), are extended by a
+    loop of its own (0x1070-0x109c: a post-indexed pointer reset to scan + 2 on each entry,
+    20 trips back over 80 entries, most leaving on the first compares), run far less often than the walk's steps."""
+    return [
+        (10, "ldr x11, [x0, #0x70]"), (10, "ldr w12, [x0, #0x58]"),
+        (10, "ldrb w10, [x13, #8]"), (10, "ldrb w15, [x13, #7]"), (10, "b 0x1024"),
+        (800, "and w1, w1, w12"), (800, "ldrh w1, [x11, x1, lsl #1]"),  # 0x1014: the head
+        (800, "subs w6, w6, #1"), (800, "b.eq 0x10b4"),
+        (800, "sxtw x3, w7"), (800, "add x2, x8, x1"),  # 0x1024
+        (800, "ldrb w5, [x2, w7, sxtw]"), (800, "cmp w5, w10"), (800, "b.ne 0x1014"),
+        (200, "add x3, x2, x3"), (200, "ldurb w3, [x3, #-1]"), (200, "cmp w3, w15"),
+        (200, "b.ne 0x1014"),
+        (100, "ldrb w4, [x2]"), (100, "ldrb w3, [x13]"), (100, "cmp w4, w3"),  # scan[0]
+        (100, "b.ne 0x1014"),
+        (90, "ldrb w4, [x2, #1]"), (90, "ldrb w3, [x13, #1]"), (90, "cmp w4, w3"),  # scan[1]
+        (90, "b.ne 0x1014"),
+        (80, "add x2, x2, #2"), (80, "add x3, x13, #2"),
+        (100, "ldrb w5, [x3, #1]"), (100, "ldrb w4, [x2, #1]"), (100, "cmp w5, w4"),  # 0x1070
+        (100, "b.ne 0x10a0"),
+        (60, "ldrb w5, [x3, #2]"), (60, "ldrb w4, [x2, #2]"), (60, "cmp w5, w4"),
+        (60, "b.ne 0x10a0"),
+        (30, "ldrb w5, [x3, #8]!"), (30, "ldrb w4, [x2, #8]!"), (30, "cmp w5, w4"),
+        (30, "b.eq 0x1070"),  # 0x109c: the extension's own back edge
+        (80, "sub w3, w3, w13"), (80, "cmp w7, w3"), (80, "b.ge 0x1014"),  # 0x10a0: join
+        (10, "mov w7, w3"), (10, "b 0x1014"),  # a better match: rare
+        (10, "mov w0, w7"), (10, "ret"),
+    ]
+
+
+def test_a_nested_loops_work_is_not_the_walks(tmp_path):
+    """The extension loop's loads and its post-indexed pointer belong to it: the walk's
+    recomputed work is scan[0], scan[1] and the index, changed where the match improves."""
+    m = chase(tmp_path, nested_extension())
+    recomputed = said(m, invariant_work.CHECK)
+    assert recomputed is not None
+    for inner in ("0x1070", "0x1074", "0x1080", "0x1090"):
+        assert inner not in recomputed
+    for walk in ("`sxtw x3, w7` at 0x1024", "`ldrb w3, [x13]` at 0x104c",
+                 "`ldrb w3, [x13, #1]` at 0x105c"):
+        assert walk in recomputed
+    changed = said(m, invariant_work.CHANGED)
+    assert "`mov w7, w3` at 0x10ac" in changed and "#8]!" not in changed
