@@ -145,3 +145,119 @@ def test_a_mask_the_walk_changes_or_an_immediate_is_no_register_mask(tmp_path):
         assert said(m, chain_walk.MASKED) is None and "table size" not in figures(m)
         assert "masked" not in advise(_mechanism_data(m), "executions", None).recommendation
 
+
+
+def nested_extension() -> list:
+    """(count, asm) from 0x1000: the walk of ``search`` whose candidates, after passing
+    scan[0] and scan[1] (loads from x13, which the walk never writes), are extended by a
+    loop of its own (0x1070-0x109c: a post-indexed pointer reset to scan + 2 on each entry,
+    20 trips back over 80 entries, most leaving on the first compares), run far less often than the walk's steps."""
+    return [
+        (10, "ldr x11, [x0, #0x70]"), (10, "ldr w12, [x0, #0x58]"),
+        (10, "ldrb w10, [x13, #8]"), (10, "ldrb w15, [x13, #7]"), (10, "b 0x1024"),
+        (800, "and w1, w1, w12"), (800, "ldrh w1, [x11, x1, lsl #1]"),  # 0x1014: the head
+        (800, "subs w6, w6, #1"), (800, "b.eq 0x10b4"),
+        (800, "sxtw x3, w7"), (800, "add x2, x8, x1"),  # 0x1024
+        (800, "ldrb w5, [x2, w7, sxtw]"), (800, "cmp w5, w10"), (800, "b.ne 0x1014"),
+        (200, "add x3, x2, x3"), (200, "ldurb w3, [x3, #-1]"), (200, "cmp w3, w15"),
+        (200, "b.ne 0x1014"),
+        (100, "ldrb w4, [x2]"), (100, "ldrb w3, [x13]"), (100, "cmp w4, w3"),  # scan[0]
+        (100, "b.ne 0x1014"),
+        (90, "ldrb w4, [x2, #1]"), (90, "ldrb w3, [x13, #1]"), (90, "cmp w4, w3"),  # scan[1]
+        (90, "b.ne 0x1014"),
+        (80, "add x2, x2, #2"), (80, "add x3, x13, #2"),
+        (100, "ldrb w5, [x3, #1]"), (100, "ldrb w4, [x2, #1]"), (100, "cmp w5, w4"),  # 0x1070
+        (100, "b.ne 0x10a0"),
+        (60, "ldrb w5, [x3, #2]"), (60, "ldrb w4, [x2, #2]"), (60, "cmp w5, w4"),
+        (60, "b.ne 0x10a0"),
+        (30, "ldrb w5, [x3, #8]!"), (30, "ldrb w4, [x2, #8]!"), (30, "cmp w5, w4"),
+        (30, "b.eq 0x1070"),  # 0x109c: the extension's own back edge
+        (80, "sub w3, w3, w13"), (80, "cmp w7, w3"), (80, "b.ge 0x1014"),  # 0x10a0: join
+        (10, "mov w7, w3"), (10, "b 0x1014"),  # a better match: rare
+        (10, "mov w0, w7"), (10, "ret"),
+    ]
+
+
+def test_a_nested_loops_work_is_not_the_walks(tmp_path):
+    """The extension loop's loads and its post-indexed pointer belong to it: the walk's
+    recomputed work is scan[0], scan[1] and the index, changed where the match improves."""
+    m = chase(tmp_path, nested_extension())
+    recomputed = said(m, invariant_work.CHECK)
+    assert recomputed is not None
+    for inner in ("0x1070", "0x1074", "0x1080", "0x1090"):
+        assert inner not in recomputed
+    for walk in ("`sxtw x3, w7` at 0x1024", "`ldrb w3, [x13]` at 0x104c",
+                 "`ldrb w3, [x13, #1]` at 0x105c"):
+        assert walk in recomputed
+    changed = said(m, invariant_work.CHANGED)
+    assert "`mov w7, w3` at 0x10ac" in changed and "#8]!" not in changed
+
+
+WRAPS = {"csel": [(700, "add w8, w4, w7"), (700, "csel w4, w8, w4, lo")],
+         "csel-zero": [(700, "csel w8, w7, wzr, lo"), (700, "add w4, w4, w8")],
+         "branch": [(700, "b.hs 0x1040"), (350, "add w4, w4, w7")]}
+
+
+def cyclic_tree(*, size_set: str = "sub w11, w1, w3", bound: str = "w7",
+                wrap: str = "csel") -> list:
+    """(count, asm) from 0x1000: a binary-tree match walk over a cyclic array of 8-byte
+    nodes (two 4-byte links; liblzma's bt_find_func form): the node index is the current
+    position less the candidate's distance, plus the array size (w7, which the walk does
+    not write) when that would fall below zero (``wrap``: `add` + `csel` at 0x1038/0x103c,
+    `csel` of w7 or zero + `add`, or an `add` a branch skips); the walk
+    ends when the distance reaches ``bound`` (`cmp w11, <bound>` at 0x1020 and 0x1068), after
+    7 steps per call."""
+    return [
+        (100, "sub w14, w4, #1"), (100, "sub w19, w6, w1"), (100, size_set),
+        (100, "b 0x1030"),
+        (300, "str w3, [x30]"), (300, "add x30, x10, #4"),  # 0x1010: the smaller side
+        (300, "ldr w3, [x10, #4]"), (300, "sub w11, w1, w3"), (300, f"cmp w11, {bound}"),
+        (300, "b.hs 0x1078"), (280, "subs w14, w14, #1"), (280, "b.eq 0x1078"),
+        (700, "add w4, w3, w19"), (700, "cmp w6, w11"), *WRAPS[wrap],  # 0x1030
+        (700, "ubfiz x10, x4, #3, #0x1f"),
+        (700, "lsl w8, w4, #1"), (700, "add x10, x5, x10"),
+        (700, "ldrb w12, [x2, w11, uxtw]"), (700, "cmp w12, w9"), (700, "b.lo 0x1010"),
+        (400, "str w3, [x18]"), (400, "mov x18, x10"),  # 0x1058: the larger side
+        (400, "ldr w3, [x5, x8, lsl #2]"), (400, "sub w11, w1, w3"),
+        (400, f"cmp w11, {bound}"), (400, "b.hs 0x1078"),
+        (370, "subs w14, w14, #1"), (370, "b.ne 0x1030"),
+        (100, "str wzr, [x18]"), (100, "ret"),  # 0x1078
+    ]
+
+
+def test_an_index_wrapped_by_a_register_bounds_the_table(tmp_path):
+    """w7 bounds the walk and wraps its index: at most w7 nodes of 8 bytes, a size only the
+    run time knows, so the advice names w7 and what to measure instead of 'unbounded' or
+    'if it hits L1 there is little to gain'."""
+    m = chase(tmp_path, cyclic_tree())
+    wrap = said(m, chain_walk.WRAPPED)
+    assert wrap is not None and wrap.startswith("w7: ")
+    assert "`add w8, w4, w7` at 0x1038" in wrap and "`csel w4, w8, w4, lo` at 0x103c" in wrap
+    assert "`cmp w11, w7` at 0x1020" in wrap and "0x1068" in wrap
+    assert figures(m)["wrapped entry bytes"] == 8 and "table size" not in figures(m)
+    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    assert "Nothing in the code bounds" not in rec and "little to gain" not in rec
+    assert "at most w7 entries of 8 bytes (8 × w7 bytes)" in rec
+    assert "a run-time size held in w7" in rec
+    assert "prefetch" in rec and "measure the value of w7" in rec.lower()
+    for form, rows in (("csel-zero", "`csel w8, w7, wzr, lo` at 0x1038, `add w4, w4, w8` at "
+                                     "0x103c"),
+                       ("branch", "`b.hs 0x1040` at 0x1038, `add w4, w4, w7` at 0x103c")):
+        wrap = said(chase(tmp_path, cyclic_tree(wrap=form)), chain_walk.WRAPPED)
+        assert wrap is not None and wrap.startswith(f"w7: {rows} wrap the index"), form
+
+
+def test_a_wrap_size_from_a_constant_gives_the_table_size(tmp_path):
+    m = chase(tmp_path, cyclic_tree(size_set="mov w7, #0x1000"))
+    assert figures(m)["wrapped table size"] == 4096 * 8
+    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    assert "at most 4,096 entries of 8 bytes (32 KiB), within L1D" in rec
+
+
+def test_a_conditional_add_without_a_compare_on_it_is_no_wrap(tmp_path):
+    """`csel` between i and i + w7 while the walk compares with another register: a
+    conditional step, not a wrap; nothing bounds the table."""
+    m = chase(tmp_path, cyclic_tree(bound="w13"))
+    assert said(m, chain_walk.WRAPPED) is None
+    assert "Nothing in the code bounds" in advise(_mechanism_data(m), "executions",
+                                                  None).recommendation

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from pcscope.cli.main import main
+from pcscope.core import invariant_work
 from pcscope.index.store import open_workload
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
@@ -233,6 +234,13 @@ def test_pigz_hash_chain_is_the_chase(analysed):
     (idea,) = [i for i in report["ideas"] if chase[0].id in i["evidence"]]
     assert "one `ldrh`" in idea["recommendation"] and "8 bytes per step" in idea["recommendation"]
     assert "not DRAM misses" in idea["recommendation"]
+    # the 8-step extension is a loop of its own (back edge 0x5502983c10): its loads and its
+    # post-indexed pointer are not the walk's recomputed work or change points; scan[0],
+    # scan[1] and the index are
+    recomputed = next(c for c in chase[0].checks if c.startswith(invariant_work.CHECK))
+    changed = next(c for c in chase[0].checks if c.startswith(invariant_work.CHANGED))
+    assert "0x5502983b90" not in recomputed and "0x5502983c00" not in changed
+    assert all(pc in recomputed for pc in ("0x5502983b44", "0x5502983b6c", "0x5502983b7c"))
 
 
 def test_xz_match_finder(analysed):
@@ -254,6 +262,11 @@ def test_xz_match_finder(analysed):
     # 6.64 steps per call: the walk's budget rarely ends it, so lowering it is not advised
     assert "lower the step budget" not in idea["recommendation"]
     assert "prefetch the head of the next walk" in idea["recommendation"]
+    # w7 (cyclic_size) bounds the walk and wraps the node index: 8 × w7 bytes, set at run
+    # time; neither unbounded nor "little to gain if it hits L1"
+    assert "at most w7 entries of 8 bytes (8 × w7 bytes)" in idea["recommendation"]
+    assert "Nothing in the code bounds" not in idea["recommendation"]
+    assert "little to gain" not in idea["recommendation"]
     # ...and the coverage table credits the idea to both functions holding a copy
     table = {r["name"]: r for r in report["run"]["coverage"]["table"]}
     assert table["<unknown_04>"]["status"] == "idea" == table["<unknown_02>"]["status"]

@@ -17,6 +17,11 @@ instructions and exact counts: the concrete levers of a pointer-chase mechanism
   ``& wmask``) indexes mask + 1 entries: the table's size, of which the link's width is only
   an upper bound. The register is usually loaded before the walk, so its value is not in
   the code; only a constant move before the walk gives the size.
+- *wrap*: an index the walk wraps at a register R it does not write and compares against
+  (``add t, i, R`` + ``csel i, t, i``; ``csel t, R, zr`` + ``add``; or an ``add``/``sub``
+  of R a conditional branch skips), as a cyclic buffer's position is, indexes at most R
+  entries: R times the index's stride in the chained loads' addresses (liblzma's
+  ``cyclic_size``). R is usually an argument or a field, so its value is not in the code.
 """
 
 from __future__ import annotations
@@ -42,6 +47,9 @@ _WIDTH = {"ldrb": 8, "ldurb": 8, "ldrh": 16, "ldurh": 16}
 _CONSTANT = re.compile(r"^movz? \w+, #(0x[0-9a-f]+|\d+)$")  # not ``movn``: it inverts
 _COPIES = frozenset(("mov", "sxtw", "uxtw"))  # the same value (an index) in another form
 _SHIFT = re.compile(r"lsl #(\d+)\]$")
+_SCALED = re.compile(r"(?:lsl|[su]xt[wx]) #(\d+)")  # an index operand's shift
+_COMPARES = frozenset(("cmp", "ccmp", "subs"))
+WRAPPED = "the link's index wraps at a register the walk does not write: "
 
 
 @dataclass(frozen=True)
@@ -320,3 +328,169 @@ def mask_checks(mask: Mask | None, asm: Callable[[int], str],
         f"set before the walk by `{asm(mask.setter)}` at {pc(mask.setter):#x}"
     value = "" if mask.value is not None else ", value not in the code"
     return [f"{MASKED}`{asm(mask.row)}` at {pc(mask.row):#x}, {sets}{value}"]
+
+
+@dataclass(frozen=True)
+class Wrap:
+    """The chained loads' index wrapped at a register the walk does not write."""
+
+    rows: tuple[int, ...]  # the rows adding the register and choosing (or skipping) it
+    bound: str  # the register, as the code spells it (``w7``)
+    compares: tuple[int, ...]  # the walk's compares against it
+    entry_bytes: int  # bytes one index step moves the chained loads' addresses
+    setter: int | None  # the row before the walk that sets the register, if found
+    value: int | None  # its value, when that row moves a constant into it
+    argument: bool  # nothing in the function before the walk sets it
+
+
+def wrapped(profile: Profile, op: Callable[[int], Op], rows: list[int],
+            keys: tuple[int, ...]) -> Wrap | None:
+    """The wrap of an index feeding the chain's loads, by a register the walk does not
+    write but compares against; None when there is none."""
+    inside = sorted(rows)
+    written = {reg for row in inside for reg in op(row).dest}
+    where = {row: i for i, row in enumerate(inside)}
+
+    def writer(row: int, reg: str) -> int | None:
+        """The nearest row writing ``reg`` before ``row`` in address order, else (a value
+        from the previous iteration) the last one of the walk after it."""
+        i = where[row]
+        return next((q for q in (*inside[i - 1::-1][:i], *inside[:i:-1])
+                     if reg in op(q).dest), None)
+
+    for row in inside:
+        found = _wrap_at(op, row, writer, written, inside)
+        if found is None:
+            continue
+        wrap_rows, bound, spelled = found
+        compares = tuple(q for q in inside if op(q).mnemonic in _COMPARES
+                         and bound in op(q).src)
+        strides = [s for key in keys if (s := _stride(op, writer, key, wrap_rows[-1]))]
+        if not compares or not strides:
+            continue
+        fn, start = profile.function[inside[0]], inside[0]
+        while start > 0 and profile.function[start - 1] == fn and \
+                inside[0] - start < LOOK_BEFORE:
+            start -= 1
+        setter = next((q for q in range(inside[0] - 1, start - 1, -1)
+                       if bound in op(q).dest), None)
+        constant = None if setter is None else _CONSTANT.match(profile.asm(setter))
+        entered = start == 0 or profile.function[start - 1] != fn  # read from its first row
+        return Wrap(wrap_rows, spelled, compares, max(strides), setter,
+                    None if constant is None else int(constant.group(1), 0),
+                    setter is None and entered)
+    return None
+
+
+def _wrap_at(op: Callable[[int], Op], row: int, writer: Callable[[int, str], int | None],
+             written: set[str], inside: list[int]) -> tuple[tuple[int, int], str, str] | None:
+    """At ``row``: the two rows of a wrap of an index by a register the walk does not write
+    (the last one writes the wrapped index), that register and its spelling; None if no
+    wrap."""
+    o = op(row)
+    ops = o.operands
+    if o.mnemonic == "csel" and len(ops) == 4:
+        a, b = isa.parse_register(ops[1]), isa.parse_register(ops[2])
+        for i, t in ((a, b), (b, a)):
+            w = writer(row, t) if t else None
+            step = _plus(op(w), i, written) if w is not None and i else None
+            if w is not None and step:
+                return (w, row), *step
+    if o.mnemonic in ("add", "sub") and len(ops) == 3 and o.dest:
+        t = isa.parse_register(ops[2])
+        w = writer(row, t) if t else None
+        chosen = op(w) if w is not None else None
+        if w is not None and chosen is not None and chosen.mnemonic == "csel" and \
+                len(chosen.operands) == 4:
+            picks = [isa.parse_register(x) for x in chosen.operands[1:3]]
+            other = picks[1] if picks[0] == "xzr" else picks[0] if picks[1] == "xzr" else None
+            if other and other not in written:
+                return (w, row), other, chosen.operands[1 + picks.index(other)]
+        branch = inside[inside.index(row) - 1] if inside.index(row) else None
+        skipped = branch is not None and isa.is_conditional_branch(op(branch).mnemonic) and \
+            op(branch).target == o.pc + 4
+        if branch is not None and skipped and t and t not in written and \
+                isa.parse_register(ops[1]) == o.dest[0]:
+            return (branch, row), t, ops[2]
+    return None
+
+
+def _plus(o: Op, index: str, written: set[str]) -> tuple[str, str] | None:
+    """``o`` adds to ``index`` (or subtracts from it) a register the walk does not write:
+    that register and its spelling."""
+    ops = o.operands
+    if o.mnemonic not in ("add", "sub") or len(ops) != 3:
+        return None
+    regs = [isa.parse_register(x) for x in ops[1:]]
+    sides = ((1, 2), (2, 1)) if o.mnemonic == "add" else ((1, 2),)
+    for mine, other in sides:
+        r = regs[other - 1]
+        if regs[mine - 1] == index and r and r not in written and r != index:
+            return r, ops[other]
+    return None
+
+
+def _stride(op: Callable[[int], Op], writer: Callable[[int, str], int | None], key: int,
+            wrap: int) -> int | None:
+    """Bytes one step of the index ``wrap`` writes moves the load ``key``'s address: the
+    shifts along the copies, shifts and adds between them (None when it does not feed it)."""
+    o = op(key)
+    text = next((x for x in o.operands if x.startswith("[")), "")
+    scaled = _SCALED.search(text)
+    for n, reg in enumerate(o.addr):
+        s = _scale(op, writer, key, reg, wrap, 0)
+        if s is not None:
+            return s << (int(scaled.group(1)) if n == 1 and scaled else 0)
+    return None
+
+
+def _scale(op: Callable[[int], Op], writer: Callable[[int, str], int | None], row: int,
+           reg: str, wrap: int, depth: int) -> int | None:
+    w = writer(row, reg)
+    if w is None or depth > 6:
+        return None
+    if w == wrap:
+        return 1
+    o = op(w)
+    ops = o.operands
+    if o.mnemonic in _COPIES and len(o.src) == 1:
+        return _scale(op, writer, w, o.src[0], wrap, depth + 1)
+    if o.mnemonic in ("lsl", "ubfiz") and len(o.src) == 1 and len(ops) >= 3 and \
+            ops[2].startswith("#"):
+        s = _scale(op, writer, w, o.src[0], wrap, depth + 1)
+        return None if s is None else s << int(ops[2].lstrip("#"), 0)
+    if o.mnemonic == "add" and len(ops) in (3, 4):
+        for n in (1, 2):
+            r = isa.parse_register(ops[n])
+            shift = _SCALED.search(ops[3]) if n == 2 and len(ops) == 4 else None
+            s = _scale(op, writer, w, r, wrap, depth + 1) if r and r != "xzr" else None
+            if s is not None:
+                return s << (int(shift.group(1)) if shift else 0)
+    return None
+
+
+def wrap_metrics(wrap: Wrap | None) -> list[Metric]:
+    if wrap is None:
+        return []
+    out = [Metric("wrapped entry bytes", wrap.entry_bytes, "bytes",
+                  "bytes one step of the wrapped index moves the chained loads' address")]
+    if wrap.value is not None:
+        out.append(Metric("wrapped table size", wrap.value * wrap.entry_bytes, "bytes",
+                          "the wrapping register's value x the entry bytes"))
+    return out
+
+
+def wrap_checks(wrap: Wrap | None, asm: Callable[[int], str],
+                pc: Callable[[int], int]) -> list[str]:
+    if wrap is None:
+        return []
+
+    def at(row: int) -> str:
+        return f"`{asm(row)}` at {pc(row):#x}"
+    sets = (f"set before the walk by {at(wrap.setter)}" if wrap.setter is not None else
+            "nothing in the function before the walk sets it (an argument)" if wrap.argument
+            else "set outside the rows read")
+    value = "" if wrap.value is not None else ", value not in the code"
+    return [f"{WRAPPED}{wrap.bound}: {', '.join(at(r) for r in wrap.rows)} wrap the index; "
+            f"the walk compares {wrap.bound} at {', '.join(at(r) for r in wrap.compares)}; "
+            f"{sets}{value}"]

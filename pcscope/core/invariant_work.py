@@ -64,17 +64,22 @@ def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
         return int(profile.samples[r]) if r < len(profile) else 0
 
     row_of = profile.row_of
-    own = rows
+    head = rows[0]
+    cycles = _inner_cycles(rows, op, row_of)
+    own = [r for r in rows if r not in cycles]
+    inner_rows = {*inner, *cycles}
     rows = sorted({*rows, *inner})
     body = set(rows)
-    head = own[0]
     iterations = count(head)
     if not iterations:
         return None
     preds = _predecessors(rows, op, row_of, body)
     reach = _reaching(rows, op, preds, head)
     entries = max(0, iterations - sum(_taken(r, op, count, head) for r in preds[head]))
-    change = {r: n + entries for r, n in _changes(rows, op, count, reach).items()}
+    # a value an inner loop computes changes with that loop's trips and exits, which the
+    # changes of its writers do not bound: it may change on every run of its readers
+    moving = inner_rows | _fed_by(own, op, reach, inner_rows)
+    change = {r: n + entries for r, n in _changes(rows, op, count, reach, moving).items()}
     limit = RARE * iterations
     chain = {r for r in own if count(r) and change[r] <= limit and
              count(r) >= SAVES * change[r] and _movable(op(r)) and _reads_any(op(r))}
@@ -98,6 +103,41 @@ def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
                       max(change[r] for r in chain), iterations, loads,
                       blockers if loads else (), changers,
                       tuple(count(r) for r in changers), entries)
+
+
+def _inner_cycles(rows: Sequence[int], op: Callable[[int], Op],
+                  row_of: Callable[[int], int | None]) -> set[int]:
+    """The rows of cycles inside the loop ``rows`` (head first) that pass neither its head
+    nor a row going to it: loops nested in it that natural_loops keeps as its own rows when
+    their head runs less often than NESTED times the outer head (an extension loop most
+    entries leave on its first compares reads like a ``continue`` by counts alone)."""
+    body = set(rows)
+    preds = _predecessors(rows, op, row_of, body)
+    head = rows[0]
+    to_head = set(preds[head])
+    out: set[int] = set()
+    for end in rows:
+        target = op(end).target
+        top = row_of(target) if target is not None and not isa.is_call(op(end).mnemonic) \
+            else None
+        if top is None or top not in body or top == head or top > end:
+            continue
+        cycle, todo = {top, end}, [end] if end != top else []
+        while todo:  # the rows reaching the back edge without passing its target
+            for p in preds[todo.pop()]:
+                if p not in cycle:
+                    cycle.add(p)
+                    todo.append(p)
+        if head not in cycle and not cycle & to_head:
+            out |= cycle
+    return out
+
+
+def _fed_by(rows: Sequence[int], op: Callable[[int], Op],
+            reach: dict[int, dict[str, frozenset[int]]], sources: set[int]) -> set[int]:
+    """The rows of ``rows`` reading a value one of ``sources`` writes."""
+    return {r for r in rows if any(w in sources for reg in reads(op(r))
+                                   for w in reach[r].get(reg, ()))}
 
 
 def _movable(o: Op) -> bool:
@@ -173,10 +213,10 @@ def _reaching(rows: Sequence[int], op: Callable[[int], Op], preds: dict[int, lis
 
 
 def _changes(rows: Sequence[int], op: Callable[[int], Op], count: Callable[[int], int],
-             reach: dict[int, dict[str, frozenset[int]]]) -> dict[int, int]:
+             reach: dict[int, dict[str, frozenset[int]]], moving: set[int]) -> dict[int, int]:
     """Per row: at most how often the value it computes changes inside the loop, its
     entries aside (from the top: every row first changes on each run, then its inputs bound
-    it until that settles)."""
+    it until that settles; the ``moving`` rows change on each run)."""
     change = {r: count(r) for r in rows}
     same: dict[tuple[str, ...], int] = {}  # per stored slot: the stores' runs
     for r in rows:
@@ -188,7 +228,7 @@ def _changes(rows: Sequence[int], op: Callable[[int], Op], count: Callable[[int]
             o = op(r)
             inputs = o.addr if o.load else reads(o)
             writers = {w for reg in inputs for w in reach[r].get(reg, ())}
-            if r in writers:  # an induction variable: it changes on every run
+            if r in writers or r in moving:  # an induction variable: it changes on every run
                 continue
             bound = sum(change[w] for w in writers if w != ENTRY)
             if o.load:

@@ -497,6 +497,7 @@ class _Finder:
             walks = [chain_walk.read(self.p, self.op, list(loop.rows), loop.keys, self.joins)
                      for loop in group]
             mask = chain_walk.masked(self.p, self.op, list(group[0].rows), group[0].keys)
+            wrap = chain_walk.wrapped(self.p, self.op, list(group[0].rows), group[0].keys)
             out.append(self.mechanism("pointer-chase", [
                 self.site([*loop.rows, *walk.extension], loop.keys[0])
                 for loop, walk in zip(group, walks, strict=True)], [
@@ -508,6 +509,7 @@ class _Finder:
                        "loads on the loop-carried chain"),
                 *chain_walk.metrics(walks[0], self.share(walks[0].extension)),
                 *chain_walk.mask_metrics(mask, walks[0].entry_bytes),
+                *chain_walk.wrap_metrics(wrap),
             ], ["in a loop (backward branch)", "the load's address comes, through registers, "
                 "from its own loaded value of the previous iteration (loop-carried)",
                 "not a GOT/global, canary, stack, writeback-stream or jump-table load",
@@ -517,7 +519,8 @@ class _Finder:
                 + ([f"{RELINKS}: {relink}"] if relink else [])
                 + (["prefetch already issued in the loop (prfm)"] if prefetch else [])
                 + chain_walk.checks(walks[0], self.p.asm, lambda r: int(self.p.pc[r]))
-                + chain_walk.mask_checks(mask, self.p.asm, lambda r: int(self.p.pc[r]))))
+                + chain_walk.mask_checks(mask, self.p.asm, lambda r: int(self.p.pc[r]))
+                + chain_walk.wrap_checks(wrap, self.p.asm, lambda r: int(self.p.pc[r]))))
         return out
 
     def _step_budget(self, loop: _Loop) -> str | None:

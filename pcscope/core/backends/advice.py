@@ -352,7 +352,8 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
              + (f", {number(per_call)} per call of {of}." if per_call else "."))
     budget = next((c.split(": ", 1)[1] for c in m["checks"] if "step budget" in c), None)
     relink = next((c.split(": ", 1)[1] for c in m["checks"] if c.startswith(RELINKS)), None)
-    bound = metric(m, "table size") or metric(m, "table bound")
+    bound = min((b for b in (metric(m, "table size"), metric(m, WRAPPED_SIZE),
+                             metric(m, "table bound")) if b is not None), default=None)
     cached = bound is not None and bound <= L2_BYTES
     rec = _chase_levers(per_call, budget, relink, cached)
     step = _step_levers(m)
@@ -374,12 +375,23 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
                 "must update them.")
     rec += step + _footprint(m)
     short = per_call is not None and per_call < LONG_WALK
+    wrap = _check_after(m, chain_walk.WRAPPED)
+    if wrap and bound is None:  # sized at run time: whether it misses is the question
+        held, entry = wrap.split(": ", 1)[0], number(metric(m, WRAPPED_ENTRY) or 0)
+        rec += (f" Measure the value of {held} at run time (a breakpoint on the walk, or the "
+                f"setting the program derives it from) and the load's L1D/L2 miss rate and "
+                f"latency (SPE, or the simulator) to confirm: {entry} × {held} bytes beyond "
+                f"the L2 means most steps miss.")
+        return f"Loop-carried load chain in {fn}", claim, rec
     rec += (" Measure the load's L1D/L2 miss rate and latency (SPE, or the simulator) first: "
             "if it hits L1, the chain costs ~4 cycles per step"
             + (", and a walk this short leaves little to gain." if short else
                " and only a shorter walk or cheaper steps help." if step else
                " and only a shorter walk helps."))
     return f"Loop-carried load chain in {fn}", claim, rec
+
+
+WRAPPED_ENTRY, WRAPPED_SIZE = "wrapped entry bytes", "wrapped table size"
 
 
 L1_BYTES = 64 * 1024  # L1D of Neoverse N1/V1/N2/V2
@@ -423,6 +435,9 @@ def _footprint(m: dict) -> str:
     """What the link's mask or width says of the table's size (pcscope.core.chain_walk):
     the mask gives the size when a constant sets it; the width only bounds it."""
     bits, bound = metric(m, "link bits"), metric(m, "table bound")
+    wrap = _check_after(m, chain_walk.WRAPPED)
+    if wrap:
+        return _wrap_footprint(m, wrap, bound)
     size = metric(m, "table size")
     masked = _check_after(m, chain_walk.MASKED)
     if masked:  # the instructions without their PCs, which the checks give
@@ -440,6 +455,36 @@ def _footprint(m: dict) -> str:
         return (f" The link is masked ({masked}): mask + 1 entries, at most {entries} "
                 f"({_bytes(bound)}, the link width's bound), {_where(bound)}")
     return f" {number(bits)}-bit links bound the table to {entries} ({_bytes(bound)}), {_where(bound)}"
+
+
+def _wrap_footprint(m: dict, wrap: str, width_bound: float | None) -> str:
+    """An index wrapped at a register R (pcscope.core.chain_walk): at most R entries, sized
+    when a constant sets R, otherwise a run-time size the steps miss beyond the caches."""
+    held, detail = wrap.split(": ", 1)
+    wraps, compares, sets = (detail.split("; ") + ["", ""])[:3]
+    how = ", ".join(dict.fromkeys(re.findall(r"`[^`]+`", wraps)))
+    cmps = ", ".join(dict.fromkeys(re.findall(r"`[^`]+`", compares)))
+    entry, size = metric(m, WRAPPED_ENTRY) or 0, metric(m, WRAPPED_SIZE)
+    lead = (f" The link's index wraps at {held} ({how}; the walk compares {held} with "
+            f"{cmps}): ")
+    if size is not None:
+        return (lead + f"at most {number(size / entry)} entries of {number(entry)} bytes "
+                       f"({_bytes(size)}), {_where(size)}")
+    origin = ("passed in as an argument" if "(an argument)" in sets else
+              re.sub(r" at 0x[0-9a-f]+", "", sets.split(",")[0]) if sets.startswith("set ")
+              else "set outside the code read")
+    held_size = (f"the table holds at most {held} entries of {number(entry)} bytes "
+                 f"({number(entry)} × {held} bytes), a run-time size held in {held} ({origin}, "
+                 f"its value not in the code)")
+    if width_bound is not None and width_bound <= L2_BYTES:  # the width bounds it closer
+        return (lead + held_size + f"; the link's width bounds it to {_bytes(width_bound)}, "
+                f"{_where(width_bound)}")
+    return (lead + held_size + ". The steps miss once that exceeds the "
+            f"caches: past {number(L1_BYTES / entry)} entries it leaves L1D (64 KiB), past "
+            f"{number(L2_BYTES / entry)} some L2s (512 KiB), and past the last-level cache "
+            f"(a few to tens of MiB) most steps wait for DRAM; then hiding the next walk's "
+            f"first miss (the prefetch above) or a shorter chain is the lever, not a cheaper "
+            f"step.")
 
 
 def _bytes(size: float) -> str:
