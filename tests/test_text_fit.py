@@ -78,3 +78,9 @@ def test_a_list_the_claim_shortened_is_kept_whole_in_the_checks_once():
         "no prfm in the loop", f"Heaviest, by the instructions counted here: {heaviest(80)}"]
     cut = fit(" ".join(f"Sentence {i} says one thing." for i in range(200)))
     assert checks_kept([], cut) == [f"… {cut.cut}"]
+
+
+def test_only_the_claim_makes_a_check_redundant():
+    """A check the recommendation quotes stays: the checks back the claim."""
+    checks = ["the walk already has a step budget: w6 counts down"]
+    assert checks_kept(checks, fit("A chain."), fit("Keep the budget: w6 counts down.")) == checks

@@ -56,13 +56,13 @@ def fit(body: str, tail: str = "", limit: int = TEXT_MAX) -> Fitted:
     return Fitted(f"{body} {tail}" if tail else body, lists, cut)
 
 
-def checks_kept(checks: tuple[str, ...] | list[str], *texts: Fitted) -> list[str]:
-    """The checks, less the lists the fitted ``texts`` state in full ("heaviest: a, b" when
-    the claim lists a, b: a list written twice is noise), then what fitting left out of
-    the texts that no kept check states."""
-    said = " ".join(t.text for t in texts)
-    kept = [c for c in checks if (listed := _listed(c)) is None or listed not in said]
-    for t in texts:
+def checks_kept(checks: tuple[str, ...] | list[str], claim: Fitted,
+                *others: Fitted) -> list[str]:
+    """The checks, less the lists the fitted claim states in full ("heaviest: a, b" when it
+    lists a, b: a list written twice beside the claim is noise), then what fitting left out
+    of the claim and the ``others`` that no kept check states."""
+    kept = [c for c in checks if (listed := _listed(c)) is None or listed not in claim.text]
+    for t in (claim, *others):
         kept += [f"{li.lead}: {li.items}" for li in t.lists
                  if not any(li.items in c for c in kept)]
         kept += [f"… {t.cut}"] if t.cut else []
