@@ -120,3 +120,15 @@ def test_wide_compare_advice_covers_interleaved_halfword_steps() -> None:
     rec = advise(mixed, "executions", None).recommendation
     assert "8 of the 26 steps compare 16-bit values" in rec and "`ldr q`" in rec
     assert "16-bit" not in advise(only, "executions", None).recommendation
+
+
+def test_the_checks_leave_the_claim_for_their_own_field() -> None:
+    """The checks are the idea's supporting detail, kept whole beside the claim rather
+    than appended to it (where the claim's length cut them and what followed)."""
+    m = mech("memory-state", {"field accesses per iteration": 8.4, "iterations": 1e6},
+             ["loads and stores of [base, #offset] fields, not stack slots",
+              "1 byte store(s) through other addresses in the loop"])
+    advice = advise(m, "executions", None)
+    assert advice is not None
+    assert "Checks passed" not in advice.claim and "not stack slots" not in advice.claim
+    assert advice.checks == tuple(m["checks"])

@@ -14,7 +14,8 @@ from pcscope.index.store import open_workload
 TOP = {"pcscope", "profile", "model", "ideas", "rejected", "calls", "cost", "run"}
 PROFILE = {"path", "instructions", "windows", "functions", "total", "selected_windows",
            "coverage"}
-IDEA = {"id", "title", "category", "target", "claim", "recommendation", "pcs", "evidence",
+IDEA = {"id", "title", "category", "target", "claim", "recommendation", "checks", "pcs",
+        "evidence",
         "window_weight", "mechanisms", "upside", "upside_how",
         "weight", "pc_weight", "confidence", "basis", "merged_from"}
 # uncached input, cache writes (cache_write_tokens) and cache reads (cached_tokens) apart
@@ -151,6 +152,13 @@ def test_analyze_the_real_bzip2_profile(bzip2, bundled_guides, tmp_path):
     check_report(report, workload)
     assert {i["basis"] for i in report["ideas"]} == {"profile-only"}
     assert "no ALP record covers it" in markdown
+    # the checks are their own field and section, not a tail of the claim its length cuts
+    checked = [i for i in report["ideas"] if i["checks"]]
+    assert checked and not any("Checks passed" in i["claim"] for i in report["ideas"])
+    assert markdown.count("**Checks passed.**") == len(checked)
+    for idea in checked:
+        section = markdown.split(idea["title"])[1].split("**Recommendation.**")[0]
+        assert all(f"- {check}" in section for check in idea["checks"])
 
 
 def test_mechanism_ids_of_other_ideas_are_linked_by_number():

@@ -21,3 +21,16 @@ def test_ideas_of_one_mechanism_follow_the_best_of_them():
 def test_a_mechanism_is_an_evidence_link():
     assert idea(1, "mech:llsc:0x10").evidence_links == ["mech:llsc:0x10", "pc:0x1"]
     assert ShownIdea.from_json({"id": "x", "evidence": ["pc:0x1"]}).evidence_links == ["pc:0x1"]
+
+
+def test_the_detail_shows_the_checks_beside_the_claim():
+    from pcscope.core.triage import Verdict
+    from pcscope.tui.widgets.findings import idea_detail
+
+    shown = ShownIdea.from_json({"id": "x", "claim": "A loop.",
+                                 "checks": ["no prfm in the loop", "heaviest: a, b"]})
+    assert shown.checks == ("no prfm in the loop", "heaviest: a, b")
+    text = idea_detail(shown, Verdict()).plain
+    assert "Claim A loop.\nChecks passed\n· no prfm in the loop\n· heaviest: a, b\n" \
+           "Recommendation" in text
+    assert "Checks" not in idea_detail(ShownIdea.from_json({"id": "y"}), Verdict()).plain

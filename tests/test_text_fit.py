@@ -1,34 +1,86 @@
-"""An idea's text is fitted to the contract's length without a silent cut."""
+"""An idea's text is fitted to the contract's length without losing what the analyst found:
+later lists give way from their tail with a count, and every word left out of the claim
+comes back whole in the idea's checks."""
 
-from pcscope.core.backends.advice import _unsaid
-from pcscope.core.backends.text_fit import SHORTENED, fit
+from pcscope.core.backends.text_fit import MORE, SHORTENED, checks_kept, fit
 from pcscope.core.contract.findings import TEXT_MAX
 
 TAIL = "The counts are exact executions, not time; to confirm, measure cycles per call."
+BRANCHES = "; ".join(f"`cbz w{i}, #0x10{i}` at 0x20{i} (count {i},000, taken {i}%)"
+                     for i in range(4))
+EVIDENCE = f"Loops in `f` load a key through each index. It branches on each key: {BRANCHES}."
+
+
+def heaviest(n: int) -> str:
+    return ", ".join(f"fn_{i} (2× per operation, {i}.5 instructions per call)" for i in range(n))
 
 
 def test_short_text_is_unchanged():
-    assert fit("A loop.", TAIL) == f"A loop. {TAIL}"
-    assert fit("A loop.") == "A loop."
+    assert fit("A loop.", TAIL).text == f"A loop. {TAIL}"
+    assert fit("A loop.").text == "A loop."
+    assert fit("A loop.").lists == () and fit("A loop.").cut == ""
 
 
-def test_long_list_loses_its_last_items_and_says_so_but_keeps_the_tail():
-    items = ", ".join(f"fn_{i} (2× per operation, {i}.5 instructions per call)" for i in range(80))
-    text = fit(f"Heaviest: {items}.", TAIL)
-    assert len(text) <= TEXT_MAX
-    assert text.endswith(TAIL)
-    assert SHORTENED in text
-    head = text[: text.index(SHORTENED)]
-    assert head.endswith("instructions per call)")  # cut between items, not inside one
-    assert "fn_0 " in head and "fn_79" not in head
+def test_a_later_list_gives_way_from_its_tail_and_the_evidence_stays_whole():
+    body = f"{EVIDENCE} Heaviest, by the instructions counted here: {heaviest(80)}. Own share 3%."
+    fitted = fit(body, TAIL)
+    assert len(fitted.text) <= TEXT_MAX and fitted.text.endswith(TAIL)
+    assert SHORTENED not in fitted.text
+    assert fitted.text.startswith(EVIDENCE)  # the branch list, every item
+    assert "Own share 3%." in fitted.text  # the sentence after the list too
+    kept = fitted.text.split("counted here: ")[1].split(", and ")[0]
+    left = 80 - len(kept.split(", fn_"))
+    assert f", {MORE.format(n=left)}. Own share" in fitted.text
+    assert "fn_0 (2× per operation, 0.5 instructions per call)" in kept
+    assert "fn_79" not in fitted.text
+    # the whole list comes back for the checks
+    assert [(li.lead, li.items) for li in fitted.lists] == [
+        ("Heaviest, by the instructions counted here", heaviest(80))]
+
+
+def test_commas_inside_brackets_and_code_are_not_between_items():
+    fields = ", ".join(f"[x{i}, #0x{i}0] on {i}% of iterations" for i in range(200))
+    fitted = fit(f"A loop keeps state in memory: `ldr w1, [x0, #8]`. Stored on fewer: {fields}.")
+    assert len(fitted.text) <= TEXT_MAX
+    assert "[x0, #0x00] on 0% of iterations, " in fitted.text
+    assert fitted.text.endswith(" more (in the checks).")
+    assert fitted.lists[0].items == fields
+
+
+def test_text_without_a_list_is_cut_at_a_sentence_and_the_rest_kept():
+    sentences = " ".join(f"Sentence {i} says one thing." for i in range(200))
+    fitted = fit(sentences, TAIL)
+    assert len(fitted.text) <= TEXT_MAX and fitted.text.endswith(f"thing{SHORTENED} {TAIL}")
+    head = fitted.text.removesuffix(f"{SHORTENED} {TAIL}")
+    assert f"{head}. {fitted.cut}" == sentences
 
 
 def test_an_over_long_tail_is_cut_rather_than_the_whole_body():
-    text = fit("A loop.", "x" * 3000)
-    assert len(text) <= TEXT_MAX and text.startswith("A loop.") and text.endswith(SHORTENED)
+    fitted = fit("A loop.", "x" * 3000)
+    assert len(fitted.text) <= TEXT_MAX and fitted.text.startswith("A loop.")
+    assert fitted.text.endswith(SHORTENED)
 
 
 def test_checks_that_repeat_a_list_of_the_claim_are_not_written_twice():
-    claim = "Heaviest: a (1×), b (2×)."
-    checks = ["27 functions entered once", "heaviest: a (1×), b (2×)", "other: c"]
-    assert _unsaid(checks, claim) == ["27 functions entered once", "other: c"]
+    claim = fit("Heaviest: a (1×), b (2×). Three-way: `cbz w1, #0x8` then `b.le #0x4`.")
+    checks = ["27 functions entered once", "heaviest: a (1×), b (2×)", "other: zz",
+              "three-way (tested for order: `<`, `==`): `cbz w1, #0x8` then `b.le #0x4`"]
+    assert checks_kept(checks, claim) == ["27 functions entered once", "other: zz"]
+
+
+def test_a_list_the_claim_shortened_is_kept_whole_in_the_checks_once():
+    claim = fit(f"A tree. Heaviest, by the instructions counted here: {heaviest(80)}.")
+    assert "fn_79" not in claim.text
+    # a check holding the whole list stays (the claim no longer states it) and is enough
+    assert checks_kept([f"heaviest: {heaviest(80)}"], claim) == [f"heaviest: {heaviest(80)}"]
+    # without one, the whole list is added
+    assert checks_kept(["no prfm in the loop"], claim) == [
+        "no prfm in the loop", f"Heaviest, by the instructions counted here: {heaviest(80)}"]
+    cut = fit(" ".join(f"Sentence {i} says one thing." for i in range(200)))
+    assert checks_kept([], cut) == [f"… {cut.cut}"]
+
+
+def test_only_the_claim_makes_a_check_redundant():
+    """A check the recommendation quotes stays: the checks back the claim."""
+    checks = ["the walk already has a step budget: w6 counts down"]
+    assert checks_kept(checks, fit("A chain."), fit("Keep the budget: w6 counts down.")) == checks

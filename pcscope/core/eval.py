@@ -43,8 +43,8 @@ EVIDENCE_LABELS = {"alp": "ALP", "no-alp": "no ALP", "selected": "ALP selected b
 CRITERIA = ("usefulness", "novelty", "grounding", "expected_upside", "guide_fit",
             "follow_up_clarity")
 ORDERS = ("AB", "BA")  # which side is Set 1
-MASKED_KEYS = ("title", "category", "target", "claim", "recommendation", "pcs", "evidence",
-               "weight", "confidence", "basis")
+MASKED_KEYS = ("title", "category", "target", "claim", "recommendation", "checks", "pcs",
+               "evidence", "weight", "confidence", "basis")
 EVIDENCE_CHARS = 300
 MAX_EVIDENCE = 400
 MAX_GUIDES = 12  # guide sections shown to the judge (the most cited first)

@@ -26,11 +26,12 @@ class ShownIdea:
     basis: str
     mechanisms: tuple[str, ...]
     merged_from: tuple[str, ...]
+    checks: tuple[str, ...] = ()  # the checks backing the claim, lists it shortened whole
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ShownIdea:
         """Keys a report of an older format lacks (``window_weight``, ``mechanisms``,
-        ``upside``) read as empty."""
+        ``upside``, ``checks``) read as empty."""
         return cls(
             id=data["id"], title=data.get("title", ""), category=data.get("category", ""),
             target=data.get("target", ""), claim=data.get("claim", ""),
@@ -41,6 +42,7 @@ class ShownIdea:
             confidence=float(data.get("confidence", 0.0)), basis=data.get("basis", ""),
             mechanisms=tuple(data.get("mechanisms", ())),
             merged_from=tuple(data.get("merged_from", ())),
+            checks=tuple(data.get("checks", ())),
         )
 
     @property

@@ -104,6 +104,9 @@ class Advice:
     pcs: tuple[int, ...]  # the mechanism's hottest sites' PCs, key instruction first
     confidence: float
     removes: float | None = None  # of the own share the recommendation deletes outright
+    # the checks that passed, less those the texts above state in full (the nest sentence
+    # and the recomputed work the recommendation names)
+    checks: tuple[str, ...] = ()
 
 
 def count(n: float, noun: str) -> str:
@@ -139,14 +142,13 @@ def advise(m: dict[str, Any], basis: str, module: str | None) -> Advice | None:
     claim = _nest(m) + claim
     pcs = tuple(pc for site in m["site_pcs"] for pc in site)
     fn = ", ".join(f"`{f}`" for f in m["functions"][:3])
-    checks = [c for c in _unsaid(m["checks"], claim)
-              if not c.startswith(_SAID_ELSEWHERE) and not _said_in(c, recommendation)]
+    checks = tuple(c for c in m["checks"]
+                   if not c.startswith(_SAID_ELSEWHERE) and not _said_in(c, recommendation))
     claim = (f"{claim} Own share {m['share']:.2%} ({len(m['site_pcs'])} of {m['sites']} "
-             f"site(s) cited) in {fn}."
-             + (f" Checks passed: {'; '.join(checks)}." if checks else ""))
+             f"site(s) cited) in {fn}.")
     evidence = [c for c in m["checks"] if not c.startswith(_NOT_EVIDENCE)]
     return Advice(RULE[kind], title, claim, recommendation, pcs,
-                  confidence(kind, basis, len(evidence)), removes)
+                  confidence(kind, basis, len(evidence)), removes, checks)
 
 
 # checks that say where else to look, not why the mechanism is believed; and those the
@@ -224,12 +226,6 @@ def _store_loop_in_assembly(m: dict, recommendation: str) -> str:
 
 # How a kind's advice reads when its function is likely hand-written assembly.
 _ASSEMBLY = {"store-loop": _store_loop_in_assembly}
-
-
-def _unsaid(checks: list[str], claim: str) -> list[str]:
-    """The checks, less the figures the claim already states ("heaviest: …" lists): a list
-    written twice takes the room of the evidence statement."""
-    return [c for c in checks if ": " not in c or c.split(": ", 1)[1] not in claim]
 
 
 def recommendation_for(rule, module: str | None) -> str:

@@ -15,7 +15,7 @@ from pcscope.core.backends.advice import Advice, advise, recommendation_for
 from pcscope.core.backends.detectors import Detection, Insn, WindowView, detect
 from pcscope.core.backends.operands import parse
 from pcscope.core.backends.rules import CATALOG, Rule
-from pcscope.core.backends.text_fit import fit
+from pcscope.core.backends.text_fit import checks_kept, fit
 from pcscope.core.contract.backend import CallRequest, CallResponse, Emit, ToolRunner, Usage
 from pcscope.core.contract.findings import Basis, CallOutput, Finding
 from pcscope.core.guide_map import sections_for
@@ -176,12 +176,15 @@ class OfflineAnalyst:
         questions = [rule.question.format(pc=hex_pc(det.pc))] if rule.question and \
             det.measured and len(det.pcs) == 1 else []
         title = rule.title if det.measured else rule.guess
+        claim = fit(body, " ".join(tail))
+        recommendation = fit(f"{LABEL} {recommendation_for(rule, view.module)}")
         return Finding(
             title=title.format(asm=anchor.asm, fn=view.function)[:200],
             category=rule.category,
             target=rule.target,
-            claim=fit(body, " ".join(tail)),
-            recommendation=fit(f"{LABEL} {recommendation_for(rule, view.module)}"),
+            claim=claim.text,
+            recommendation=recommendation.text,
+            checks=checks_kept((), claim, recommendation),
             pcs=[hex_pc(pc) for pc in pcs],
             evidence=list(dict.fromkeys(evidence))[:64],
             confidence=round(confidence, 3),
@@ -205,12 +208,14 @@ class OfflineAnalyst:
             rule, sections_for(mechanism["category"], kind), key=f"mech:{kind}"))
         claim = fit(f"{LABEL} {advice.claim}",
                     f"{_basis_note(view.basis)}; to confirm, measure {rule.confirm}.")
+        recommendation = fit(f"{LABEL} {advice.recommendation}")
         return Finding(
             title=advice.title[:200],
             category=mechanism["category"],
             target=rule.target,
-            claim=claim,
-            recommendation=fit(f"{LABEL} {advice.recommendation}"),
+            claim=claim.text,
+            recommendation=recommendation.text,
+            checks=checks_kept(advice.checks, claim, recommendation),
             pcs=[hex_pc(pc) for pc in pcs],
             evidence=list(dict.fromkeys(evidence))[:64],
             confidence=advice.confidence,
@@ -280,9 +285,11 @@ class OfflineAnalyst:
         pcs = list(dict.fromkeys([*data["pcs"], hex_pc(producer)]))
         evidence = [e for e in [*data["evidence"], parent_id, pc_id(producer)]
                     if e in reader.citable]
+        claim = fit(data["claim"], answer.strip())
         return [Finding(
             title=data["title"], category=data["category"], target=data["target"],
-            claim=fit(data["claim"], answer.strip()), recommendation=data["recommendation"],
+            claim=claim.text, recommendation=data["recommendation"],
+            checks=checks_kept(data.get("checks", []), claim),
             pcs=pcs[:32], evidence=list(dict.fromkeys(evidence))[:64],
             confidence=data["confidence"], basis=data["basis"], questions=[],
             removes=data.get("removes"),

@@ -14,6 +14,7 @@ Category = Literal[CATEGORIES]  # type: ignore[valid-type]
 Target = Literal["software", "compiler", "hardware"]
 Basis = Literal["measured", "predicted", "profile-only"]
 TEXT_MAX = 2000  # characters of a claim, a recommendation or a summary
+MAX_CHECKS = 64
 
 
 class Finding(BaseModel):
@@ -30,6 +31,12 @@ class Finding(BaseModel):
     evidence: list[str] = Field(min_length=1, max_length=64, description="evidence IDs cited")
     confidence: float = Field(ge=0.0, le=1.0)
     basis: Basis
+    # No brief quotes the checks (briefs quote claims), so they are not held to TEXT_MAX:
+    # the claim's length shortens the claim, never what the analyst found.
+    checks: list[str] = Field(
+        default_factory=list, max_length=MAX_CHECKS,
+        description="the checks on the code that passed, one statement each, and any list "
+                    "the claim had to shorten, in full")
     questions: list[str] = Field(default_factory=list, max_length=5,
                                  description="open questions for a deeper call")
     removes: float | None = Field(

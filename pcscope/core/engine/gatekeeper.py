@@ -141,6 +141,7 @@ def _idea(group: list[Accepted], profile: Profile, mechanisms: MechanismTable,
         questions=questions,
         mechanisms=tied,
         removes=f.removes,
+        checks=tuple(f.checks),
     )
 
 

@@ -61,6 +61,7 @@ class Idea:
     questions: tuple[str, ...] = ()
     mechanisms: tuple[str, ...] = ()  # mech: IDs it is about
     removes: float | None = None  # of the own share the recommendation deletes outright
+    checks: tuple[str, ...] = ()  # the claim's checks and any list it shortened, whole
 
     @property
     def penalty(self) -> Penalty:
@@ -90,6 +91,7 @@ class Idea:
             "target": self.target,
             "claim": self.claim,
             "recommendation": self.recommendation,
+            "checks": list(self.checks),
             "pcs": [hex_pc(pc) for pc in self.pcs],
             "evidence": list(self.evidence),
             "weight": round(self.weight, 6),

@@ -3,10 +3,10 @@
 The JSON holds exactly the spec's keys plus ``run`` (the resolved settings, stop reason,
 hints and coverage, so any run can be repeated and its reach judged). The Markdown opens
 with a coverage table (the top functions and mechanisms: idea, or why not), then ranks the
-ideas by expected upside; each names its analyst once and shows its claim, recommendation
-and an evidence table (PC, asm, share, ALP figures with their units; instructions without
-samples left out) and the guide sections it cites, quoted briefly. The calls are listed in
-an appendix.
+ideas by expected upside; each names its analyst once and shows its claim, the checks that
+back it (and any list the claim shortened, whole), its recommendation and an evidence
+table (PC, asm, share, ALP figures with their units; instructions without samples left
+out) and the guide sections it cites, quoted briefly. The calls are listed in an appendix.
 """
 
 from __future__ import annotations
@@ -178,6 +178,7 @@ def _idea_md(rank: int, idea: dict, store: EvidenceStore, model: str,
         "",
         f"**Claim.** {_linked(_unlabelled(idea['claim']), ranks, rank)}",
         "",
+        *_checks_md(idea.get("checks") or [], ranks, rank),
         f"**Recommendation.** {_linked(_unlabelled(idea['recommendation']), ranks, rank)}",
         "",
         "| PC | asm | share (%) | ALP (rates %, latencies cycles) |",
@@ -212,6 +213,13 @@ def _idea_md(rank: int, idea: dict, store: EvidenceStore, model: str,
         out += _wrapped("Merged from:", idea["merged_from"])
     out.append("")
     return out
+
+
+def _checks_md(checks: list[str], ranks: dict[str, int], rank: int) -> list[str]:
+    """The idea's checks, one item each, under the claim they back (none: no lines)."""
+    if not checks:
+        return []
+    return ["**Checks passed.**", "", *(f"- {_linked(c, ranks, rank)}" for c in checks), ""]
 
 
 def _wrapped(head: str, items: list[str]) -> list[str]:
