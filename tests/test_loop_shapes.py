@@ -11,7 +11,14 @@ from test_store_shapes import as_dict
 
 from pcscope.core import loop_dataflow
 from pcscope.core.backends.advice import advise
-from pcscope.core.gather_partition import DIAMONDS, EXITS, PARTITION, SCATTERS, THREE_WAY
+from pcscope.core.gather_partition import (
+    DIAMONDS,
+    EXITS,
+    LOOPS,
+    PARTITION,
+    SCATTERS,
+    THREE_WAY,
+)
 from pcscope.core.mechanism_finder import find_mechanisms
 from pcscope.core.patterns import code_facts, find_patterns
 from pcscope.core.readers.profile_csv import read_profile
@@ -190,6 +197,20 @@ def test_diamonds_rejoining_at_the_loop_head_or_in_another_scan_are_value_choice
         assert said in advice.claim.split("Checks passed")[0] and said in advice.recommendation
     assert "long path" not in advice.claim + advice.recommendation
     assert "`==` cursor" in advice.recommendation
+
+
+def test_each_loop_is_named_by_head_with_its_inner_cycles_iterations_and_keys(tmp_path):
+    """The second scan is a cycle of its own inside the partition loop: its passes are
+    iterations too, and the keys of every cycle add up to the keys said."""
+    _profile, table = mechanisms_of(tmp_path, [("qsort3", 0x1000, two_scans()), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    (said,) = [c.removeprefix(LOOPS) for c in m.checks if c.startswith(LOOPS)]
+    assert said.endswith("; head 10,100, key loads 10,000; inner cycle 0x1044: head 3,000, "
+                         "key loads 3,000)") and said.startswith("0x1000 (")
+    figures = {x.name: x.value for x in m.metrics}
+    assert figures["loop iterations"] == 13100 and figures["keys gathered"] == 13000
+    claim = advise(as_dict(m), "executions", None).claim
+    assert f"13,000 keys, 13,100 loop iterations (by head: {said})" in claim
 
 
 def test_a_branch_leaving_the_loop_is_its_exit_not_a_long_path(tmp_path):

@@ -56,6 +56,7 @@ SIDE = 8  # rows each side of a value choice may hold before the two sides rejoi
 # the checks the advice reads: a partition, its three-way decisions, and bucket scatters
 PARTITION = "the loop stores index values back (it partitions or swaps the index array)"
 THREE_WAY = "three-way decisions on the key (tested for equality and for order: `<`, `==`, `>`): "
+LOOPS = "the loops by head (share of the run; head count, key loads): "
 SCATTERS = "bucket scatters, not partitions (a store's address comes from the key): "
 DIAMONDS = "short diamonds, each only picking a value (both sides rejoin within a few rows): "
 EXITS = "loop exits (a side only leaves the loop): "
@@ -74,6 +75,16 @@ class Decision:
 
 
 @dataclass(frozen=True)
+class Cycle:
+    """A cycle of a loop: the loop's own through its head, or an inner one natural_loops
+    keeps in it (a partition's second scan), with the key loads it runs."""
+
+    head: int  # pc of its most executed head
+    iterations: int  # that head's count
+    keys: int  # executions of the key loads in it
+
+
+@dataclass(frozen=True)
 class GatherLoop:
     rows: tuple[int, ...]  # the loop's rows (less those another mechanism counts)
     streams: tuple[int, ...]  # rows of the index loads feeding a gather
@@ -84,7 +95,12 @@ class GatherLoop:
     scatters: tuple[int, ...]  # rows of stores whose address comes from a key (a bucket scatter)
     decisions: tuple[Decision, ...]  # the branches on the keys, grouped by decision
     keys: int  # gather executions
-    iterations: int  # the loop head's count
+    cycles: tuple[Cycle, ...]  # the loop's own (first), then inner cycles holding key loads
+
+    @property
+    def iterations(self) -> int:
+        """Passes through the loop's head and through its inner cycles' heads."""
+        return sum(c.iterations for c in self.cycles)
 
     @property
     def partition(self) -> bool:
@@ -150,11 +166,26 @@ def gather_loop(ops: list[Op], rows: list[int], counts: list[int], nested: froze
     scatters = sorted((i for i, o in enumerate(ops) if isa.is_store(o.mnemonic) and
                        _sources_of(ops, flow, i, o.addr) & gathers),
                       key=lambda i: (bool(_sources_of(ops, flow, i, _stored(ops[i])) & gathers), i))
+    cycle, heads = _cycles(ops, entries or frozenset((ops[0].pc,)))
     return GatherLoop(
         tuple(rows), tuple(rows[i] for i in used), tuple(rows[i] for i in sorted(gathers)),
-        tuple(rows[i] for i in branches), tuple(_roles(ops, branches, nested, entries)),
+        tuple(rows[i] for i in branches), tuple(_roles(ops, branches, nested, cycle, heads)),
         moves, tuple(rows[i] for i in scatters),
-        tuple(_decisions(ops, rows, branches)), sum(counts[i] for i in gathers), counts[0])
+        tuple(_decisions(ops, rows, branches)), sum(counts[i] for i in gathers),
+        _loop_cycles(ops, counts, gathers, cycle, heads))
+
+
+def _loop_cycles(ops: list[Op], counts: list[int], gathers: set[int], cycle: list[int],
+                 heads: dict[int, frozenset[int]]) -> tuple[Cycle, ...]:
+    """The loop's own cycle, then each inner cycle holding key loads: its head, the head's
+    count (the most executed head of several) and its key loads' executions."""
+    count = {o.pc: counts[i] for i, o in enumerate(ops)}
+    out = []
+    for c in sorted({-1, *(cycle[i] for i in gathers)}):
+        mine = heads[c] or {min(o.pc for i, o in enumerate(ops) if cycle[i] == c)}
+        head = max(sorted(mine), key=count.__getitem__)
+        out.append(Cycle(head, count[head], sum(counts[i] for i in gathers if cycle[i] == c)))
+    return tuple(out)
 
 
 def _sources_of(ops: list[Op], flow: loop_dataflow.LoopValues, at: int,
@@ -237,14 +268,13 @@ class _Path:
     end: str  # EXIT, "a loop", "a call", or "" (reached the head, or SIDE rows run)
 
 
-def _roles(ops: list[Op], at: list[int], nested: frozenset[int],
-           entries: frozenset[int]) -> list[Role]:
+def _roles(ops: list[Op], at: list[int], nested: frozenset[int], cycle: list[int],
+           heads: dict[int, frozenset[int]]) -> list[Role]:
     """The role of each branch ``ops[i]`` for ``i`` in ``at``. A loop may hold cycles of
     its own that natural_loops keeps in it (a partition's second scan is entered less often
     than the loop head: a ``continue`` into the middle): each row belongs to the cycle it
     runs in (pcscope.core.gather_partition._cycles), and a side entering another cycle
     leaves the branch's loop as surely as a side leaving the function's loop."""
-    cycle, heads = _cycles(ops, entries or frozenset((ops[0].pc,)))
     by_pc = {o.pc: i for i, o in enumerate(ops)}
     return [_role(ops, by_pc, nested, cycle, heads[cycle[i]], i) for i in at]
 
@@ -434,6 +464,8 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
         checks.append(SCATTERS + "; ".join(
             f"`{p.asm(x.scatters[0])}` at {int(p.pc[x.scatters[0]]):#x} (its loop "
             f"{finder.share(x.rows):.2%} of the run)" for x in scatters))
+    checks.append(LOOPS + "; ".join(_loop_said(finder, x) for x in sorted(
+        loops, key=lambda x: -finder.share(x.rows))))
     if len(loops) > 1:
         checks.append(f"{len(loops)} such loops in the function")
     return finder.mechanism("gather-branch", [
@@ -472,6 +504,14 @@ def _three_way(finder: _Finder, loop: GatherLoop) -> tuple[str, float | None]:
         return "", None
     return "; ".join(said) + (f"; equal on {equal / decided:.0%} of all {decided:,}"
                               if len(said) > 1 else ""), round(100 * equal / decided, 1)
+
+
+def _loop_said(finder: _Finder, loop: GatherLoop) -> str:
+    """A loop by its head: its share, its head's count and key loads, and its inner cycles'."""
+    own, *inner = loop.cycles
+    return (f"{own.head:#x} ({finder.share(loop.rows):.2%}; head {own.iterations:,}, key loads "
+            f"{own.keys:,}" + "".join(f"; inner cycle {c.head:#x}: head {c.iterations:,}, "
+                                      f"key loads {c.keys:,}" for c in inner) + ")")
 
 
 def _named(profile: Profile, row: int) -> str:

@@ -30,7 +30,7 @@ from pcscope.core.call_cohorts import (
     SHARED_CHECK,
 )
 from pcscope.core.fixed_trip_sums import LOOP_CONTROL
-from pcscope.core.gather_partition import DIAMONDS, EXITS, PARTITION, SCATTERS, THREE_WAY
+from pcscope.core.gather_partition import DIAMONDS, EXITS, LOOPS, PARTITION, SCATTERS, THREE_WAY
 from pcscope.core.hand_written import CHECK as HAND_WRITTEN
 from pcscope.core.keyed_lookups import CHECK as KEYED_CHECK
 from pcscope.core.keyed_lookups import LOOKUP_CHECK, MORE_CHECK, TREE_CHECK, WALK_CHECK
@@ -1059,6 +1059,7 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
     three = _check_after(m, THREE_WAY)
     scatters = _check_after(m, SCATTERS)
     several = m["sites"] > 1
+    by_head = _check_after(m, LOOPS)
     figures = (f"{number(keys)} keys, {number(loops)} loop iterations"
                if noun == "executions" else
                f"the key loads {count(keys, noun)}, the loop heads {count(loops, noun)}")
@@ -1067,7 +1068,8 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
              f"({_after(m, 'index loads')}) and {'load' if several else 'loads'} a key "
              f"through each index "
              f"({_after(m, 'key loads')}): {figures}"
-             + (f" over {m['sites']} loops" if several else "") + ". "
+             + (f" ({m['sites']} loops by head: {by_head})" if several else
+                f" (by head: {by_head})" if by_head else "") + ". "
              f"It branches on each key: {_after(m, 'conditional branches on the loaded key')}"
              + _roles_said(m)
              + (". It stores index values back into the array: a partition" if partition else "")
