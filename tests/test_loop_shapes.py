@@ -188,7 +188,7 @@ def two_scans() -> list[tuple[int, str]]:
 def test_diamonds_rejoining_at_the_loop_head_or_in_another_scan_are_value_choices(tmp_path):
     _profile, table = mechanisms_of(tmp_path, [("qsort3", 0x1000, two_scans()), WORK])
     (m,) = of_kind(table, "gather-branch")
-    assert f"{DIAMONDS}`cbz` at 0x1024 (rejoining at 0x1000 within 8), `cbnz` at 0x1058 " \
+    assert f"{DIAMONDS}`cbz` at 0x1024 (rejoining at the loop head 0x1000 within 8), `cbnz` at 0x1058 " \
         "(rejoining at 0x1038 within 6)" in m.checks
     assert f"{EXITS}`b.le` at 0x1028, `b.mi` at 0x1034" in m.checks
     assert not any(c.startswith("branches that guard") for c in m.checks)

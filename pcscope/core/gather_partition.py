@@ -256,6 +256,7 @@ class Role:
     kind: str  # DIAMOND, EXIT, or what the branch guards
     join: int | None = None  # the pc both sides reach, a diamond's
     rows: int = 0  # the longer side's rows before the join
+    head: str = ""  # what the join is when it is a head: the loop's or an inner cycle's
 
 
 DIAMOND = "a short diamond"
@@ -292,7 +293,9 @@ def _role(ops: list[Op], by_pc: dict[int, int], nested: frozenset[int], cycle: l
     every = [p for side in stay for p in side]
     join = next((pc for pc in every[0].pcs if all(pc in p.pcs for p in every)), None)
     if join is not None:
-        return Role(DIAMOND, join, max(p.pcs.index(join) for p in every))
+        return Role(DIAMOND, join, max(p.pcs.index(join) for p in every),
+                    "" if join not in heads else "the loop head " if cycle[at] < 0 else
+                    "its inner cycle's head ")
     return Role(next((p.end for p in every if p.end), "a long path"))
 
 
@@ -437,7 +440,7 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
     roles = list(zip(loop.branches, loop.roles, strict=True))
     guarding = "; ".join(f"`{p.asm(r)}` at {int(p.pc[r]):#x} ({role.kind})" for r, role in roles
                          if role.kind not in (DIAMOND, EXIT))
-    diamonds = ", ".join(f"{_named(p, r)} (rejoining at {role.join:#x} within {role.rows})"
+    diamonds = ", ".join(f"{_named(p, r)} (rejoining at {role.head}{role.join:#x} within {role.rows})"
                          for r, role in roles if role.kind == DIAMOND)
     exits = ", ".join(_named(p, r) for r, role in roles if role.kind == EXIT)
     checks = [
