@@ -120,6 +120,8 @@ def test_a_branch_guarding_a_loop_or_call_gets_no_branch_free_advice(tmp_path, s
     assert any(c.startswith("branches that guard") and f"at 0x1010 ({why})" in c
                for c in m.checks)
     advice = advise(as_dict(m), "executions", None)
+    said = advice.claim.split("Checks passed")[0]
+    assert ". Not value choices: `b.eq" in said and f"at 0x1010 ({why})" in said
     assert "it guards a loop or call, not a value choice" in advice.recommendation
     assert "csel`/`cset`)" not in advice.recommendation
     assert "base[idx[i + d] + k]" in advice.recommendation  # the gather half stays

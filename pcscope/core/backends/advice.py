@@ -1140,7 +1140,8 @@ def _roles_said(m: dict) -> str:
              ", only picking a value"] if diamonds else []) + \
         ([f"{exits} {'exit' if ', `' in exits else 'exits'} the loop"] if exits else []) + \
         ([f"not value choices: {guarding}"] if guarding else [])
-    return ". " + "; ".join(said) if said else ""
+    text = "; ".join(said)
+    return f". {text[:1].upper()}{text[1:]}" if said else ""
 
 
 def _partition_rewrite(equal: float | None) -> str:
