@@ -231,6 +231,21 @@ def test_a_branch_leaving_the_loop_is_its_exit_not_a_long_path(tmp_path):
     assert "`b.eq` at 0x1010 (exits the loop)" in advice.recommendation
 
 
+
+def test_a_partition_scan_ending_at_its_order_test_names_that_exit(tmp_path):
+    """Hoare's scan `while (key[idx[i]] < pivot) *out++ = idx[i++];`: the order test is the
+    scan's back edge, its other side leaves the scan."""
+    loop = [(10000, "ldr w6, [x14]"), (10000, "add w1, w13, w6"),
+            (10000, "ldrb w1, [x2, w1, uxtw]"), (10000, "str w6, [x15], #4"),
+            (10000, "add x14, x14, #4"), (10000, "cmp w1, w12"), (10000, "b.lo #0x1000"),
+            (100, "ret")]
+    _profile, table = mechanisms_of(tmp_path, [("scan", 0x1000, loop), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    assert f"{EXITS}`b.lo` at 0x1018" in m.checks and PARTITION in m.checks
+    advice = advise(as_dict(m), "executions", None)
+    assert "(`b.lo` at 0x1018 end the scans: loop exits" in advice.recommendation
+    assert "long path" not in advice.claim + advice.recommendation
+
 def test_sides_that_rejoin_only_after_many_rows_are_a_long_path(tmp_path):
     long_side = [(4000, f"add w{8 + i % 4}, w{8 + i % 4}, #{i + 1}") for i in range(12)]
     _profile, table = mechanisms_of(tmp_path, [("f", 0x1000, scan(long_side, COUNT)), WORK])

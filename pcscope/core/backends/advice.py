@@ -1116,7 +1116,9 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
                      "whole loop is rewritten: " if exits else "; or rewrite the whole loop: ")
                   + _partition_rewrite(metric(m, "keys equal")).removeprefix("then "))
     elif partition:
-        decide = _partition_rewrite(metric(m, "keys equal"))
+        decide = _partition_rewrite(metric(m, "keys equal")) + (
+            f" ({exits} end the scans: loop exits, which the single pass replaces)"
+            if exits else "")
     else:
         decide = ("then decide branch-free where the branch only picks a value (`csel`/`cset`)"
                   + (f": {diamonds}" if diamonds else "")
