@@ -243,7 +243,7 @@ def test_a_partition_scan_ending_at_its_order_test_names_that_exit(tmp_path):
     (m,) = of_kind(table, "gather-branch")
     assert f"{EXITS}`b.lo` at 0x1018" in m.checks and PARTITION in m.checks
     advice = advise(as_dict(m), "executions", None)
-    assert "(`b.lo` at 0x1018 end the scans: loop exits" in advice.recommendation
+    assert "(`b.lo` at 0x1018 ends its scan: a loop exit" in advice.recommendation
     assert "long path" not in advice.claim + advice.recommendation
 
 def test_sides_that_rejoin_only_after_many_rows_are_a_long_path(tmp_path):

@@ -440,8 +440,9 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
     roles = list(zip(loop.branches, loop.roles, strict=True))
     guarding = "; ".join(f"`{p.asm(r)}` at {int(p.pc[r]):#x} ({role.kind})" for r, role in roles
                          if role.kind not in (DIAMOND, EXIT))
-    diamonds = ", ".join(f"{_named(p, r)} (rejoining at {role.head}{role.join:#x} within {role.rows})"
-                         for r, role in roles if role.kind == DIAMOND)
+    diamonds = ", ".join(
+        f"{_named(p, r)} (rejoining at {role.head}{role.join:#x} within {role.rows})"
+        for r, role in roles if role.kind == DIAMOND)
     exits = ", ".join(_named(p, r) for r, role in roles if role.kind == EXIT)
     checks = [
         "index loads (4 or 8 bytes) at an address that moves by a constant each iteration: "

@@ -1083,6 +1083,11 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
     guarding = _after(m, "branches that guard a loop")
     diamonds = re.sub(r" \(rejoining at [^)]*\)", "", _check_after(m, DIAMONDS) or "")
     exits = _check_after(m, EXITS) or ""
+    many = ", `" in exits  # more than one exit: the verbs agree
+    ends = ("end the scans (loop exits) and stay branches" if many else
+            "ends its scan (a loop exit) and stays a branch")
+    ended = "end the scans: loop exits" if many else "ends its scan: a loop exit"
+    leave = "exit the loop and stay branches" if many else "exits the loop and stays a branch"
     # a partition's scans branch to its swaps and end at its order tests: a block partition
     # rewrites the scan, so only a branch into a loop or a call stops it
     guards = [g for g in guarding.split("; ") if g and (
@@ -1112,17 +1117,16 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
                   "an index moves (both sides rejoin within a few instructions), so store it "
                   "unconditionally at its cursor (the `==` cursor for an equality test) and "
                   "advance the cursor by the flag (`cset`, `add`)"
-                  + (f"; {exits} end the scans (loop exits) and stay branches unless the "
-                     "whole loop is rewritten: " if exits else "; or rewrite the whole loop: ")
+                  + (f"; {exits} {ends} unless the whole loop is rewritten: " if exits else
+                     "; or rewrite the whole loop: ")
                   + _partition_rewrite(metric(m, "keys equal")).removeprefix("then "))
     elif partition:
         decide = _partition_rewrite(metric(m, "keys equal")) + (
-            f" ({exits} end the scans: loop exits, which the single pass replaces)"
-            if exits else "")
+            f" ({exits} {ended}, which the single pass replaces)" if exits else "")
     else:
         decide = ("then decide branch-free where the branch only picks a value (`csel`/`cset`)"
                   + (f": {diamonds}" if diamonds else "")
-                  + (f"; {exits} exit the loop and stay branches" if exits else ""))
+                  + (f"; {exits} {leave}" if exits else ""))
     if guards:
         decide += f" (not {'; '.join(guards)}: {why})"
     rec = (f"{gather}; {decide}. Which half pays is what the counts cannot show: mispredicts "
