@@ -10,10 +10,14 @@ contiguous array first lets independent loads overlap (or a prefetch of
 ``base[idx[i + d] + k]`` a few elements ahead hides their latency), and a partition on a
 contiguous key array can be written branch-free. Whether mispredicts or misses dominate is
 not in an execution count: the branches' taken ratios are, and a mispredict count (PMU or
-the simulator) decides. A branch-free rewrite needs a branch that picks a value: its two
-sides rejoin within ``SIDE`` instructions with no call and no inner loop between. A branch
-that guards a loop or a call (bzip2's generateMTFValues: a counter increment or the whole
-move-to-front search) is kept out of that advice.
+the simulator) decides. A branch-free rewrite needs a branch that picks a value, a short
+diamond: every path of its two sides that stays in its loop reaches one instruction within
+``SIDE`` rows, with no call and no inner loop between; that instruction may be the loop's
+head (both sides end the iteration: mainQSort3's `==` swap and its advance) or a row of an
+inner cycle (its second scan's swap and skip). A branch one side of which only leaves its
+loop is that loop's exit (a scan's order test), not a path to flatten. A branch that guards
+a loop or a call (bzip2's generateMTFValues: a counter increment or the whole move-to-front
+search), or whose sides stay apart longer, is kept out of that advice.
 
 Two things decide which branch-free form fits. The decision's arity: branches on one key
 that lead straight into each other (``sub`` + ``cbz``, then ``b.le``) are one decision, and
@@ -24,7 +28,9 @@ index at an address that comes from its key (``ptr[copyStart[c]++] = j``) is a b
 scatter, not a partition: the key names the place, no branch chooses it.
 
 The loop is a natural loop of its function (pcscope.core.natural_loops; a partition's two
-scans and its swaps are one loop). It fires when:
+scans and its swaps are one loop); a cycle inside it that avoids its head (the second scan)
+is read as a loop of its own for the branches' roles and counted in its iterations. It
+fires when:
 - a *stream* load reads 4 or 8 bytes at an address that moves by a constant each iteration
   (pcscope.core.loop_dataflow strides), not a stack slot;
 - a *gather* load has a base the loop does not change and an index that comes from a
