@@ -288,6 +288,10 @@ def _roles(ops: list[Op], at: list[int], nested: frozenset[int], cycle: list[int
 
 def _role(ops: list[Op], by_pc: dict[int, int], nested: frozenset[int], cycle: list[int],
           heads: frozenset[int], at: int) -> Role:
+    """The role of ``ops[at]`` from the paths of its two sides (pcscope.core.gather_partition
+    ._paths): the paths leaving its cycle are another branch's business unless a side has
+    nothing else (then this branch is the exit); the first row every other path reaches is
+    the diamond's join."""
     branch = ops[at]
     if branch.target is None:
         return Role("a long path")
