@@ -11,7 +11,14 @@ from test_store_shapes import as_dict
 
 from pcscope.core import loop_dataflow
 from pcscope.core.backends.advice import advise
-from pcscope.core.gather_partition import PARTITION, SCATTERS, THREE_WAY
+from pcscope.core.gather_partition import (
+    DIAMONDS,
+    EXITS,
+    LOOPS,
+    PARTITION,
+    SCATTERS,
+    THREE_WAY,
+)
 from pcscope.core.mechanism_finder import find_mechanisms
 from pcscope.core.patterns import code_facts, find_patterns
 from pcscope.core.readers.profile_csv import read_profile
@@ -113,6 +120,8 @@ def test_a_branch_guarding_a_loop_or_call_gets_no_branch_free_advice(tmp_path, s
     assert any(c.startswith("branches that guard") and f"at 0x1010 ({why})" in c
                for c in m.checks)
     advice = advise(as_dict(m), "executions", None)
+    said = advice.claim.split("Checks passed")[0]
+    assert ". Not value choices: `b.eq" in said and f"at 0x1010 ({why})" in said
     assert "it guards a loop or call, not a value choice" in advice.recommendation
     assert "csel`/`cset`)" not in advice.recommendation
     assert "base[idx[i + d] + k]" in advice.recommendation  # the gather half stays
@@ -148,6 +157,122 @@ def test_a_three_way_partition_is_named_with_its_equal_keys(tmp_path):
     assert "three-way (two flags per element: `<` and `==`), and 60% of the keys equal the " \
         "pivot" in advice.recommendation
     assert "partition twice" in advice.recommendation
+
+
+def two_scans() -> list[tuple[int, str]]:
+    """A three-way partition laid out as mainQSort3 compiles it: a left scan (head 0x1000,
+    body 0x1010) whose `==` side swaps into the equal zone (0x108c, 8 rows) and whose `<`
+    side only advances (0x1080), both back to the head; its order test leaves for a right
+    scan (0x1044) whose `==` side swaps (0x105c, 6 rows) and rejoins the `!=` side at
+    0x1038; that scan's order test leaves for the cross swap (0x1074)."""
+    return [(10100, "cmp w9, w7"), (10100, "b.le #0x1010"), (100, "b #0x10ac"),
+            (100, "nop"),
+            (10000, "ldr w6, [x14]"), (10000, "add w1, w13, w6"),
+            (10000, "ldrb w1, [x2, w1, uxtw]"), (10000, "sub w1, w1, w12"),
+            (10000, "cmp w1, #0"), (10000, "cbz w1, #0x108c"), (4000, "b.le #0x1080"),
+            (1000, "add x6, x22, w7, sxtw #2"), (1000, "b #0x1044"),
+            (2000, "b.mi #0x1074"), (2200, "sub x6, x6, #4"), (2200, "cmp w9, w7"),
+            (2200, "b.gt #0x10ac"),
+            (3000, "ldr w24, [x6]"), (3000, "sub w7, w7, #1"), (3000, "add w1, w13, w24"),
+            (3000, "ldrb w1, [x2, w1, uxtw]"), (3000, "subs w1, w1, w12"),
+            (3000, "cbnz w1, #0x1034"),
+            (1000, "sxtw x1, w10"), (1000, "sub w10, w10, #1"),
+            (1000, "ldr w30, [x22, x1, lsl #2]"), (1000, "str w30, [x6]"),
+            (1000, "str w24, [x22, x1, lsl #2]"), (1000, "b #0x1038"),
+            (800, "ldr w1, [x14]"), (800, "str w24, [x14]"), (800, "str w1, [x6]"),
+            (3800, "add w9, w9, #1"), (3800, "add x14, x14, #4"), (3800, "b #0x1000"),
+            (6000, "sxtw x1, w19"), (6000, "add w9, w9, #1"), (6000, "add w19, w19, #1"),
+            (6000, "add x14, x14, #4"), (6000, "ldr w24, [x22, x1, lsl #2]"),
+            (6000, "stur w24, [x14, #-4]"), (6000, "str w6, [x22, x1, lsl #2]"),
+            (6000, "b #0x1000"), (300, "mov w0, w9"), (300, "ret")]
+
+
+def test_diamonds_rejoining_at_the_loop_head_or_in_another_scan_are_value_choices(tmp_path):
+    _profile, table = mechanisms_of(tmp_path, [("qsort3", 0x1000, two_scans()), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    assert f"{DIAMONDS}`cbz` at 0x1024 (rejoining at the loop head 0x1000 within 8), `cbnz` at 0x1058 " \
+        "(rejoining at 0x1038 within 6)" in m.checks
+    assert f"{EXITS}`b.le` at 0x1028, `b.mi` at 0x1034" in m.checks
+    assert not any(c.startswith("branches that guard") for c in m.checks)
+    advice = advise(as_dict(m), "executions", None)
+    for said in ("`cbz` at 0x1024", "`cbnz` at 0x1058", "`b.le` at 0x1028", "`b.mi` at 0x1034"):
+        assert said in advice.claim.split("Checks passed")[0] and said in advice.recommendation
+    assert "long path" not in advice.claim + advice.recommendation
+    assert "`==` cursor" in advice.recommendation
+
+
+def test_each_loop_is_named_by_head_with_its_inner_cycles_iterations_and_keys(tmp_path):
+    """The second scan is a cycle of its own inside the partition loop: its passes are
+    iterations too, and the keys of every cycle add up to the keys said."""
+    _profile, table = mechanisms_of(tmp_path, [("qsort3", 0x1000, two_scans()), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    (said,) = [c.removeprefix(LOOPS) for c in m.checks if c.startswith(LOOPS)]
+    assert said.endswith("; head 10,100, key loads 10,000; inner cycle 0x1044: head 3,000, "
+                         "key loads 3,000)") and said.startswith("0x1000 (")
+    figures = {x.name: x.value for x in m.metrics}
+    assert figures["loop iterations"] == 13100 and figures["keys gathered"] == 13000
+    claim = advise(as_dict(m), "executions", None).claim
+    assert f"13,000 keys, 13,100 loop iterations (by head: {said})" in claim
+
+
+def test_a_branch_leaving_the_loop_is_its_exit_not_a_long_path(tmp_path):
+    """A search: stop at the first key equal to the pivot (out of the loop), else step."""
+    loop = [(10000, "ldr w6, [x14]"), (10000, "add w1, w13, w6"),
+            (10000, "ldrb w1, [x2, w1, uxtw]"), (10000, "cmp w1, w12"), (10000, "b.eq #0x1030"),
+            (9900, "add w0, w0, #1"), (9900, "add x14, x14, #4"), (9900, "cmp x14, x16"),
+            (9900, "b.ne #0x1000"), (100, "mov w0, #0"), (100, "ret"), (100, "nop"),
+            (100, "mov w0, w6"), (100, "ret")]
+    _profile, table = mechanisms_of(tmp_path, [("find", 0x1000, loop), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    assert f"{EXITS}`b.eq` at 0x1010" in m.checks
+    assert not any(c.startswith(("branches that guard", DIAMONDS)) for c in m.checks)
+    advice = advise(as_dict(m), "executions", None)
+    assert "long path" not in advice.claim + advice.recommendation
+    assert "`b.eq` at 0x1010 (exits the loop)" in advice.recommendation
+
+
+
+def test_a_partition_scan_ending_at_its_order_test_names_that_exit(tmp_path):
+    """Hoare's scan `while (key[idx[i]] < pivot) *out++ = idx[i++];`: the order test is the
+    scan's back edge, its other side leaves the scan."""
+    loop = [(10000, "ldr w6, [x14]"), (10000, "add w1, w13, w6"),
+            (10000, "ldrb w1, [x2, w1, uxtw]"), (10000, "str w6, [x15], #4"),
+            (10000, "add x14, x14, #4"), (10000, "cmp w1, w12"), (10000, "b.lo #0x1000"),
+            (100, "ret")]
+    _profile, table = mechanisms_of(tmp_path, [("scan", 0x1000, loop), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    assert f"{EXITS}`b.lo` at 0x1018" in m.checks and PARTITION in m.checks
+    advice = advise(as_dict(m), "executions", None)
+    assert "(`b.lo` at 0x1018 ends its scan: a loop exit" in advice.recommendation
+    assert "long path" not in advice.claim + advice.recommendation
+
+def test_sides_that_rejoin_only_after_many_rows_are_a_long_path(tmp_path):
+    long_side = [(4000, f"add w{8 + i % 4}, w{8 + i % 4}, #{i + 1}") for i in range(12)]
+    _profile, table = mechanisms_of(tmp_path, [("f", 0x1000, scan(long_side, COUNT)), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    assert any(c.startswith("branches that guard") and "at 0x1010 (a long path)" in c
+               for c in m.checks)
+    assert not any(c.startswith((DIAMONDS, EXITS)) for c in m.checks)
+    assert "csel`/`cset`)" not in advise(as_dict(m), "executions", None).recommendation
+
+
+def test_a_continue_block_laid_out_before_the_loop_entry_is_the_loops_own(tmp_path):
+    """generateMTFValues' layout: the `==` side (`zPend++; i++`, 0x1004) sits before the
+    loop's entry (0x1014, jumped to from 0x1000) and falls into it; the other side runs an
+    inner loop (skipped when its count is 0). Jumping back to that block continues the loop:
+    the branch guards a loop, it does not exit."""
+    loop = [(10, "b #0x1014"), (6000, "add x5, x5, #1"), (6000, "add w2, w2, #1"),
+            (6000, "cmp x7, x5"), (6000, "b.eq #0x1048"),
+            (10000, "ldr w6, [x14, x5, lsl #2]"), (10000, "add w1, w13, w6"),
+            (10000, "ldrb w1, [x23, w1, uxtw]"), (10000, "cmp w1, w12"), (10000, "b.eq #0x1004"),
+            (4000, "cbz w9, #0x103c"), (3000, "mov w3, #0"), (30000, "add w3, w3, #1"),
+            (30000, "cmp w3, w9"), (30000, "b.ne #0x1030"), (4000, "add x5, x5, #1"),
+            (4000, "cmp x7, x5"), (4000, "b.ne #0x1014"), (10, "ret")]
+    _profile, table = mechanisms_of(tmp_path, [("mtf", 0x1000, loop), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    assert any(c.startswith("branches that guard") and "at 0x1024 (a loop)" in c
+               for c in m.checks)
+    assert not any(c.startswith(EXITS) for c in m.checks)
 
 
 @pytest.mark.parametrize("loop", [

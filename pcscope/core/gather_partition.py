@@ -10,10 +10,14 @@ contiguous array first lets independent loads overlap (or a prefetch of
 ``base[idx[i + d] + k]`` a few elements ahead hides their latency), and a partition on a
 contiguous key array can be written branch-free. Whether mispredicts or misses dominate is
 not in an execution count: the branches' taken ratios are, and a mispredict count (PMU or
-the simulator) decides. A branch-free rewrite needs a branch that picks a value: its two
-sides rejoin within ``SIDE`` instructions with no call and no inner loop between. A branch
-that guards a loop or a call (bzip2's generateMTFValues: a counter increment or the whole
-move-to-front search) is kept out of that advice.
+the simulator) decides. A branch-free rewrite needs a branch that picks a value, a short
+diamond: every path of its two sides that stays in its loop reaches one instruction within
+``SIDE`` rows, with no call and no inner loop between; that instruction may be the loop's
+head (both sides end the iteration: mainQSort3's `==` swap and its advance) or a row of an
+inner cycle (its second scan's swap and skip). A branch one side of which only leaves its
+loop is that loop's exit (a scan's order test), not a path to flatten. A branch that guards
+a loop or a call (bzip2's generateMTFValues: a counter increment or the whole move-to-front
+search), or whose sides stay apart longer, is kept out of that advice.
 
 Two things decide which branch-free form fits. The decision's arity: branches on one key
 that lead straight into each other (``sub`` + ``cbz``, then ``b.le``) are one decision, and
@@ -24,7 +28,9 @@ index at an address that comes from its key (``ptr[copyStart[c]++] = j``) is a b
 scatter, not a partition: the key names the place, no branch chooses it.
 
 The loop is a natural loop of its function (pcscope.core.natural_loops; a partition's two
-scans and its swaps are one loop). It fires when:
+scans and its swaps are one loop); a cycle inside it that avoids its head (the second scan)
+is read as a loop of its own for the branches' roles and counted in its iterations. It
+fires when:
 - a *stream* load reads 4 or 8 bytes at an address that moves by a constant each iteration
   (pcscope.core.loop_dataflow strides), not a stack slot;
 - a *gather* load has a base the loop does not change and an index that comes from a
@@ -56,9 +62,10 @@ SIDE = 8  # rows each side of a value choice may hold before the two sides rejoi
 # the checks the advice reads: a partition, its three-way decisions, and bucket scatters
 PARTITION = "the loop stores index values back (it partitions or swaps the index array)"
 THREE_WAY = "three-way decisions on the key (tested for equality and for order: `<`, `==`, `>`): "
+LOOPS = "the loops by head (share of the run; head count, key loads): "
 SCATTERS = "bucket scatters, not partitions (a store's address comes from the key): "
-_EXIT = -1  # a side that leaves the loop
-_NEXT = -2  # a side that goes on to the loop's next iteration
+DIAMONDS = "short diamonds, each only picking a value (both sides rejoin within a few rows): "
+EXITS = "loop exits (a side only leaves the loop): "
 
 
 @dataclass(frozen=True)
@@ -74,17 +81,32 @@ class Decision:
 
 
 @dataclass(frozen=True)
+class Cycle:
+    """A cycle of a loop: the loop's own through its head, or an inner one natural_loops
+    keeps in it (a partition's second scan), with the key loads it runs."""
+
+    head: int  # pc of its most executed head
+    iterations: int  # that head's count
+    keys: int  # executions of the key loads in it
+
+
+@dataclass(frozen=True)
 class GatherLoop:
     rows: tuple[int, ...]  # the loop's rows (less those another mechanism counts)
     streams: tuple[int, ...]  # rows of the index loads feeding a gather
     gathers: tuple[int, ...]  # rows of the key loads
     branches: tuple[int, ...]  # rows of the conditional branches on the keys
-    guards: tuple[str | None, ...]  # per branch: what it guards beyond a value choice
+    roles: tuple[Role, ...]  # per branch: a value choice, a loop exit, or what it guards
     moves: bool  # the loop stores index values back (a partition or swap)
     scatters: tuple[int, ...]  # rows of stores whose address comes from a key (a bucket scatter)
     decisions: tuple[Decision, ...]  # the branches on the keys, grouped by decision
     keys: int  # gather executions
-    iterations: int  # the loop head's count
+    cycles: tuple[Cycle, ...]  # the loop's own (first), then inner cycles holding key loads
+
+    @property
+    def iterations(self) -> int:
+        """Passes through the loop's head and through its inner cycles' heads."""
+        return sum(c.iterations for c in self.cycles)
 
     @property
     def partition(self) -> bool:
@@ -105,7 +127,7 @@ def find(finder: _Finder, claimed: np.ndarray) -> list[Mechanism]:
         nested = frozenset(int(p.pc[r]) for inner in finder.function_loops
                            if rows[0] < min(inner) and max(inner) <= max(rows) for r in inner)
         loop = gather_loop([finder.op(r) for r in rows], rows, [finder.count(r) for r in rows],
-                           nested)
+                           nested, _entries(finder, rows))
         if loop is None or claimed[[*loop.gathers, *loop.branches]].any():
             continue
         own = replace(loop, rows=tuple(r for r in loop.rows if not claimed[r]))
@@ -114,10 +136,23 @@ def find(finder: _Finder, claimed: np.ndarray) -> list[Mechanism]:
     return [_mechanism(finder, loops) for loops in by_fn.values()]
 
 
-def gather_loop(ops: list[Op], rows: list[int], counts: list[int],
-                nested: frozenset[int]) -> GatherLoop | None:
-    """The gather through an index array of one loop (``ops[0]`` its head; ``nested`` the
-    pcs of loops nested in it), or None."""
+def _entries(finder: _Finder, rows: list[int]) -> frozenset[int]:
+    """The pcs of a loop's rows that control reaches from outside it: the row after one
+    outside that falls into it, a function's first row, a jump's target from outside."""
+    p, inside = finder.p, set(rows)
+    fn = p.function[rows[0]]
+    outside = np.setdiff1d(np.flatnonzero(p.function == fn), rows)
+    jumped = set(finder.facts.target[outside].tolist())
+    return frozenset(int(p.pc[r]) for r in rows if int(p.pc[r]) in jumped or r - 1 not in inside
+                     and (r == 0 or p.function[r - 1] != fn or int(p.pc[r - 1]) == int(p.pc[r]) - 4
+                          and not _ends_flow(finder.op(r - 1))))
+
+
+def gather_loop(ops: list[Op], rows: list[int], counts: list[int], nested: frozenset[int],
+                entries: frozenset[int] = frozenset()) -> GatherLoop | None:
+    """The gather through an index array of one loop (``ops[0]`` its first row; ``nested``
+    the pcs of loops nested in it; ``entries`` the pcs control enters it at, ``ops[0]``
+    when none is known), or None."""
     if any(o.mnemonic.startswith("prfm") for o in ops):
         return None
     flow = loop_dataflow.read(ops)
@@ -137,11 +172,26 @@ def gather_loop(ops: list[Op], rows: list[int], counts: list[int],
     scatters = sorted((i for i, o in enumerate(ops) if isa.is_store(o.mnemonic) and
                        _sources_of(ops, flow, i, o.addr) & gathers),
                       key=lambda i: (bool(_sources_of(ops, flow, i, _stored(ops[i])) & gathers), i))
+    cycle, heads = _cycles(ops, entries or frozenset((ops[0].pc,)))
     return GatherLoop(
         tuple(rows), tuple(rows[i] for i in used), tuple(rows[i] for i in sorted(gathers)),
-        tuple(rows[i] for i in branches), tuple(_guards(ops, i, nested) for i in branches),
+        tuple(rows[i] for i in branches), tuple(_roles(ops, branches, nested, cycle, heads)),
         moves, tuple(rows[i] for i in scatters),
-        tuple(_decisions(ops, rows, branches)), sum(counts[i] for i in gathers), counts[0])
+        tuple(_decisions(ops, rows, branches)), sum(counts[i] for i in gathers),
+        _loop_cycles(ops, counts, gathers, cycle, heads))
+
+
+def _loop_cycles(ops: list[Op], counts: list[int], gathers: set[int], cycle: list[int],
+                 heads: dict[int, frozenset[int]]) -> tuple[Cycle, ...]:
+    """The loop's own cycle, then each inner cycle holding key loads: its head, the head's
+    count (the most executed head of several) and its key loads' executions."""
+    count = {o.pc: counts[i] for i, o in enumerate(ops)}
+    out = []
+    for c in sorted({-1, *(cycle[i] for i in gathers)}):
+        mine = heads[c] or {min(o.pc for i, o in enumerate(ops) if cycle[i] == c)}
+        head = max(sorted(mine), key=count.__getitem__)
+        out.append(Cycle(head, count[head], sum(counts[i] for i in gathers if cycle[i] == c)))
+    return tuple(out)
 
 
 def _sources_of(ops: list[Op], flow: loop_dataflow.LoopValues, at: int,
@@ -203,49 +253,152 @@ def _decisions(ops: list[Op], rows: list[int], branches: list[int]) -> list[Deci
     return out
 
 
-def _guards(ops: list[Op], at: int, nested: frozenset[int]) -> str | None:
-    """What the branch ``ops[at]`` guards beyond a choice between values: "a loop" or "a
-    call" met on a side before the two sides rejoin, "a long path" when they do not rejoin
-    within ``SIDE`` rows; None for a short diamond (both sides reach one instruction, the
-    loop going on or the loop's exit)."""
-    by_pc = {o.pc: o for o in ops}
+@dataclass(frozen=True)
+class Role:
+    """What a branch on a key does: picks a value (a short diamond: both sides reach
+    ``join`` with at most ``rows`` rows on a side and no call or loop between), exits the
+    loop (one side only leaves it), or guards "a loop", "a call" or "a long path"."""
+
+    kind: str  # DIAMOND, EXIT, or what the branch guards
+    join: int | None = None  # the pc both sides reach, a diamond's
+    rows: int = 0  # the longer side's rows before the join
+    head: str = ""  # what the join is when it is a head: the loop's or an inner cycle's
+
+
+DIAMOND = "a short diamond"
+EXIT = "exits the loop"
+
+
+@dataclass(frozen=True)
+class _Path:
+    pcs: tuple[int, ...]  # the rows run, the loop's (or scan's) head last if reached
+    end: str  # EXIT, "a loop", "a call", or "" (reached the head, or SIDE rows run)
+
+
+def _roles(ops: list[Op], at: list[int], nested: frozenset[int], cycle: list[int],
+           heads: dict[int, frozenset[int]]) -> list[Role]:
+    """The role of each branch ``ops[i]`` for ``i`` in ``at``. A loop may hold cycles of
+    its own that natural_loops keeps in it (a partition's second scan is entered less often
+    than the loop head: a ``continue`` into the middle): each row belongs to the cycle it
+    runs in (pcscope.core.gather_partition._cycles), and a side entering another cycle
+    leaves the branch's loop as surely as a side leaving the function's loop."""
+    by_pc = {o.pc: i for i, o in enumerate(ops)}
+    return [_role(ops, by_pc, nested, cycle, heads[cycle[i]], i) for i in at]
+
+
+def _role(ops: list[Op], by_pc: dict[int, int], nested: frozenset[int], cycle: list[int],
+          heads: frozenset[int], at: int) -> Role:
+    """The role of ``ops[at]`` from the paths of its two sides (pcscope.core.gather_partition
+    ._paths): the paths leaving its cycle are another branch's business unless a side has
+    nothing else (then this branch is the exit); the first row every other path reaches is
+    the diamond's join."""
     branch = ops[at]
     if branch.target is None:
-        return "a long path"
-    a, b = (_side(by_pc, nested, ops[0].pc, pc)
-            for pc in (branch.pc + 4, branch.target))
-    if any(isinstance(x, int) and x in b for x in a):
-        return None
-    return next((x for x in (a[-1], b[-1]) if isinstance(x, str)), "a long path")
+        return Role("a long path")
+    sides = [_paths(ops, by_pc, nested, cycle, heads, at, pc)
+             for pc in (branch.pc + 4, branch.target)]
+    stay = [[p for p in side if p.end != EXIT] for side in sides]
+    if not stay[0] or not stay[1]:
+        return Role(EXIT)
+    every = [p for side in stay for p in side]
+    join = next((pc for pc in every[0].pcs if all(pc in p.pcs for p in every)), None)
+    if join is not None:
+        return Role(DIAMOND, join, max(p.pcs.index(join) for p in every),
+                    "" if join not in heads else "the loop head " if cycle[at] < 0 else
+                    "its inner cycle's head ")
+    return Role(next((p.end for p in every if p.end), "a long path"))
 
 
-def _side(by_pc: dict[int, Op], nested: frozenset[int], head: int, pc: int) -> list[int | str]:
-    """The pcs one side of a branch runs from ``pc``, at most ``SIDE`` rows, ended by
-    ``_NEXT`` (the loop head, or a back-edge into the loop's own rows: a ``continue`` into
-    its middle, as a partition's two scans), ``_EXIT`` (it leaves the loop, a backward jump
-    out of it included) or what stops a value choice ("a call"; "a loop": a nested loop's
-    row); forward conditional branches are read as falling through."""
-    path: list[int | str] = []
-    while True:
-        if pc in nested:
-            return [*path, "a loop"]
-        if pc == head or pc not in by_pc:
-            return [*path, _NEXT if pc == head else _EXIT]
-        if len(path) == SIDE:
-            return path
-        o = by_pc[pc]
-        path.append(pc)
-        if isa.is_call(o.mnemonic):
-            return [*path, "a call"]
-        if o.target is not None and o.target <= pc:
-            return [*path, "a loop" if o.target in nested else
-                    _NEXT if o.target in by_pc else _EXIT]
-        if _ends_flow(o):
-            if o.target is None:
-                return [*path, _EXIT]
-            pc = o.target
+def _paths(ops: list[Op], by_pc: dict[int, int], nested: frozenset[int], cycle: list[int],
+           heads: frozenset[int], at: int, start: int) -> list[_Path]:
+    """Every path from ``start`` of at most SIDE rows and the row after (a join), both ways
+    of each conditional branch, within the cycle of ``ops[at]``: each ends at its cycle's
+    head, on a call or a nested loop, where it leaves the cycle (EXIT), or after SIDE + 1
+    rows."""
+    out: list[_Path] = []
+    todo: list[tuple[int, tuple[int, ...]]] = [(start, ())]
+    while todo:
+        pc, path = todo.pop()
+        i = by_pc.get(pc)
+        if len(path) > SIDE or pc in path:
+            out.append(_Path(path, ""))
+        elif pc in nested:
+            out.append(_Path(path, "a loop"))
+        elif i is None or cycle[i] != cycle[at]:
+            out.append(_Path(path, EXIT))
+        elif pc in heads:
+            out.append(_Path((*path, pc), ""))
+        elif isa.is_call(ops[i].mnemonic):
+            out.append(_Path((*path, pc), "a call"))
         else:
-            pc += 4
+            o, here = ops[i], (*path, pc)
+            after = () if _ends_flow(o) else (pc + 4,)
+            nxt = (*after, *(() if o.target is None else (o.target,)))
+            if not nxt:
+                out.append(_Path(here, EXIT))
+            todo.extend((n, here) for n in nxt)
+    return out
+
+
+def _cycles(ops: list[Op], entries: frozenset[int]) -> tuple[list[int],
+                                                             dict[int, frozenset[int]]]:
+    """Per row, the cycle it runs in: -1 for the loop's own (through its heads, the rows
+    control enters it at: ``entries``), else the id of a cycle that stays clear of them (the
+    strongly connected parts of the loop's flow without its back edges); and per cycle its
+    heads, the rows entered from outside it. A block placed before the loop's entry that
+    jumps into it (a ``continue`` path laid out first) is the loop's own, not a cycle."""
+    by_pc = {o.pc: i for i, o in enumerate(ops)}
+    succ = [[by_pc[t] for t in (() if _ends_flow(o) else (o.pc + 4,)) +
+             (() if o.target is None or isa.is_call(o.mnemonic) else (o.target,))
+             if t in by_pc and t not in entries] for o in ops]
+    comp = _components(succ)
+    sizes = np.bincount(np.asarray(comp))
+    cycle = [c if sizes[c] > 1 or i in succ[i] else -1 for i, c in enumerate(comp)]
+    heads: dict[int, set[int]] = {-1: set(entries)}
+    for i, nxt in enumerate(succ):
+        for j in nxt:
+            if cycle[j] != -1 and cycle[j] != cycle[i]:
+                heads.setdefault(cycle[j], set()).add(ops[j].pc)
+    return cycle, {c: frozenset(h) for c, h in heads.items()} | {
+        c: frozenset() for c in set(cycle) - heads.keys()}
+
+
+def _components(succ: list[list[int]]) -> list[int]:
+    """Tarjan's strongly connected components of the graph ``succ``, iteratively: the
+    component id of each node."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    comp = [-1] * len(succ)
+    stack: list[int] = []
+    count = 0
+    for root in range(len(succ)):
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, k = work.pop()
+            if k == 0:
+                index[v] = low[v] = len(index)
+                stack.append(v)
+            if k < len(succ[v]):
+                work.append((v, k + 1))
+                w = succ[v][k]
+                if w not in index:
+                    work.append((w, 0))
+                elif comp[w] < 0:
+                    low[v] = min(low[v], index[w])
+                continue
+            if low[v] == index[v]:
+                while True:
+                    w = stack.pop()
+                    comp[w] = count
+                    if w == v:
+                        break
+                count += 1
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+    return comp
 
 
 def _stream(o: Op, stride: int | None) -> bool:
@@ -293,9 +446,14 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
     shares = {r: taken_share(finder, r) for r in loop.branches}
     decided = "; ".join(f"`{p.asm(r)}` at {int(p.pc[r]):#x} (count {finder.count(r):,}"
                         + (f", taken {shares[r]:.0%})" if shares[r] is not None else ")")
-                        for r in loop.branches[:4])
-    guarding = "; ".join(f"`{p.asm(r)}` at {int(p.pc[r]):#x} ({why})"
-                         for r, why in zip(loop.branches, loop.guards, strict=True) if why)
+                        for r in loop.branches)
+    roles = list(zip(loop.branches, loop.roles, strict=True))
+    guarding = "; ".join(f"`{p.asm(r)}` at {int(p.pc[r]):#x} ({role.kind})" for r, role in roles
+                         if role.kind not in (DIAMOND, EXIT))
+    diamonds = ", ".join(
+        f"{_named(p, r)} (rejoining at {role.head}{role.join:#x} within {role.rows})"
+        for r, role in roles if role.kind == DIAMOND)
+    exits = ", ".join(_named(p, r) for r, role in roles if role.kind == EXIT)
     checks = [
         "index loads (4 or 8 bytes) at an address that moves by a constant each iteration: "
         + _texts(p, loop.streams),
@@ -303,6 +461,10 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
         f"conditional branches on the loaded key: {decided}",
         "no prfm in the loop",
     ]
+    if diamonds:
+        checks.append(DIAMONDS + diamonds)
+    if exits:
+        checks.append(EXITS + exits)
     if guarding:
         checks.append("branches that guard a loop, a call or a long path, not a value "
                       f"choice: {guarding}")
@@ -316,6 +478,8 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
         checks.append(SCATTERS + "; ".join(
             f"`{p.asm(x.scatters[0])}` at {int(p.pc[x.scatters[0]]):#x} (its loop "
             f"{finder.share(x.rows):.2%} of the run)" for x in scatters))
+    checks.append(LOOPS + "; ".join(_loop_said(finder, x) for x in sorted(
+        loops, key=lambda x: -finder.share(x.rows))))
     if len(loops) > 1:
         checks.append(f"{len(loops)} such loops in the function")
     return finder.mechanism("gather-branch", [
@@ -327,7 +491,7 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
                "the loops' head counts"),
         Metric("branches on the key", len(loop.branches), "branches",
                "conditional branches deciding on the gathered key (the heaviest loop)"),
-        Metric("value-choice branches", sum(why is None for why in loop.guards), "branches",
+        Metric("value-choice branches", sum(r.kind == DIAMOND for r in loop.roles), "branches",
                f"branches on the key whose two sides rejoin within {SIDE} instructions "
                "with no call or loop between (the heaviest loop)"),
         *([] if equal is None else [Metric(
@@ -354,6 +518,19 @@ def _three_way(finder: _Finder, loop: GatherLoop) -> tuple[str, float | None]:
         return "", None
     return "; ".join(said) + (f"; equal on {equal / decided:.0%} of all {decided:,}"
                               if len(said) > 1 else ""), round(100 * equal / decided, 1)
+
+
+def _loop_said(finder: _Finder, loop: GatherLoop) -> str:
+    """A loop by its head: its share, its head's count and key loads, and its inner cycles'."""
+    own, *inner = loop.cycles
+    return (f"{own.head:#x} ({finder.share(loop.rows):.2%}; head {own.iterations:,}, key loads "
+            f"{own.keys:,}" + "".join(f"; inner cycle {c.head:#x}: head {c.iterations:,}, "
+                                      f"key loads {c.keys:,}" for c in inner) + ")")
+
+
+def _named(profile: Profile, row: int) -> str:
+    """A branch by its mnemonic and pc (its whole text is in the list of branches)."""
+    return f"`{profile.asm(row).split()[0]}` at {int(profile.pc[row]):#x}"
 
 
 def _texts(profile: Profile, rows: tuple[int, ...]) -> str:

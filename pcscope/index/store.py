@@ -82,7 +82,9 @@ from pcscope.index.parts import PARTS, load_parts, save_parts
 #     pointer-chase mechanism names a link masked by a register (and its size from a constant)
 # 23: a loop's recomputed work leaves out the rows of cycles nested in it (and values they
 #     compute); a pointer-chase mechanism names an index wrapped by a register (its bound)
-FORMAT_VERSION = 23
+# 24: a gather-branch mechanism names each branch's role (short diamonds with their join,
+#     loop exits, guards) and each loop by head with its inner cycles' counts
+FORMAT_VERSION = 24
 Progress = Callable[[str], None]
 
 

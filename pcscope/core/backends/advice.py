@@ -30,7 +30,7 @@ from pcscope.core.call_cohorts import (
     SHARED_CHECK,
 )
 from pcscope.core.fixed_trip_sums import LOOP_CONTROL
-from pcscope.core.gather_partition import PARTITION, SCATTERS, THREE_WAY
+from pcscope.core.gather_partition import DIAMONDS, EXITS, LOOPS, PARTITION, SCATTERS, THREE_WAY
 from pcscope.core.hand_written import CHECK as HAND_WRITTEN
 from pcscope.core.keyed_lookups import CHECK as KEYED_CHECK
 from pcscope.core.keyed_lookups import LOOKUP_CHECK, MORE_CHECK, TREE_CHECK, WALK_CHECK
@@ -1100,6 +1100,7 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
     three = _check_after(m, THREE_WAY)
     scatters = _check_after(m, SCATTERS)
     several = m["sites"] > 1
+    by_head = _check_after(m, LOOPS)
     figures = (f"{number(keys)} keys, {number(loops)} loop iterations"
                if noun == "executions" else
                f"the key loads {count(keys, noun)}, the loop heads {count(loops, noun)}")
@@ -1108,8 +1109,10 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
              f"({_after(m, 'index loads')}) and {'load' if several else 'loads'} a key "
              f"through each index "
              f"({_after(m, 'key loads')}): {figures}"
-             + (f" over {m['sites']} loops" if several else "") + ". "
+             + (f" ({m['sites']} loops by head: {by_head})" if several else
+                f" (by head: {by_head})" if by_head else "") + ". "
              f"It branches on each key: {_after(m, 'conditional branches on the loaded key')}"
+             + _roles_said(m)
              + (". It stores index values back into the array: a partition" if partition else "")
              + (f". It decides three ways on a key, testing it for equality and for order "
                 f"({three})" if three else "")
@@ -1119,12 +1122,23 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
              "and every decision is a data-dependent branch. Exact counts show how often each "
              "branch went one way, not how often it mispredicted or how long the key loads took.")
     guarding = _after(m, "branches that guard a loop")
-    # a partition's scans branch to its swaps: a block partition rewrites the scan, so only
-    # a branch into a loop or a call stops it
-    stops = guarding if not partition else "; ".join(
-        g for g in guarding.split("; ") if g.endswith(("(a loop)", "(a call)")))
+    diamonds = re.sub(r" \(rejoining at [^)]*\)", "", _check_after(m, DIAMONDS) or "")
+    exits = _check_after(m, EXITS) or ""
+    many = ", `" in exits  # more than one exit: the verbs agree
+    ends = ("end the scans (loop exits) and stay branches" if many else
+            "ends its scan (a loop exit) and stays a branch")
+    ended = "end the scans: loop exits" if many else "ends its scan: a loop exit"
+    leave = "exit the loop and stay branches" if many else "exits the loop and stays a branch"
+    # a partition's scans branch to its swaps and end at its order tests: a block partition
+    # rewrites the scan, so only a branch into a loop or a call stops it
+    guards = [g for g in guarding.split("; ") if g and (
+        not partition or g.endswith(("(a loop)", "(a call)")))]
+    leaves = [] if partition else [f"{e} (exits the loop)" for e in exits.split(", ") if e]
+    stops = "; ".join(guards + leaves)
     why = ("its sides do not rejoin within a few instructions: it picks a path, not a value"
-           if "(a long path)" in stops else "it guards a loop or call, not a value choice")
+           if any(g.endswith("(a long path)") for g in guards) else
+           "it guards a loop or call, not a value choice" if guards else
+           "a loop exit ends the loop, it does not pick a value")
     gather = ("Take the key loads off the decision's path: gather the keys into a contiguous "
               "array first (a loop `key[i] = base[idx[i] + k]` has independent loads the core "
               "overlaps), or prefetch `base[idx[i + d] + k]` about 8-16 elements ahead "
@@ -1139,17 +1153,42 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
             "cannot replace a path. The key loads' latency (SPE, L1D_CACHE_REFILL) decides "
             "whether the gather or prefetch pays; a branch taken near 50% of the time still "
             "mispredicts often, a cost only a different algorithm removes." + scatter)
-    if partition:
-        decide = _partition_rewrite(metric(m, "keys equal"))
+    if partition and diamonds:
+        decide = (f"then make the short diamonds branch-free: {diamonds} only choose whether "
+                  "an index moves (both sides rejoin within a few instructions), so store it "
+                  "unconditionally at its cursor (the `==` cursor for an equality test) and "
+                  "advance the cursor by the flag (`cset`, `add`)"
+                  + (f"; {exits} {ends} unless the whole loop is rewritten: " if exits else
+                     "; or rewrite the whole loop: ")
+                  + _partition_rewrite(metric(m, "keys equal")).removeprefix("then "))
+    elif partition:
+        decide = _partition_rewrite(metric(m, "keys equal")) + (
+            f" ({exits} {ended}, which the single pass replaces)" if exits else "")
     else:
-        decide = "then decide branch-free where the branch only picks a value (`csel`/`cset`)"
-    if stops:
-        decide += f" (not {stops}: {why})"
+        decide = ("then decide branch-free where the branch only picks a value (`csel`/`cset`)"
+                  + (f": {diamonds}" if diamonds else "")
+                  + (f"; {exits} {leave}" if exits else ""))
+    if guards:
+        decide += f" (not {'; '.join(guards)}: {why})"
     rec = (f"{gather}; {decide}. Which half pays is what the counts cannot show: mispredicts "
            "per key (BR_MIS_PRED_RETIRED, SPE or the simulator) decide the branch-free rewrite; the key loads' latency (SPE, "
            "L1D_CACHE_REFILL) decides the gather or prefetch. A branch taken near 50% of the "
            "time on random data mispredicts often; one near 0% or 100% does not." + scatter)
     return title, claim, rec
+
+
+def _roles_said(m: dict) -> str:
+    """The sentence naming what each branch on the key does (its value choices, its loop
+    exits, the branches guarding more), each list the check's own words so the checks do not
+    repeat it."""
+    diamonds, exits = _check_after(m, DIAMONDS), _check_after(m, EXITS)
+    guarding = _after(m, "branches that guard a loop")
+    said = ([f"{diamonds} {'are short diamonds' if ', `' in diamonds else 'is a short diamond'}"
+             ", only picking a value"] if diamonds else []) + \
+        ([f"{exits} {'exit' if ', `' in exits else 'exits'} the loop"] if exits else []) + \
+        ([f"not value choices: {guarding}"] if guarding else [])
+    text = "; ".join(said)
+    return f". {text[:1].upper()}{text[1:]}" if said else ""
 
 
 def _partition_rewrite(equal: float | None) -> str:
