@@ -80,7 +80,8 @@ from pcscope.index.parts import PARTS, load_parts, save_parts
 # 22: a memory-state missed CSE is summed over every path from the first load; a
 #     gather-branch mechanism names three-way decisions (keys equal) and bucket scatters; a
 #     pointer-chase mechanism names a link masked by a register (and its size from a constant)
-FORMAT_VERSION = 22
+# 23: a per-operation tree names the functions outside it calling into it, with their modules
+FORMAT_VERSION = 23
 Progress = Callable[[str], None]
 
 
