@@ -346,12 +346,12 @@ def in_modules(tmp_path, blocks):
 
 
 def driver(module: str, target: int, calls: int = 2000) -> list:
-    """A function of ``module`` entered once, calling ``target`` ``calls`` times from a
+    """A function of ``module`` entered 3 times, calling ``target`` ``calls`` times from a
     loop."""
-    return [("drive", module, 0x800000, 1, ["stp x29, x30, [sp, #-0x10]!"]),
+    return [("drive", module, 0x800000, 3, ["stp x29, x30, [sp, #-0x10]!"]),
             ("drive", module, 0x800004, calls, [f"bl {hex(target)}", "subs x19, x19, #1",
                                                 "b.ne 0x800004"]),
-            ("drive", module, 0x800010, 1, ["ldp x29, x30, [sp], #0x10", "ret"])]
+            ("drive", module, 0x800010, 3, ["ldp x29, x30, [sp], #0x10", "ret"])]
 
 
 def library(module: str = "libop.so") -> list:
@@ -375,7 +375,8 @@ def test_the_functions_entering_the_tree_are_named_with_their_module(tmp_path, c
                                                                      entered, owner):
     (m,) = in_modules(tmp_path, [*library(), *caller])
     check = next(c for c in m.checks if c.startswith(CALLERS_CHECK))
-    assert f"`drive` in {caller[0][1]} (2,000 calls, 1.00 per operation, {entered}; the " \
+    assert f"`drive` in {caller[0][1]} (entered 3 times, 2,000 calls, 1.00 per operation, " \
+           f"{entered}; the " \
            f"members it reaches are in libop.so, {owner})" in check
     assert "stray" not in check and "1 more functions, 3 calls" in check
     advice = advise(_mechanism_data(m), "executions", None)
@@ -397,7 +398,8 @@ def test_a_caller_of_a_tree_without_modules_is_addressed_by_name(tmp_path):
                                         in driver("", 0x10000))]
     _profile, (m,) = operations(tmp_path, blocks)
     advice = advise(_mechanism_data(m), "executions", None)
-    assert "the operations are entered from `drive` (1.00 calls per operation); keeping " \
+    assert "the operations are entered from `drive` (itself entered 3 times; 1.00 calls per " \
+           "operation); keeping " \
            "the context across operations, initialising it once and updating it per " \
            "operation is a change in `drive`" in advice.recommendation
     assert "owner" not in advice.recommendation

@@ -188,6 +188,7 @@ class Caller:
 
     name: str
     module: str  # its module ("" when the profile names none)
+    entries: int  # its entry count (far fewer than its calls: it calls from a loop)
     calls: int  # its calls leading into the tree (exact counts)
     entered: tuple[str, ...]  # the members its calls lead to, where one call leads to one
     # its call sites through a PLT stub whose count matches several members (which one it
@@ -327,7 +328,9 @@ def _with_callers(profile: Profile, cohort: Cohort, tree: set[int], callees: Cal
         entered = tuple(dict.fromkeys(names[led[0]] for _, led in calls if len(led) == 1))
         modules = tuple(dict.fromkeys(module(int(found.rows(i)[0])) for _, led in calls
                                       for i in led))
-        callers.append(Caller(profile.function_names[fn], module(calls[0][0]), made, entered,
+        first = int(profile.function_rows(fn)[0])
+        callers.append(Caller(profile.function_names[fn], module(first),
+                              int(profile.samples[first]), made, entered,
                               sum(len(led) > 1 for _, led in calls), modules))
     callers.sort(key=lambda c: (-c.calls, c.name))
     named = tuple(c for c in callers if c.calls >= CALLER_PART * cohort.operations)
@@ -525,7 +528,9 @@ def _callers(cohort: Cohort) -> list[str]:
             where = f"; the members it reaches are in {reached}, " + \
                 (OWN_MODULE if c.module in c.entered_modules else OTHER_MODULE)
         items.append(f"`{c.name}`" + (f" in {c.module}" if c.module else "")
-                     + f" ({c.calls:,} calls, {c.calls / cohort.operations:.2f} per operation, "
+                     + f" (entered {c.entries:,} time{'' if c.entries == 1 else 's'}, "
+                       f"{c.calls:,} calls, "
+                       f"{c.calls / cohort.operations:.2f} per operation, "
                      f"{' and '.join(to)}{where})")
     more, calls = cohort.other_callers  # parse_callers reads the items back
     return [f"{CALLERS_CHECK} (exact call counts, direct or through a PLT stub): "
@@ -653,17 +658,19 @@ class CallerText:
 
     name: str
     module: str  # "" when the profile names none
+    entries: str  # its entry count, as written (digits and commas)
     per_operation: str  # its calls per operation, as written
     reached: str  # the modules of the members it reaches ("" when not known)
     own_module: bool  # whether its module is one of them
 
 
-_CALLER_ITEM = re.compile(r"`([^`]+)`(?: in (\S+))? \([\d,]+ calls, ([\d.]+) per operation, "
+_CALLER_ITEM = re.compile(r"`([^`]+)`(?: in (\S+))? \(entered ([\d,]+) times?, [\d,]+ calls, "
+                          r"([\d.]+) per operation, "
                           r"[^()]*?(?:; the members it reaches are in ([^()]*?), "
                           f"({OWN_MODULE}|{OTHER_MODULE}))?\\)")
 
 
 def parse_callers(check: str) -> list[CallerText]:
     """The callers named by a check that ``_callers`` wrote."""
-    return [CallerText(name, module or "", k, reached or "", where == OWN_MODULE)
-            for name, module, k, reached, where in _CALLER_ITEM.findall(check)]
+    return [CallerText(name, module or "", entries, k, reached or "", where == OWN_MODULE)
+            for name, module, entries, k, reached, where in _CALLER_ITEM.findall(check)]

@@ -961,8 +961,8 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
     if lookups:
         rec += (" The constant-key lookups its members make are the lookup idea's cost: "
                 "resolve those keys once per context rather than on every operation.")
-    if entered:
-        rec += _per_operation_owners(parse_callers(entered), bool(allocations), bool(setups))
+    if entered and (callers_named := parse_callers(entered)):
+        rec += _per_operation_owners(callers_named, bool(allocations), bool(setups))
     rec += (" Measure instructions per operation at two payload sizes: the part that does "
             "not grow is this overhead.")
     return (f"Per-operation overhead ({number(ops)} operations): {number(per_op)} instructions "
@@ -981,7 +981,9 @@ def _per_operation_owners(callers: list[CallerText], allocations: bool, setups: 
         ("the allocator calls and their wrappers", allocations), ("the set-up", setups),
         ("the small wrappers", True)) if present)
     by_name = " and ".join(f"`{c.name}`" + (f" in {c.module}" if c.module else "")
-                           + f" ({c.per_operation} calls per operation)" for c in callers)
+                           + f" (itself entered {c.entries} "
+                             f"time{'' if c.entries == '1' else 's'}; {c.per_operation} calls "
+                             f"per operation)" for c in callers)
     names = " and ".join(f"`{c.name}`" for c in callers)
     whose = "the caller's" if len(callers) == 1 else "the callers'"
     caller_part = ("keeping the context across operations, initialising it "
