@@ -20,7 +20,7 @@ import numpy as np
 from pcscope.core import isa
 from pcscope.core.patterns import CodeFacts
 from pcscope.core.profile import Profile
-from pcscope.core.stub_targets import Entries
+from pcscope.core.stub_targets import CLEAR, STUB_MATCH, Entries
 
 EVERY = 0.01  # a call run on all but this part of the routine's entries runs on every entry
 STUB = 4  # instructions of a PLT stub (adrp; ldr; add; br)
@@ -60,8 +60,23 @@ class Callees:
         ``routines``: per call row, the routines it may lead to (several when a stub's count
         cannot tell them apart)."""
         p, facts = self.profile, self.facts
+        rows = np.flatnonzero((facts.target >= 0) & (p.samples > 0) & outside)
+        # only a call to a routine's first row, or to a stub run about as often as one is
+        # entered (Entries.near), can lead there: the rest never reach the per-row reading
+        at = np.minimum(np.searchsorted(p.pc, facts.target[rows].astype(np.uint64)),
+                        len(p.pc) - 1)
+        rows, at = rows[p.pc[at] == facts.target[rows].astype(np.uint64)], \
+            at[p.pc[at] == facts.target[rows].astype(np.uint64)]
+        ids = np.fromiter(routines, dtype=np.int64, count=len(routines))
+        firsts = np.fromiter((row for row, i in self.starting.items() if i in routines),
+                             dtype=np.int64)
+        entered = np.sort(self.entries.counts[np.isin(self.entries.ids, ids)])
+        counts = p.samples[at].astype(np.int64)
+        lo = np.minimum(np.searchsorted(entered, counts), max(len(entered) - 1, 0))
+        near = (entered[lo] >= counts) & (entered[lo] <= counts * (1 + CLEAR * STUB_MATCH)) \
+            if len(entered) else np.zeros(len(rows), dtype=bool)
         out = []
-        for r in np.flatnonzero((facts.target >= 0) & (p.samples > 0) & outside).tolist():
+        for r in rows[near | np.isin(at, firsts)].tolist():
             if self._calls(r) and (led := self._leads_to(r)) and set(led) <= routines:
                 out.append((r, led))
         return out
