@@ -393,6 +393,16 @@ def test_the_functions_entering_the_tree_are_named_with_their_module(tmp_path, c
                "to change" in advice.recommendation
 
 
+def test_the_library_owns_the_allocator_calls_inside_the_tree(tmp_path):
+    blocks = [*library(), ("malloc", "libc.so.6", 0x700000, 4002, small(10)),
+              ("free", "libc.so.6", 0x710000, 4004, small(12)), *driver("app", 0x10000)]
+    (m,) = in_modules(tmp_path, blocks)
+    advice = advise(_mechanism_data(m), "executions", None)
+    assert "while what each entry costs inside the tree (the allocator calls and their " \
+           "wrappers, 44 instructions per operation, the small wrappers) is libop.so's to " \
+           "cut" in advice.recommendation
+
+
 def test_a_caller_of_a_tree_without_modules_is_addressed_by_name(tmp_path):
     blocks = [*tree([2000] * 8)[:-1], *((f, at, n, lines) for f, _m, at, n, lines
                                         in driver("", 0x10000))]

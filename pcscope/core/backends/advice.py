@@ -962,14 +962,15 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
         rec += (" The constant-key lookups its members make are the lookup idea's cost: "
                 "resolve those keys once per context rather than on every operation.")
     if entered and (callers_named := parse_callers(entered)):
-        rec += _per_operation_owners(callers_named, bool(allocations), bool(setups))
+        rec += _per_operation_owners(callers_named, allocations, bool(setups))
     rec += (" Measure instructions per operation at two payload sizes: the part that does "
             "not grow is this overhead.")
     return (f"Per-operation overhead ({number(ops)} operations): {number(per_op)} instructions "
             f"in {number(calls)} calls each", claim, rec)
 
 
-def _per_operation_owners(callers: list[CallerText], allocations: bool, setups: bool) -> str:
+def _per_operation_owners(callers: list[CallerText], allocations: str | None,
+                          setups: bool) -> str:
     """Who changes what, from where the tree is entered (pcscope.core.call_cohorts): a
     caller in another module than the members it reaches chose to enter the whole tree on
     every operation, so keeping the context, initialising it once and updating it per
@@ -977,9 +978,12 @@ def _per_operation_owners(callers: list[CallerText], allocations: bool, setups: 
     costs inside the tree is the members' module's; a caller in the tree's own module owns
     both; without modules (or with callers of both kinds) each change is addressed to the
     code making it."""
+    allocated = re.search(r"= ([\d,]+) instructions$", allocations or "")
     inside = ", ".join(part for part, present in (
-        ("the allocator calls and their wrappers", allocations), ("the set-up", setups),
-        ("the small wrappers", True)) if present)
+        ("the allocator calls and their wrappers"
+         + (f", {allocated.group(1)} instructions per operation" if allocated else ""),
+         allocations is not None), ("the set-up", setups), ("the small wrappers", True))
+        if present)
     by_name = " and ".join(f"`{c.name}`" + (f" in {c.module}" if c.module else "")
                            + f" (itself entered {c.entries} "
                              f"time{'' if c.entries == '1' else 's'}; {c.per_operation} calls "
