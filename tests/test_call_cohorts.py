@@ -5,11 +5,16 @@ functions stay out."""
 
 from __future__ import annotations
 
+import csv
+
 import pytest
 
 from pcscope.core.backends.advice import advise
-from pcscope.core.call_cohorts import SETUP_CHECK
+from pcscope.core.call_cohorts import CALLERS_CHECK, SETUP_CHECK
 from pcscope.core.engine.tools import _mechanism_data
+from pcscope.core.mechanism_finder import find_mechanisms
+from pcscope.core.patterns import code_facts, find_patterns
+from pcscope.core.readers.profile_csv import read_profile
 from tests.test_mechanism_rules import STUB, mechanisms_of
 
 
@@ -323,3 +328,105 @@ def test_a_one_shot_call_with_its_streaming_parts_is_named(tmp_path, names, name
     assert (f"`Dig` is the one-shot form of {parts} (by symbol names; all entered once per "
             f"operation): call those on a context kept across operations instead of `Dig`"
             in advice.recommendation) is named
+
+
+def in_modules(tmp_path, blocks):
+    """blocks: (function, module, first pc, count, asm lines); the per-operation trees."""
+    path = tmp_path / "m.csv"
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["function", "module", "window", "pc", "samples", "asm"])
+        for function, module, at, count, lines in blocks:
+            for i, asm in enumerate(lines):
+                out.writerow([function, module, function, hex(at + 4 * i), count, asm])
+    profile = read_profile(path)
+    facts = code_facts(profile)
+    table = find_mechanisms(profile, find_patterns(profile, facts), facts)
+    return [m for m in table if m.kind == "per-operation"]
+
+
+def driver(module: str, target: int, calls: int = 2000) -> list:
+    """A function of ``module`` entered 3 times, calling ``target`` ``calls`` times from a
+    loop."""
+    return [("drive", module, 0x800000, 3, ["stp x29, x30, [sp, #-0x10]!"]),
+            ("drive", module, 0x800004, calls, [f"bl {hex(target)}", "subs x19, x19, #1",
+                                                "b.ne 0x800004"]),
+            ("drive", module, 0x800010, 3, ["ldp x29, x30, [sp], #0x10", "ret"])]
+
+
+def library(module: str = "libop.so") -> list:
+    """Eight small functions of ``module`` entered once per operation (2,000), the work,
+    and a stray call into the first from a function entered a few times."""
+    return [*((name, module, at, n, lines) for name, at, n, lines in tree([2000] * 8)[:-1]),
+            ("stray", module, 0x780000, 3, ["bl 0x10000", "ret"])]
+
+
+@pytest.mark.parametrize(("caller", "entered", "owner"), [
+    # the program calls the library's first function directly: its loop is the program's
+    (driver("app", 0x10000), "to f0", "another module"),
+    # through a PLT stub run as often as all eight members are entered: which one is unknown
+    ([*driver("app", 0x700000), ("plt", "app", 0x700000, 2000, STUB)],
+     "through 1 PLT stub whose count matches several members: which one it leads to is not "
+     "in the profile", "another module"),
+    # the library drives its own operations
+    (driver("libop.so", 0x10000), "to f0", "its own module"),
+])  # fmt: skip
+def test_the_functions_entering_the_tree_are_named_with_their_module(tmp_path, caller,
+                                                                     entered, owner):
+    (m,) = in_modules(tmp_path, [*library(), *caller])
+    check = next(c for c in m.checks if c.startswith(CALLERS_CHECK))
+    assert f"`drive` in {caller[0][1]} (entered 3 times, 2,000 calls, 1.00 per operation, " \
+           f"{entered}; the " \
+           f"members it reaches are in libop.so, {owner})" in check
+    assert "stray" not in check and "1 more functions, 3 calls" in check
+    advice = advise(_mechanism_data(m), "executions", None)
+    assert "Entered from outside the tree by `drive`" in advice.claim
+    if owner == "another module":
+        assert "entering the tree on every operation is the caller's choice, so keeping the " \
+               "context across operations, initialising it once and updating it per " \
+               "operation is a change in `drive`, for the owner of app, while what each " \
+               "entry costs inside the tree (the small wrappers) is libop.so's to cut" \
+               in advice.recommendation
+    else:
+        assert "in the tree's own module (libop.so): both entering it on every operation " \
+               "and what each entry costs inside it (the small wrappers) are that module's " \
+               "to change" in advice.recommendation
+
+
+def test_the_library_owns_the_allocator_calls_inside_the_tree(tmp_path):
+    blocks = [*library(), ("malloc", "libc.so.6", 0x700000, 4002, small(10)),
+              ("free", "libc.so.6", 0x710000, 4004, small(12)), *driver("app", 0x10000)]
+    (m,) = in_modules(tmp_path, blocks)
+    advice = advise(_mechanism_data(m), "executions", None)
+    assert "while what each entry costs inside the tree (the allocator calls and their " \
+           "wrappers, 44 instructions per operation, the small wrappers) is libop.so's to " \
+           "cut" in advice.recommendation
+
+
+def test_a_caller_of_a_tree_without_modules_is_addressed_by_name(tmp_path):
+    blocks = [*tree([2000] * 8)[:-1], *((f, at, n, lines) for f, _m, at, n, lines
+                                        in driver("", 0x10000))]
+    _profile, (m,) = operations(tmp_path, blocks)
+    advice = advise(_mechanism_data(m), "executions", None)
+    assert "the operations are entered from `drive` (itself entered 3 times; 1.00 calls per " \
+           "operation); keeping " \
+           "the context across operations, initialising it once and updating it per " \
+           "operation is a change in `drive`" in advice.recommendation
+    assert "owner" not in advice.recommendation
+
+
+def test_a_tree_entered_from_nowhere_known_names_no_caller(tmp_path):
+    _profile, (m,) = operations(tmp_path, tree([2000] * 8))
+    assert not any(c.startswith(CALLERS_CHECK) for c in m.checks)
+    assert "Who changes what" not in advise(_mechanism_data(m), "executions", None).recommendation
+
+
+def test_a_tree_calling_a_callee_it_shares_with_another_is_no_caller_of_that_tree(tmp_path):
+    # the second tree's g0 calls the shared `clear` once per entry; `clear` joins the first
+    # tree (3 of its 4 calls per operation are there): g0 enters no operation of it
+    other = [("g0", 0x200000, 2500, calling(0x700000, after=6)),
+             *((f"g{i}", 0x200000 + 0x10000 * i, 2500, small(10)) for i in range(1, 8))]
+    blocks = [*tree([2000] * 8), *other, ("clear", 0x700000, 3 * 2000 + 2500, small(20))]
+    _profile, found = operations(tmp_path, blocks)
+    first = next(m for m in found if "clear" in m.functions)
+    assert not any(c.startswith(CALLERS_CHECK) for c in first.checks)

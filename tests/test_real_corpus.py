@@ -185,6 +185,13 @@ def test_openssl_plt_and_strcmp_not_atomics(analysed):
     assert "explicit_bzero` or `memset_explicit`" in idea["recommendation"] and \
         "a form the compiler cannot drop" not in idea["recommendation"]
     assert "967,831 operations" in tree["title"]
+    # the digests are entered from a loop of the program (a function of the executable
+    # entered once per buffer size, calling through its PLT once per digest): keeping the
+    # context is that caller's change, the allocator inside the tree the library's
+    assert "entered from `<unknown_13>` in openssl (itself entered 6 times; 1.00 calls per " \
+           "operation), outside libcrypto.so.3" in tree["recommendation"]
+    assert "(the allocator calls and their wrappers, 445 instructions per operation, the " \
+           "small wrappers) is libcrypto.so.3's" in tree["recommendation"]
     assert not set(idea["pcs"]) & set(tree["pcs"])
     # ...and its per-call figures are net of the rows other ideas count: OPENSSL_cleanse's
     # whole-function 48.3 instructions per call (mostly the store loop) is not quoted, and

@@ -27,6 +27,15 @@ CRYPTO_malloc, CRYPTO_zalloc, EVP_MD_CTX_new), and a member entered once per ope
 calling a set-up member on every entry is part of that set-up (CRYPTO_gcm128_init, which
 calls gcm_init_v8).
 
+Where the operations are entered from says who owns which change: the functions outside
+every tree whose calls lead only into this one (direct, tail, or through a PLT stub whose
+count matches the tree's routines, its work included: the same reading of calls as above)
+are named with their exact call counts and their module, and whether that is the module of
+the routines they reach. A caller in another module (a program driving a library) chose to
+run the whole tree per operation; what each entry costs inside the tree is the library's.
+Callers making under CALLER_PART of the operations' calls (start-up, stray calls into a
+shared allocator) are only counted.
+
 Sampled counts rarely give many functions near-equal entry counts, so this finds nothing
 there. No name is read to find a tree; the report names the C allocator's routines among
 its members by their standard symbols, since allocation per operation is the first thing an
@@ -77,6 +86,9 @@ COHORT_SHARE = 0.02  # share of the total the tree's plumbing needs to be worth 
 # instructions per call up to which a member calling the allocator on every entry wraps it
 # (openssl's CRYPTO_malloc: 13; CRYPTO_zalloc, a call to it and one to memset: 18)
 WRAPPER = 32
+# calls into the tree, relative to its operations, from which a function outside it is named
+# as a caller (below: start-up and stray calls into a shared member such as the allocator)
+CALLER_PART = 0.01
 # the C allocator's entry points, allocation before release (the order they are reported in);
 # glibc exports ``__libc_malloc`` and friends as aliases
 _ALLOCATOR_ROUTINES = ("malloc", "calloc", "realloc", "reallocarray", "aligned_alloc",
@@ -87,6 +99,8 @@ SHARED_CHECK = "callees shared with another tree"  # the advice reads it
 PAIR_CHECK = "create/destroy pairs entered equally often per operation"  # the advice reads it
 SETUP_CALLERS_CHECK = "members calling the set-up on every entry"  # the advice reads it
 ONE_SHOT_CHECK = "one-shot calls whose streaming parts are members too"  # the advice reads it
+CALLERS_CHECK = "entered from outside the tree by"  # the advice reads it
+OWN_MODULE, OTHER_MODULE = "its own module", "another module"  # the advice reads them
 _STREAM_PARTS = ("init", "update", "final")  # a streaming API's parts, after the one-shot's name
 # the suffixes of an object's making and releasing routines by C naming convention (OpenSSL's
 # EVP_MD_CTX_new/EVP_MD_CTX_free, GLib's g_hash_table_new/g_hash_table_destroy): both entered
@@ -169,10 +183,29 @@ class Member:
 
 
 @dataclass(frozen=True)
+class Caller:
+    """A function outside the tree whose calls lead into it: where operations are entered."""
+
+    name: str
+    module: str  # its module ("" when the profile names none)
+    entries: int  # its entry count (far fewer than its calls: it calls from a loop)
+    calls: int  # its calls leading into the tree (exact counts)
+    entered: tuple[str, ...]  # the members its calls lead to, where one call leads to one
+    # its call sites through a PLT stub whose count matches several members (which one it
+    # leads to is not in the profile)
+    unresolved: int
+    entered_modules: tuple[str, ...]  # the modules of the members its calls may lead to
+
+
+@dataclass(frozen=True)
 class Cohort:
     operations: int
     members: tuple[Member, ...]
     instructions: int  # executions of the members' rows
+    # the functions outside the tree making at least CALLER_PART of its operations' calls
+    # into it, most calls first, and how many others call into it (with their calls)
+    callers: tuple[Caller, ...] = ()
+    other_callers: tuple[int, int] = (0, 0)
 
     @property
     def rows(self) -> list[int]:
@@ -243,6 +276,7 @@ def find(profile: Profile, facts: CodeFacts, owner: np.ndarray) -> list[Cohort]:
     small = (work <= PLUMBING * entries) & own.has_rows
     free = np.ones(len(entries), dtype=bool)
     out = []
+    trees = []  # per tree, all its routines: the members, the work and those others count
     for base in bases(entries):
         k = entries // base
         near = free & (k >= 1) & (k <= MULTIPLES) & (entries - k * base <= EXCESS * k * base)
@@ -255,12 +289,54 @@ def find(profile: Profile, facts: CodeFacts, owner: np.ndarray) -> list[Cohort]:
                                               for i in np.flatnonzero(picked).tolist()])
             out.append(Cohort(base, tuple(members),
                               int(own.executions[picked].sum())))
+            trees.append(set(np.flatnonzero(near).tolist()))
     out = _with_shared(profile, out, found, free, owner)
     if not out:
         return out
     callees = Callees.of(profile, facts, found.order[found.starts[:-1]], found.code,
                          found.entries)
-    return [_with_roles(cohort, callees, found) for cohort in out]
+    trees = [tree | {m.routine for m in cohort.members}
+             for tree, cohort in zip(trees, out, strict=True)]
+    inside = np.zeros(len(profile.pc), dtype=bool)  # a row of any tree
+    for i in set().union(*trees):
+        inside[found.rows(i)] = True
+    return [_with_callers(profile, _with_roles(cohort, callees, found), tree, callees, found,
+                          ~inside)
+            for cohort, tree in zip(out, trees, strict=True)]
+
+
+def _with_callers(profile: Profile, cohort: Cohort, tree: set[int], callees: Callees,
+                  found: Routines, outside: np.ndarray) -> Cohort:
+    """``cohort`` with the functions whose calls from rows ``outside`` every tree (direct,
+    tail or through a PLT stub, pcscope.core.member_calls) lead only into its routines
+    ``tree`` (its members and the work they are plumbing for, which a stub's count cannot
+    tell apart), by their exact counts: where its operations are entered from (a callee
+    shared with another tree is entered from that tree too, which is no caller of
+    either)."""
+    names = {i: found.name(profile, i) for i in tree}
+    by_fn: dict[int, list[tuple[int, list[int]]]] = {}
+    for row, led in callees.calls_into(set(names), outside):
+        by_fn.setdefault(int(profile.function[row]), []).append((row, led))
+
+    def module(row: int) -> str:
+        m = int(profile.module[row])
+        return profile.modules[m] if m >= 0 else ""
+
+    callers = []
+    for fn, calls in by_fn.items():
+        made = sum(int(profile.samples[r]) for r, _ in calls)
+        entered = tuple(dict.fromkeys(names[led[0]] for _, led in calls if len(led) == 1))
+        modules = tuple(dict.fromkeys(module(int(found.rows(i)[0])) for _, led in calls
+                                      for i in led))
+        first = int(profile.function_rows(fn)[0])
+        callers.append(Caller(profile.function_names[fn], module(first),
+                              int(profile.samples[first]), made, entered,
+                              sum(len(led) > 1 for _, led in calls), modules))
+    callers.sort(key=lambda c: (-c.calls, c.name))
+    named = tuple(c for c in callers if c.calls >= CALLER_PART * cohort.operations)
+    rest = callers[len(named):]
+    return replace(cohort, callers=named,
+                   other_callers=(len(rest), sum(c.calls for c in rest)))
 
 
 def _with_shared(profile: Profile, cohorts: list[Cohort], found: Routines, free: np.ndarray,
@@ -429,7 +505,38 @@ def checks(cohort: Cohort, owner: Callable[[int], str]) -> list[str]:
                                      f"{m.per_call:g} instructions per call counted here"
                                      + "".join(f"; {n:g} more in `{owner(o)}`"
                                                for o, n in m.elsewhere) + ")" for m in top),
-            *_allocations(cohort), *_setups(cohort), *_pairs(cohort), *_one_shot(cohort)]
+            *_allocations(cohort), *_setups(cohort), *_pairs(cohort), *_one_shot(cohort),
+            *_callers(cohort)]
+
+
+def _callers(cohort: Cohort) -> list[str]:
+    """The check naming the functions outside the tree calling into it, with their module
+    and whether it is the module of the members they reach; none without."""
+    if not cohort.callers:
+        return []
+    items = []
+    for c in cohort.callers:
+        to = [f"to {', '.join(c.entered)}"] if c.entered else []
+        if c.unresolved:
+            to.append(f"through {c.unresolved} PLT stub whose count matches several members: "
+                      f"which one it leads to is not in the profile" if c.unresolved == 1 else
+                      f"through {c.unresolved} PLT stubs whose counts match several members: "
+                      f"which one each leads to is not in the profile")
+        where = ""
+        if c.module and all(c.entered_modules):
+            reached = " and ".join(c.entered_modules)
+            where = f"; the members it reaches are in {reached}, " + \
+                (OWN_MODULE if c.module in c.entered_modules else OTHER_MODULE)
+        items.append(f"`{c.name}`" + (f" in {c.module}" if c.module else "")
+                     + f" (entered {c.entries:,} time{'' if c.entries == 1 else 's'}, "
+                       f"{c.calls:,} calls, "
+                       f"{c.calls / cohort.operations:.2f} per operation, "
+                     f"{' and '.join(to)}{where})")
+    more, calls = cohort.other_callers  # parse_callers reads the items back
+    return [f"{CALLERS_CHECK} (exact call counts, direct or through a PLT stub): "
+            + ", ".join(items)
+            + (f"; {more} more functions, {calls:,} calls (each under {CALLER_PART:.0%} of "
+               f"the operations)" if more else "")]
 
 
 def shared_checks(cohort: Cohort, tree: Callable[[int], str]) -> list[str]:
@@ -543,3 +650,27 @@ def _one_shot(cohort: Cohort) -> list[str]:
     if not found:
         return []
     return [f"{ONE_SHOT_CHECK} (by symbol name): " + ", ".join(found)]
+
+
+@dataclass(frozen=True)
+class CallerText:
+    """A caller as the callers check names it (for the advice, which sees the checks)."""
+
+    name: str
+    module: str  # "" when the profile names none
+    entries: str  # its entry count, as written (digits and commas)
+    per_operation: str  # its calls per operation, as written
+    reached: str  # the modules of the members it reaches ("" when not known)
+    own_module: bool  # whether its module is one of them
+
+
+_CALLER_ITEM = re.compile(r"`([^`]+)`(?: in (\S+))? \(entered ([\d,]+) times?, [\d,]+ calls, "
+                          r"([\d.]+) per operation, "
+                          r"[^()]*?(?:; the members it reaches are in ([^()]*?), "
+                          f"({OWN_MODULE}|{OTHER_MODULE}))?\\)")
+
+
+def parse_callers(check: str) -> list[CallerText]:
+    """The callers named by a check that ``_callers`` wrote."""
+    return [CallerText(name, module or "", entries, k, reached or "", where == OWN_MODULE)
+            for name, module, entries, k, reached, where in _CALLER_ITEM.findall(check)]

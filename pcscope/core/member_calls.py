@@ -7,7 +7,8 @@ starts no routine), to the routines entered about as often as the stub runs
 (pcscope.core.stub_targets.Entries.near, the stub's callers left out): one, or several whose
 counts the stub's cannot tell apart. A profile has no call graph; with exact counts this is
 as far as one goes, so the caller decides what to make of several candidates (all of them
-allocator routines, say).
+allocator routines, say). Read the other way (calls_into), the same leads give the calls
+entering a set of routines from outside it: where a per-operation tree is entered from.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 from pcscope.core import isa
 from pcscope.core.patterns import CodeFacts
 from pcscope.core.profile import Profile
-from pcscope.core.stub_targets import Entries
+from pcscope.core.stub_targets import CLEAR, STUB_MATCH, Entries
 
 EVERY = 0.01  # a call run on all but this part of the routine's entries runs on every entry
 STUB = 4  # instructions of a PLT stub (adrp; ldr; add; br)
@@ -50,21 +51,49 @@ class Callees:
     def every_entry(self, rows: np.ndarray, entries: int) -> list[list[int]]:
         """Per call the routine of ``rows`` (entered ``entries`` times) makes on every entry,
         the routines it may lead to, nearest first (empty: not known)."""
+        p = self.profile
+        return [self._leads_to(r) for r in rows.tolist()
+                if int(p.samples[r]) >= (1 - EVERY) * entries and self._calls(r)]
+
+    def calls_into(self, routines: set[int], outside: np.ndarray) -> list[tuple[int, list[int]]]:
+        """The calls run at least once from rows where ``outside`` is set that lead only to
+        ``routines``: per call row, the routines it may lead to (several when a stub's count
+        cannot tell them apart)."""
         p, facts = self.profile, self.facts
-        out: list[list[int]] = []
-        for r in rows.tolist():
-            target = int(facts.target[r])
-            if target < 0 or int(p.samples[r]) < (1 - EVERY) * entries or \
-                    not (facts.call[r] or self._tail_call(r, target)):
-                continue
-            at = p.row_of(target)
-            if at is None:
-                out.append([])
-            elif at in self.starting and not self._stub(at):
-                out.append([self.starting[at]])
-            else:
-                out.append(self.entries.near(int(p.samples[at]), self._not_led_to(at)))
+        rows = np.flatnonzero((facts.target >= 0) & (p.samples > 0) & outside)
+        # only a call to a routine's first row, or to a stub run about as often as one is
+        # entered (Entries.near), can lead there: the rest never reach the per-row reading
+        at = np.minimum(np.searchsorted(p.pc, facts.target[rows].astype(np.uint64)),
+                        len(p.pc) - 1)
+        rows, at = rows[p.pc[at] == facts.target[rows].astype(np.uint64)], \
+            at[p.pc[at] == facts.target[rows].astype(np.uint64)]
+        ids = np.fromiter(routines, dtype=np.int64, count=len(routines))
+        firsts = np.fromiter((row for row, i in self.starting.items() if i in routines),
+                             dtype=np.int64)
+        entered = np.sort(self.entries.counts[np.isin(self.entries.ids, ids)])
+        counts = p.samples[at].astype(np.int64)
+        lo = np.minimum(np.searchsorted(entered, counts), max(len(entered) - 1, 0))
+        near = (entered[lo] >= counts) & (entered[lo] <= counts * (1 + CLEAR * STUB_MATCH)) \
+            if len(entered) else np.zeros(len(rows), dtype=bool)
+        out = []
+        for r in rows[near | np.isin(at, firsts)].tolist():
+            if self._calls(r) and (led := self._leads_to(r)) and set(led) <= routines:
+                out.append((r, led))
         return out
+
+    def _calls(self, row: int) -> bool:
+        """Whether ``row`` is a call or a tail call."""
+        target = int(self.facts.target[row])
+        return target >= 0 and bool(self.facts.call[row] or self._tail_call(row, target))
+
+    def _leads_to(self, row: int) -> list[int]:
+        """The routines the call at ``row`` may lead to, nearest first (empty: not known)."""
+        at = self.profile.row_of(int(self.facts.target[row]))
+        if at is None:
+            return []
+        if at in self.starting and not self._stub(at):
+            return [self.starting[at]]
+        return self.entries.near(int(self.profile.samples[at]), self._not_led_to(at))
 
     def _stub(self, at: int) -> bool:
         """Whether the code from row ``at`` is a PLT stub or veneer: at most STUB rows

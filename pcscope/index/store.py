@@ -84,7 +84,8 @@ from pcscope.index.parts import PARTS, load_parts, save_parts
 #     compute); a pointer-chase mechanism names an index wrapped by a register (its bound)
 # 24: a gather-branch mechanism names each branch's role (short diamonds with their join,
 #     loop exits, guards) and each loop by head with its inner cycles' counts
-FORMAT_VERSION = 24
+# 25: a per-operation tree names the functions outside it calling into it, with their modules
+FORMAT_VERSION = 25
 Progress = Callable[[str], None]
 
 

@@ -22,12 +22,15 @@ from typing import Any
 
 from pcscope.core import chain_walk, invariant_work, loop_nests
 from pcscope.core.call_cohorts import (
+    CALLERS_CHECK,
     ONE_SHOT_CHECK,
     PAIR_CHECK,
     PLUMBING,
     SETUP_CALLERS_CHECK,
     SETUP_CHECK,
     SHARED_CHECK,
+    CallerText,
+    parse_callers,
 )
 from pcscope.core.fixed_trip_sums import LOOP_CONTROL
 from pcscope.core.gather_partition import DIAMONDS, EXITS, LOOPS, PARTITION, SCATTERS, THREE_WAY
@@ -955,6 +958,8 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
     callers = _check_list(m, SETUP_CALLERS_CHECK)
     lookups = next((c.removeprefix(TREE_CHECK) for c in m["checks"]
                     if c.startswith(TREE_CHECK)), None)
+    entered = next((c.split(": ", 1)[1] for c in m["checks"] if c.startswith(CALLERS_CHECK)),
+                   None)
     claim = (f"Every operation runs the same call tree: {functions} functions are entered once "
              f"or a whole number of times per operation ({number(ops)} operations by their "
              f"exact entry counts), {number(calls)} calls and {number(per_op)} instructions "
@@ -971,7 +976,10 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
              + (f"Constant-key lookups per operation: {lookups}. " if lookups else "")
              + "".join(f"Callees shared with another tree{c.removeprefix(SHARED_CHECK)}. "
                        for c in m["checks"] if c.startswith(SHARED_CHECK))
-             + f"Heaviest, by the instructions counted here: {heaviest}.")
+             + f"Heaviest, by the instructions counted here: {heaviest}."
+             # last, so a shortened claim loses it before the members: the recommendation
+             # names the callers again with what is theirs to change
+             + (f" Entered from outside the tree by {entered}." if entered else ""))
     pairs = _check_list(m, PAIR_CHECK)
     reuse = (f"reuse {pairs} across operations instead of making and releasing each on "
              f"every operation" if pairs else
@@ -994,10 +1002,55 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
     if lookups:
         rec += (" The constant-key lookups its members make are the lookup idea's cost: "
                 "resolve those keys once per context rather than on every operation.")
+    if entered and (callers_named := parse_callers(entered)):
+        rec += _per_operation_owners(callers_named, allocations, bool(setups))
     rec += (" Measure instructions per operation at two payload sizes: the part that does "
             "not grow is this overhead.")
     return (f"Per-operation overhead ({number(ops)} operations): {number(per_op)} instructions "
             f"in {number(calls)} calls each", claim, rec)
+
+
+def _per_operation_owners(callers: list[CallerText], allocations: str | None,
+                          setups: bool) -> str:
+    """Who changes what, from where the tree is entered (pcscope.core.call_cohorts): a
+    caller in another module than the members it reaches chose to enter the whole tree on
+    every operation, so keeping the context, initialising it once and updating it per
+    operation is a change in that caller, for its module's owner, while what each entry
+    costs inside the tree is the members' module's; a caller in the tree's own module owns
+    both; without modules (or with callers of both kinds) each change is addressed to the
+    code making it."""
+    allocated = re.search(r"= ([\d,]+) instructions$", allocations or "")
+    inside = ", ".join(part for part, present in (
+        ("the allocator calls and their wrappers"
+         + (f", {allocated.group(1)} instructions per operation" if allocated else ""),
+         allocations is not None), ("the set-up", setups), ("the small wrappers", True))
+        if present)
+    by_name = " and ".join(f"`{c.name}`" + (f" in {c.module}" if c.module else "")
+                           + f" (itself entered {c.entries} "
+                             f"time{'' if c.entries == '1' else 's'}; {c.per_operation} calls "
+                             f"per operation)" for c in callers)
+    names = " and ".join(f"`{c.name}`" for c in callers)
+    whose = "the caller's" if len(callers) == 1 else "the callers'"
+    caller_part = ("keeping the context across operations, initialising it "
+                   + ("(and setting the key) " if setups else "")
+                   + "once and updating it per operation")
+    other = [c for c in callers if c.module and c.reached and not c.own_module]
+    own = [c for c in callers if c.own_module]
+    if other and not own:
+        reached = " and ".join(dict.fromkeys(c.reached for c in other))
+        modules = " and ".join(dict.fromkeys(c.module for c in other))
+        return (f" Who changes what: the operations are entered from {by_name}, outside "
+                f"{reached}; entering the tree on every operation is {whose} choice, so "
+                f"{caller_part} is a change in {names}, for the owner of {modules}, while what "
+                f"each entry costs inside the tree ({inside}) is {reached}'s to cut.")
+    if own and not other:
+        reached = " and ".join(dict.fromkeys(c.reached for c in own))
+        return (f" Who changes what: the operations are entered from {by_name}, in the "
+                f"tree's own module ({reached}): both entering it on every operation and what "
+                f"each entry costs inside it ({inside}) are that module's to change.")
+    return (f" Who changes what: the operations are entered from {by_name}; {caller_part} "
+            f"is a change in {names}, what each entry costs inside the tree ({inside}) a "
+            f"change in its members.")
 
 
 def _names(listed: str) -> list[str]:
