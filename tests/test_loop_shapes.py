@@ -14,6 +14,7 @@ from pcscope.core.backends.advice import advise
 from pcscope.core.gather_partition import (
     DIAMONDS,
     EXITS,
+    INDEXED,
     LOOPS,
     PARTITION,
     SCATTERS,
@@ -154,8 +155,8 @@ def test_a_three_way_partition_is_named_with_its_equal_keys(tmp_path):
         "60% of 10,000" in m.checks
     assert PARTITION in m.checks and not any(c.startswith(SCATTERS) for c in m.checks)
     advice = advise(as_dict(m), "executions", None)
-    assert "three-way (two flags per element: `<` and `==`), and 60% of the keys equal the " \
-        "pivot" in advice.recommendation
+    assert "three-way (two flags per element: `<` and `==`), and 60% of the partition's " \
+        "10,000 keys equal the pivot" in advice.recommendation
     assert "partition twice" in advice.recommendation
 
 
@@ -207,8 +208,8 @@ def test_each_loop_is_named_by_head_with_its_inner_cycles_iterations_and_keys(tm
     _profile, table = mechanisms_of(tmp_path, [("qsort3", 0x1000, two_scans()), WORK])
     (m,) = of_kind(table, "gather-branch")
     (said,) = [c.removeprefix(LOOPS) for c in m.checks if c.startswith(LOOPS)]
-    assert said.endswith("; head 10,100, key loads 10,000; inner cycle 0x1044: head 3,000, "
-                         "key loads 3,000)") and said.startswith("0x1000 (")
+    assert said.endswith("; head 10,100, keys 10,000; inner cycle 0x1044: head 3,000, "
+                         "keys 3,000)") and said.startswith("0x1000 (")
     figures = {x.name: x.value for x in m.metrics}
     assert figures["loop iterations"] == 13100 and figures["keys gathered"] == 13000
     claim = advise(as_dict(m), "executions", None).claim
@@ -286,14 +287,63 @@ def test_a_two_way_decision_is_not_called_three_way(tmp_path, loop):
     assert "three-way" not in advise(as_dict(m), "executions", None).recommendation
 
 
-def bucket_copy(place: str = "str w2, [x22, w4, uxtw #2]") -> list[tuple[int, str]]:
-    """bzip2's copy step: each index's key picks a bucket whose cursor says where the
-    index goes (``place``), on the 4000 of 10000 keys whose bucket is still open."""
-    return [(10000, "ldr w2, [x22, x0, lsl #2]"), (10000, "ldrb w7, [x24, w2, uxtw]"),
-            (10000, "ldrb w4, [x23, w7, uxtw]"), (10000, "cbnz w4, #0x1020"),
-            (4000, "ldr w4, [x8, x7, lsl #2]"), (4000, "add w9, w4, #1"),
-            (4000, "str w9, [x8, x7, lsl #2]"), (4000, place), (10000, "add x0, x0, #1"),
-            (10000, "cmp x0, x10"), (10000, "b.ne #0x1000")]
+def bucket_copy(place: str = "str w2, [x22, w4, uxtw #2]", at: int = 0x1000,
+                n: int = 10000) -> list[tuple[int, str]]:
+    """bzip2's copy step (first row at ``at``): each index's key (``ldrb w7``) picks a
+    bucket whose done flag (``ldrb w4``) and cursor (``ldr w4``) are loaded through the key;
+    the cursor says where the index goes (``place``), on the 40% of ``n`` keys whose bucket
+    is still open."""
+    open_ = n * 4 // 10
+    return [(n, "ldr w2, [x22, x0, lsl #2]"), (n, "ldrb w7, [x24, w2, uxtw]"),
+            (n, "ldrb w4, [x23, w7, uxtw]"), (n, f"cbnz w4, {hex(at + 0x20)}"),
+            (open_, "ldr w4, [x8, x7, lsl #2]"), (open_, "add w9, w4, #1"),
+            (open_, "str w9, [x8, x7, lsl #2]"), (open_, place), (n, "add x0, x0, #1"),
+            (n, "cmp x0, x10"), (n, f"b.ne {hex(at)}")]
+
+
+def test_a_scatters_key_is_the_load_its_store_index_comes_from(tmp_path):
+    """The bucket's flag and cursor are loaded through the key: indexed loads, not keys."""
+    _profile, table = mechanisms_of(tmp_path, [("copy", 0x1000, bucket_copy()), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    assert m.sites[0].pc == 0x1004
+    figures = {x.name: x.value for x in m.metrics}
+    assert figures["keys gathered"] == 10000 and figures["other indexed loads"] == 14000
+    assert f"{LOOPS}0x1000 (" in "".join(m.checks)
+    (said,) = [c.removeprefix(LOOPS) for c in m.checks if c.startswith(LOOPS)]
+    assert said.endswith("; head 10,000, keys 10,000, other indexed loads 14,000)")
+    assert "key loads from a fixed base indexed by the loaded index: " \
+        "`ldrb w7, [x24, w2, uxtw]`" in m.checks
+    (other,) = [c for c in m.checks if c.startswith(INDEXED)]
+    assert "`ldrb w4, [x23, w7, uxtw]` at 0x1008" in other
+    assert "`ldr w4, [x8, x7, lsl #2]` at 0x1010" in other
+    claim = advise(as_dict(m), "executions", None).claim
+    assert "10,000 keys, 10,000 loop iterations" in claim
+
+
+def test_an_indexed_load_no_decision_reads_is_not_a_key(tmp_path):
+    """A payload loaded through the index and summed: the branch reads only the key."""
+    loop = partition(extra=("ldr w5, [x3, w6, uxtw #2]", "add w0, w0, w5"))
+    _profile, table = mechanisms_of(tmp_path, [("qsort", 0x1000, loop), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    figures = {x.name: x.value for x in m.metrics}
+    assert figures["keys gathered"] == 10000 and figures["other indexed loads"] == 10000
+
+
+def test_the_equal_share_is_of_the_partitions_keys_and_the_scatters_share_is_said(tmp_path):
+    """A three-way partition and a bucket scatter in one function: the part of keys found
+    equal is of the partition's keys, and the scatter's share of the own share is named."""
+    profile, table = mechanisms_of(tmp_path, [
+        ("sort", 0x1000, three_way()), ("sort", 0x2000, bucket_copy(at=0x2000, n=5000)),
+        WORK])
+    (m,) = of_kind(table, "gather-branch")
+    figures = {x.name: x.value for x in m.metrics}
+    assert figures["keys gathered"] == 15000
+    scatter = (7 * 5000 + 4 * 2000) / profile.total  # its rows: 7 run on every key, 4 on 40%
+    assert figures["bucket scatter share"] == pytest.approx(100 * scatter, abs=0.005)
+    advice = advise(as_dict(m), "executions", None)
+    assert "60% of the partition's 10,000 keys equal the pivot" in advice.recommendation
+    assert f"the own share {m.share:.2%} includes them ({scatter:.2%} of the run)" \
+        in advice.claim
 
 
 def test_a_bucket_scatter_is_not_called_a_partition(tmp_path):

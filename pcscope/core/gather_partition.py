@@ -37,6 +37,13 @@ fires when:
   stream load's value;
 - a conditional branch of the loop decides on the gathered value;
 - the loop has no ``prfm`` (a loop that prefetches already does the cheap half).
+
+The *keys* are the gathers the decisions (and a scatter's store address) read, each taken
+at the start of its chain: a gather whose index comes from the index array itself, not
+through another gather. A partition's key is what its compares read; a bucket scatter's is
+what its bucket is looked up by, its done flag and cursor being loaded through that key.
+Those, and gathers nothing decides on, are counted apart as other indexed loads, so the
+keys are one per element and per key read.
 """
 
 from __future__ import annotations
@@ -62,10 +69,11 @@ SIDE = 8  # rows each side of a value choice may hold before the two sides rejoi
 # the checks the advice reads: a partition, its three-way decisions, and bucket scatters
 PARTITION = "the loop stores index values back (it partitions or swaps the index array)"
 THREE_WAY = "three-way decisions on the key (tested for equality and for order: `<`, `==`, `>`): "
-LOOPS = "the loops by head (share of the run; head count, key loads): "
+LOOPS = "the loops by head (share of the run; head count, keys, other indexed loads): "
 SCATTERS = "bucket scatters, not partitions (a store's address comes from the key): "
 DIAMONDS = "short diamonds, each only picking a value (both sides rejoin within a few rows): "
 EXITS = "loop exits (a side only leaves the loop): "
+INDEXED = "indexed loads that are not keys (read through a key, or not decided on): "
 
 
 @dataclass(frozen=True)
@@ -83,11 +91,13 @@ class Decision:
 @dataclass(frozen=True)
 class Cycle:
     """A cycle of a loop: the loop's own through its head, or an inner one natural_loops
-    keeps in it (a partition's second scan), with the key loads it runs."""
+    keeps in it (a partition's second scan), with the key loads and other indexed loads it
+    runs."""
 
     head: int  # pc of its most executed head
     iterations: int  # that head's count
     keys: int  # executions of the key loads in it
+    indexed: int  # executions of its other indexed loads
 
 
 @dataclass(frozen=True)
@@ -95,12 +105,14 @@ class GatherLoop:
     rows: tuple[int, ...]  # the loop's rows (less those another mechanism counts)
     streams: tuple[int, ...]  # rows of the index loads feeding a gather
     gathers: tuple[int, ...]  # rows of the key loads
+    indexed: tuple[int, ...]  # rows of the other indexed loads (through a key, or unused)
     branches: tuple[int, ...]  # rows of the conditional branches on the keys
     roles: tuple[Role, ...]  # per branch: a value choice, a loop exit, or what it guards
     moves: bool  # the loop stores index values back (a partition or swap)
     scatters: tuple[int, ...]  # rows of stores whose address comes from a key (a bucket scatter)
     decisions: tuple[Decision, ...]  # the branches on the keys, grouped by decision
-    keys: int  # gather executions
+    keys: int  # key load executions
+    indexed_loads: int  # executions of the other indexed loads
     cycles: tuple[Cycle, ...]  # the loop's own (first), then inner cycles holding key loads
 
     @property
@@ -128,7 +140,7 @@ def find(finder: _Finder, claimed: np.ndarray) -> list[Mechanism]:
                            if rows[0] < min(inner) and max(inner) <= max(rows) for r in inner)
         loop = gather_loop([finder.op(r) for r in rows], rows, [finder.count(r) for r in rows],
                            nested, _entries(finder, rows))
-        if loop is None or claimed[[*loop.gathers, *loop.branches]].any():
+        if loop is None or claimed[[*loop.gathers, *loop.indexed, *loop.branches]].any():
             continue
         own = replace(loop, rows=tuple(r for r in loop.rows if not claimed[r]))
         if finder.share(own.rows) >= MIN_SHARE:
@@ -172,25 +184,33 @@ def gather_loop(ops: list[Op], rows: list[int], counts: list[int], nested: froze
     scatters = sorted((i for i, o in enumerate(ops) if isa.is_store(o.mnemonic) and
                        _sources_of(ops, flow, i, o.addr) & gathers),
                       key=lambda i: (bool(_sources_of(ops, flow, i, _stored(ops[i])) & gathers), i))
+    # what the decisions and the scatter's places read, each chain taken at its start
+    consumed = set().union(*(flow.sources[i] for i in branches),
+                       *(_sources_of(ops, flow, i, ops[i].addr) for i in scatters))
+    keys = {g for g in gathers & consumed if not flow.sources[g] & gathers}
+    indexed = gathers - keys
     cycle, heads = _cycles(ops, entries or frozenset((ops[0].pc,)))
     return GatherLoop(
-        tuple(rows), tuple(rows[i] for i in used), tuple(rows[i] for i in sorted(gathers)),
+        tuple(rows), tuple(rows[i] for i in used), tuple(rows[i] for i in sorted(keys)),
+        tuple(rows[i] for i in sorted(indexed)),
         tuple(rows[i] for i in branches), tuple(_roles(ops, branches, nested, cycle, heads)),
         moves, tuple(rows[i] for i in scatters),
-        tuple(_decisions(ops, rows, branches)), sum(counts[i] for i in gathers),
-        _loop_cycles(ops, counts, gathers, cycle, heads))
+        tuple(_decisions(ops, rows, branches)), sum(counts[i] for i in keys),
+        sum(counts[i] for i in indexed), _loop_cycles(ops, counts, keys, indexed, cycle, heads))
 
 
-def _loop_cycles(ops: list[Op], counts: list[int], gathers: set[int], cycle: list[int],
-                 heads: dict[int, frozenset[int]]) -> tuple[Cycle, ...]:
-    """The loop's own cycle, then each inner cycle holding key loads: its head, the head's
-    count (the most executed head of several) and its key loads' executions."""
+def _loop_cycles(ops: list[Op], counts: list[int], keys: set[int], indexed: set[int],
+                 cycle: list[int], heads: dict[int, frozenset[int]]) -> tuple[Cycle, ...]:
+    """The loop's own cycle, then each inner cycle holding indexed loads: its head, the head's
+    count (the most executed head of several), its key loads' and its other indexed loads'
+    executions."""
     count = {o.pc: counts[i] for i, o in enumerate(ops)}
     out = []
-    for c in sorted({-1, *(cycle[i] for i in gathers)}):
+    for c in sorted({-1, *(cycle[i] for i in keys | indexed)}):
         mine = heads[c] or {min(o.pc for i, o in enumerate(ops) if cycle[i] == c)}
         head = max(sorted(mine), key=count.__getitem__)
-        out.append(Cycle(head, count[head], sum(counts[i] for i in gathers if cycle[i] == c)))
+        out.append(Cycle(head, count[head], sum(counts[i] for i in keys if cycle[i] == c),
+                         sum(counts[i] for i in indexed if cycle[i] == c)))
     return tuple(out)
 
 
@@ -443,6 +463,7 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
     """Figures and checks of the heaviest loop; a site per loop."""
     loop = max(loops, key=lambda x: finder.share(x.rows))
     p = finder.p
+    indexed = sorted({r for x in loops for r in x.indexed})
     shares = {r: taken_share(finder, r) for r in loop.branches}
     decided = "; ".join(f"`{p.asm(r)}` at {int(p.pc[r]):#x} (count {finder.count(r):,}"
                         + (f", taken {shares[r]:.0%})" if shares[r] is not None else ")")
@@ -458,6 +479,8 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
         "index loads (4 or 8 bytes) at an address that moves by a constant each iteration: "
         + _texts(p, loop.streams),
         "key loads from a fixed base indexed by the loaded index: " + _texts(p, loop.gathers),
+        *([INDEXED + ", ".join(f"`{p.asm(r)}` at {int(p.pc[r]):#x}" for r in indexed)]
+          if indexed else []),
         f"conditional branches on the loaded key: {decided}",
         "no prfm in the loop",
     ]
@@ -470,7 +493,7 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
                       f"choice: {guarding}")
     if loop.partition:
         checks.append(PARTITION)
-    three, equal = _three_way(finder, loop)
+    three, equal, tested = _three_way(finder, loop)
     if three:
         checks.append(THREE_WAY + three)
     scatters = [x for x in loops if x.scatters]
@@ -486,7 +509,11 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
         finder.site(x.rows, max(x.gathers, key=lambda r: (finder.count(r), -r)))
         for x in loops], [
         Metric("keys gathered", sum(x.keys for x in loops), "executions",
-               "executions of the key loads indexed by a loaded index"),
+               "executions of the key loads: indexed by a loaded index, read by a decision "
+               "or a scatter's store address"),
+        Metric("other indexed loads", sum(x.indexed_loads for x in loops), "executions",
+               "executions of the loads indexed by a loaded index or a key that are not keys "
+               "(a bucket's flag or cursor read through its key)"),
         Metric("loop iterations", sum(x.iterations for x in loops), "executions",
                "the loops' head counts"),
         Metric("branches on the key", len(loop.branches), "branches",
@@ -496,14 +523,22 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
                "with no call or loop between (the heaviest loop)"),
         *([] if equal is None else [Metric(
             "keys equal", equal, "%", "of the keys its three-way decisions test, those found "
-            "equal: the equality branch's equal side over the decisions (the heaviest loop)")]),
+            "equal: the equality branch's equal side over the decisions (the heaviest loop)"),
+            Metric("keys tested three ways", tested, "executions",
+                   "the runs of the heaviest loop's three-way decisions"),
+            Metric("partition keys", sum(x.keys for x in loops if x.partition), "executions",
+                   "the key loads of the loops that partition (not the bucket scatters)")]),
+        *([Metric("bucket scatter share", round(100 * sum(finder.share(x.rows)
+                                                          for x in scatters), 2), "%",
+                  "the bucket scatter loops' part of the run, inside the mechanism's share")]
+          if scatters else []),
     ], checks)
 
 
-def _three_way(finder: _Finder, loop: GatherLoop) -> tuple[str, float | None]:
+def _three_way(finder: _Finder, loop: GatherLoop) -> tuple[str, float | None, int]:
     """The loop's three-way decisions, each with the part of its keys found equal (from the
-    equality branch's taken share), and that part over all of them (%); "" and None when
-    none."""
+    equality branch's taken share), that part over all of them (%) and their runs; "", None
+    and 0 when none."""
     p, said, equal, decided = finder.p, [], 0.0, 0
     for d in loop.decisions:
         taken = None if d.equal is None else taken_share(finder, d.equal)
@@ -515,17 +550,24 @@ def _three_way(finder: _Finder, loop: GatherLoop) -> tuple[str, float | None]:
         said.append(" then ".join(f"`{p.asm(r)}` at {int(p.pc[r]):#x}" for r in d.branches)
                     + f": equal on {same / runs:.0%} of {runs:,}")
     if not said:
-        return "", None
+        return "", None, 0
     return "; ".join(said) + (f"; equal on {equal / decided:.0%} of all {decided:,}"
-                              if len(said) > 1 else ""), round(100 * equal / decided, 1)
+                              if len(said) > 1 else ""), round(100 * equal / decided, 1), decided
 
 
 def _loop_said(finder: _Finder, loop: GatherLoop) -> str:
-    """A loop by its head: its share, its head's count and key loads, and its inner cycles'."""
+    """A loop by its head: its share, its head's count, keys and other indexed loads, and its
+    inner cycles'."""
     own, *inner = loop.cycles
-    return (f"{own.head:#x} ({finder.share(loop.rows):.2%}; head {own.iterations:,}, key loads "
-            f"{own.keys:,}" + "".join(f"; inner cycle {c.head:#x}: head {c.iterations:,}, "
-                                      f"key loads {c.keys:,}" for c in inner) + ")")
+    return (f"{own.head:#x} ({finder.share(loop.rows):.2%}; head {own.iterations:,}, "
+            + _loads_said(own) + "".join(f"; inner cycle {c.head:#x}: head {c.iterations:,}, "
+                                         + _loads_said(c) for c in inner) + ")")
+
+
+def _loads_said(cycle: Cycle) -> str:
+    """A cycle's keys, and its other indexed loads when it has any."""
+    return f"keys {cycle.keys:,}" + (f", other indexed loads {cycle.indexed:,}"
+                                     if cycle.indexed else "")
 
 
 def _named(profile: Profile, row: int) -> str:

@@ -1154,6 +1154,7 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
     scatters = _check_after(m, SCATTERS)
     several = m["sites"] > 1
     by_head = _check_after(m, LOOPS)
+    scattered = metric(m, "bucket scatter share") or 0
     figures = (f"{number(keys)} keys, {number(loops)} loop iterations"
                if noun == "executions" else
                f"the key loads {count(keys, noun)}, the loop heads {count(loops, noun)}")
@@ -1170,7 +1171,8 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
              + (f". It decides three ways on a key, testing it for equality and for order "
                 f"({three})" if three else "")
              + (f". The loops storing each index at a place its key names ({scatters}) are "
-                f"bucket scatters, not partitions" if scatters else "")
+                f"bucket scatters, not partitions: the own share {m['share']:.2%} includes them "
+                f"({scattered:.2f}% of the run)" if scatters else "")
              + ". Every key is a load whose address is known only after its index is loaded, "
              "and every decision is a data-dependent branch. Exact counts show how often each "
              "branch went one way, not how often it mispredicted or how long the key loads took.")
@@ -1196,9 +1198,9 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
               "array first (a loop `key[i] = base[idx[i] + k]` has independent loads the core "
               "overlaps), or prefetch `base[idx[i + d] + k]` about 8-16 elements ahead "
               "(`__builtin_prefetch`, `prfm pldl1keep`)")
-    scatter = (" The bucket scatters (above) place each index where its key says: the "
-               "branch-free partition does not apply to them, only the gather or prefetch."
-               if scatters else "")
+    scatter = (f" The bucket scatters (above, {scattered:.2f}% of the run) place each index "
+               "where its key says: the branch-free partition does not apply to them, only the "
+               "gather or prefetch." if scatters else "")
     title = f"Keys gathered through an index array and branched on in {fn} ({number(keys)} keys)"
     if metric(m, "value-choice branches") == 0 and (stops or not partition):
         return title, claim, (
@@ -1213,9 +1215,9 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
                   "advance the cursor by the flag (`cset`, `add`)"
                   + (f"; {exits} {ends} unless the whole loop is rewritten: " if exits else
                      "; or rewrite the whole loop: ")
-                  + _partition_rewrite(metric(m, "keys equal")).removeprefix("then "))
+                  + _partition_rewrite(m).removeprefix("then "))
     elif partition:
-        decide = _partition_rewrite(metric(m, "keys equal")) + (
+        decide = _partition_rewrite(m) + (
             f" ({exits} {ended}, which the single pass replaces)" if exits else "")
     else:
         decide = ("then decide branch-free where the branch only picks a value (`csel`/`cset`)"
@@ -1244,16 +1246,22 @@ def _roles_said(m: dict) -> str:
     return f". {text[:1].upper()}{text[1:]}" if said else ""
 
 
-def _partition_rewrite(equal: float | None) -> str:
+def _partition_rewrite(m: dict) -> str:
     """The branch-free partition for a two-way or, with the part of keys found equal, a
-    three-way decision (pcscope.core.gather_partition.THREE_WAY)."""
+    three-way decision (pcscope.core.gather_partition.THREE_WAY); that part is of the keys
+    the decisions test, which are the partition's when every key of it is tested."""
+    equal = metric(m, "keys equal")
     if equal is None:
         return ("then partition branch-free on the contiguous keys: compute each element's "
                 "side with `cmp`/`cset` and store it unconditionally at both candidate "
                 "positions, advancing one pointer by the flag (block partitioning, as in "
                 "BlockQuicksort and pdqsort)")
+    tested = int(metric(m, "keys tested three ways") or 0)
+    of = (f"the partition's {number(tested)} keys"
+          if tested == metric(m, "partition keys") else
+          f"the {number(tested)} keys its three-way decisions test")
     return (f"then partition branch-free on the contiguous keys. The partition is three-way "
-            f"(two flags per element: `<` and `==`), and {number(equal)}% of the keys equal "
+            f"(two flags per element: `<` and `==`), and {number(equal)}% of {of} equal "
             f"the pivot, so the two-way block partition of BlockQuicksort and pdqsort does not "
             f"fit as written: compute both flags (`cmp`, two `cset`), store the index "
             f"unconditionally at the `<` and the `==` cursors and advance each by its flag, or "
