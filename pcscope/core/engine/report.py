@@ -178,6 +178,8 @@ def _idea_md(rank: int, idea: dict, store: EvidenceStore, model: str,
         "",
         f"**Claim.** {_linked(_unlabelled(idea['claim']), ranks, rank)}",
         "",
+        *([f"**What the numbers are.** {numbers}", ""] if (numbers := idea.get("numbers"))
+          else []),
         *_checks_md(idea.get("checks") or [], ranks, rank),
         f"**Recommendation.** {_linked(_unlabelled(idea['recommendation']), ranks, rank)}",
         "",
