@@ -133,7 +133,8 @@ def _is_list(items: list[str]) -> bool:
     connective or holds a total after "=", and either each is a short name with its figures
     in brackets, or all read the same but for their numbers, code and brackets."""
     forms = [_NUMBER.sub("0", _outside(item)) for item in items]
-    if any(item.startswith(_CONNECTIVES) or " = " in form for item, form in zip(items, forms)):
+    if any(item.startswith(_CONNECTIVES) or " = " in form
+           for item, form in zip(items, forms, strict=True)):
         return False
     return len(set(forms)) == 1 or all(
         form.endswith("()") and len(form[:-2].split()) <= NAME_WORDS for form in forms)
