@@ -120,3 +120,12 @@ def test_a_shortened_list_leaves_its_remaining_items_in_the_checks_once():
         f"Heaviest, by the instructions counted here, after the claim's: fn_{rest}"]
     # a check already naming every left-out item is enough
     assert checks_kept([f"heaviest: {heaviest(80)}"], claim) == [f"heaviest: {heaviest(80)}"]
+
+
+def test_a_numbers_thousands_separators_are_not_between_items():
+    items = [f"`bl #0x{i:x}` run 1,234,{i:03d} times" for i in range(200)]
+    fitted = fit(f"Calls of one form: {', '.join(items)}.")
+    kept = fitted.text.removeprefix("Calls of one form: ").split(", and ")[0].split(", ")
+    assert len(fitted.text) <= TEXT_MAX and 1 < len(kept) < 200
+    assert kept == items[:len(kept)]  # every kept item whole, its count too
+    assert fitted.lists[0].items == ", ".join(items[len(kept):])
