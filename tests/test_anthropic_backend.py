@@ -159,9 +159,10 @@ async def test_budget_reservation_counts_tokens_once_per_call_and_settles_real_u
         assert len(server.counted) == 1
     u = response.usage
     assert budget.held == 0
-    # cache writes and reads weigh by their price relative to input (3.75 and 0.30 of 3.0)
-    assert budget.used == round(u.input_tokens + u.output_tokens + u.cache_write_tokens * 1.25
-                                + u.cache_read_tokens * 0.1)
+    # cache writes and reads weigh by their price relative to input (3.75 and 0.30 of 3.0);
+    # each of the two turns settles its weight rounded to a whole token (half a token each)
+    assert abs(budget.used - (u.input_tokens + u.output_tokens + u.cache_write_tokens * 1.25
+                              + u.cache_read_tokens * 0.1)) <= 2 * 0.5
 
 
 async def test_no_count_tokens_endpoint_falls_back_to_characters():

@@ -14,7 +14,8 @@ from pcscope.index.store import open_workload
 TOP = {"pcscope", "profile", "model", "ideas", "rejected", "calls", "cost", "run"}
 PROFILE = {"path", "instructions", "windows", "functions", "total", "selected_windows",
            "coverage"}
-IDEA = {"id", "title", "category", "target", "claim", "recommendation", "checks", "pcs",
+IDEA = {"id", "title", "category", "target", "claim", "numbers", "recommendation", "checks",
+        "pcs",
         "evidence",
         "window_weight", "mechanisms", "upside", "upside_how",
         "weight", "pc_weight", "confidence", "basis", "merged_from"}
@@ -152,6 +153,13 @@ def test_analyze_the_real_bzip2_profile(bzip2, bundled_guides, tmp_path):
     check_report(report, workload)
     assert {i["basis"] for i in report["ideas"]} == {"profile-only"}
     assert "no ALP record covers it" in markdown
+    # what the numbers are is the idea's own field, shown once per idea under a label; the
+    # claim keeps what would confirm it
+    for idea in report["ideas"]:
+        assert "no ALP record covers it" in idea["numbers"]
+        assert "no ALP record" not in idea["claim"] and "To confirm, measure " in idea["claim"]
+    assert markdown.count("**What the numbers are.** The counts are ") == \
+        len(report["ideas"])
     # the checks are their own field and section, not a tail of the claim its length cuts
     checked = [i for i in report["ideas"] if i["checks"]]
     assert checked and not any("Checks passed" in i["claim"] for i in report["ideas"])

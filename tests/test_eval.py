@@ -14,7 +14,7 @@ from pcscope.core.errors import EvidenceError, UsageError
 
 IDEA_A = {"id": "idea:indirect-branch:0x2004", "title": "Alpha: devirtualize the hot blr",
           "category": "indirect-branch", "target": "software", "claim": "blr mispredicts",
-          "recommendation": "guarded direct call", "checks": ["one target"], "pcs": ["0x2004"],
+          "numbers": "measured: the ALP record of 0x2004", "recommendation": "guarded direct call", "checks": ["one target"], "pcs": ["0x2004"],
           "evidence": ["pc:0x2004", "alp:0x2004"], "weight": 0.05, "pc_weight": 0.01,
           "confidence": 0.7, "basis": "measured", "merged_from": ["finding:r1.w1.c1.f1"]}
 IDEA_B = {**IDEA_A, "id": "idea:division:0x3000", "title": "Beta: hoist the udiv",

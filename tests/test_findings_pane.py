@@ -34,3 +34,14 @@ def test_the_detail_shows_the_checks_beside_the_claim():
     assert "Claim A loop.\nChecks passed\n· no prfm in the loop\n· heaviest: a, b\n" \
            "Recommendation" in text
     assert "Checks" not in idea_detail(ShownIdea.from_json({"id": "y"}), Verdict()).plain
+
+
+def test_the_detail_says_what_the_numbers_are_under_the_claim():
+    from pcscope.core.triage import Verdict
+    from pcscope.tui.widgets.findings import idea_detail
+
+    shown = ShownIdea.from_json({"id": "x", "claim": "A loop. To confirm, measure misses.",
+                                 "numbers": "The counts are exact executions, not time."})
+    assert "Claim A loop. To confirm, measure misses.\nNumbers The counts are exact " \
+           "executions, not time.\nRecommendation" in idea_detail(shown, Verdict()).plain
+    assert "Numbers" not in idea_detail(ShownIdea.from_json({"id": "y"}), Verdict()).plain

@@ -91,13 +91,15 @@ def test_ideas_are_few_distinct_and_sized_by_their_sites(analysed, name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_claim_keeps_its_evidence_statement(analysed, name):
-    """sme.md asks each idea what the numbers cannot tell and what to measure: a long claim
-    is shortened in its lists, never at its end, and lists are not written twice."""
+    """sme.md asks each idea what the numbers cannot tell (its ``numbers``, shown under the
+    claim) and what to measure (the claim's end): a long claim is shortened in its lists,
+    never at its end, and lists are not written twice."""
     _workload, report, _md = analysed(name)
     for idea in report["ideas"]:
         claim = idea["claim"]
         if idea["basis"] == "profile-only":
-            assert "; to confirm, measure " in claim and claim.endswith("."), claim[-200:]
+            assert ". To confirm, measure " in claim and claim.endswith("."), claim[-200:]
+            assert "exact executions" in idea["numbers"] and "is not known." in idea["numbers"]
         if "Heaviest: " in claim:
             assert "heaviest: " not in claim, claim
 

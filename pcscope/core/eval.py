@@ -43,7 +43,8 @@ EVIDENCE_LABELS = {"alp": "ALP", "no-alp": "no ALP", "selected": "ALP selected b
 CRITERIA = ("usefulness", "novelty", "grounding", "expected_upside", "guide_fit",
             "follow_up_clarity")
 ORDERS = ("AB", "BA")  # which side is Set 1
-MASKED_KEYS = ("title", "category", "target", "claim", "recommendation", "checks", "pcs",
+MASKED_KEYS = ("title", "category", "target", "claim", "numbers", "recommendation", "checks",
+               "pcs",
                "evidence", "weight", "confidence", "basis")
 EVIDENCE_CHARS = 300
 MAX_EVIDENCE = 400

@@ -26,12 +26,13 @@ class ShownIdea:
     basis: str
     mechanisms: tuple[str, ...]
     merged_from: tuple[str, ...]
-    checks: tuple[str, ...] = ()  # the checks backing the claim, lists it shortened whole
+    checks: tuple[str, ...] = ()  # the checks backing the claim, the items it left out
+    numbers: str = ""  # what its numbers are and what they cannot tell
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ShownIdea:
         """Keys a report of an older format lacks (``window_weight``, ``mechanisms``,
-        ``upside``, ``checks``) read as empty."""
+        ``upside``, ``checks``, ``numbers``) read as empty."""
         return cls(
             id=data["id"], title=data.get("title", ""), category=data.get("category", ""),
             target=data.get("target", ""), claim=data.get("claim", ""),
@@ -42,7 +43,7 @@ class ShownIdea:
             confidence=float(data.get("confidence", 0.0)), basis=data.get("basis", ""),
             mechanisms=tuple(data.get("mechanisms", ())),
             merged_from=tuple(data.get("merged_from", ())),
-            checks=tuple(data.get("checks", ())),
+            checks=tuple(data.get("checks", ())), numbers=data.get("numbers", ""),
         )
 
     @property

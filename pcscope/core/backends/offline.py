@@ -169,7 +169,7 @@ class OfflineAnalyst:
             basis, confidence = "measured", 0.6 + 0.35 * det.strength
         else:
             body = f"{LABEL} {where}: {det.figures}."
-            tail = [f"{_basis_note(view.basis)}; to confirm, measure {rule.confirm}."]
+            tail = [f"To confirm, measure {rule.confirm}."]
             basis, confidence = "profile-only", 0.2 + 0.1 * det.strength
         tail += [f"Engineer's note {note['id']}: {note['text']}" for note in noted]
         # Ask one wave deeper only what the window could not show: the producer of the value.
@@ -185,6 +185,7 @@ class OfflineAnalyst:
             claim=claim.text,
             recommendation=recommendation.text,
             checks=checks_kept((), claim, recommendation),
+            numbers="" if det.measured else _basis_note(view.basis),
             pcs=[hex_pc(pc) for pc in pcs],
             evidence=list(dict.fromkeys(evidence))[:64],
             confidence=round(confidence, 3),
@@ -206,8 +207,7 @@ class OfflineAnalyst:
         kind = mechanism["kind"]
         evidence += list(await reader.guides(
             rule, sections_for(mechanism["category"], kind), key=f"mech:{kind}"))
-        claim = fit(f"{LABEL} {advice.claim}",
-                    f"{_basis_note(view.basis)}; to confirm, measure {rule.confirm}.")
+        claim = fit(f"{LABEL} {advice.claim}", f"To confirm, measure {rule.confirm}.")
         recommendation = fit(f"{LABEL} {advice.recommendation}")
         return Finding(
             title=advice.title[:200],
@@ -216,6 +216,7 @@ class OfflineAnalyst:
             claim=claim.text,
             recommendation=recommendation.text,
             checks=checks_kept(advice.checks, claim, recommendation),
+            numbers=_basis_note(view.basis),
             pcs=[hex_pc(pc) for pc in pcs],
             evidence=list(dict.fromkeys(evidence))[:64],
             confidence=advice.confidence,
@@ -289,7 +290,7 @@ class OfflineAnalyst:
         return [Finding(
             title=data["title"], category=data["category"], target=data["target"],
             claim=claim.text, recommendation=data["recommendation"],
-            checks=checks_kept(data.get("checks", []), claim),
+            checks=checks_kept(data.get("checks", []), claim), numbers=data.get("numbers", ""),
             pcs=pcs[:32], evidence=list(dict.fromkeys(evidence))[:64],
             confidence=data["confidence"], basis=data["basis"], questions=[],
             removes=data.get("removes"),
@@ -326,12 +327,12 @@ def _basis_note(basis: str) -> str:
     if basis == "executions":
         return ("The counts are exact executions (instrumentation or emulation, no sampling "
                 "error), not time: no ALP record covers it, so the cost per execution "
-                "(stalls, misses, mispredicts) is not known")
+                "(stalls, misses, mispredicts) is not known.")
     if basis == "cycles":
         return ("The counts are cycles attributed to each PC; no ALP record covers it, so "
-                "why those cycles are spent is not known")
+                "why those cycles are spent is not known.")
     return ("The counts are samples (statistical); no ALP record covers it, so this is a "
-            "hypothesis from the profile alone")
+            "hypothesis from the profile alone.")
 
 
 def _producer(rows: list[dict], pc: int) -> int | None:

@@ -1,17 +1,23 @@
 """Fitting an idea's text into the contract's length without losing what the analyst computed.
 
-A claim leads with the mechanism's evidence and ends with what the numbers cannot tell and
-what to measure (sme.md asks every idea for it); a cut that falls on either removes what the
-idea rests on. So the later lists give way first, each from its tail, saying how many items
-it left out (the claim's first sentences carry the evidence; later ones add detail: the
-heaviest callees, the fields stored on fewer iterations). Only when every list is down to
-one item is the text cut at its last item or sentence, marked ``SHORTENED``. Whatever gives
-way comes back in ``Fitted``, whole, for the idea's checks: the contract bounds the
-claim because briefs quote it, while the report keeps every word.
+A claim leads with the mechanism's evidence and ends with what to measure (sme.md asks every
+idea for it); a cut that falls on either removes what the idea rests on. So the later lists
+give way first, each from its tail, saying how many items it left out (the claim's first
+sentences carry the evidence; later ones add detail: the heaviest callees, the fields stored
+on fewer iterations). Only a real list gives way: items of one form, each naming a function,
+an instruction or a field with its figures in brackets ("f (2× per operation, …), g (…)"),
+or items that differ only in their numbers and code. The clauses of a sentence are not items
+("97,200,938 keys, 74,075,364 loop iterations (…)", "…, or another wrapper, … = 445
+instructions"): a total, a figure after "=", a note in brackets stay with the sentence. Only
+when every list is down to one item is the text cut at its last item or sentence, marked
+``SHORTENED``. Whatever gives way comes back in ``Fitted`` for the idea's checks (a list's
+left-out items, the cut text): the contract bounds the claim because briefs quote it, while
+the report keeps every word.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from pcscope.core.contract.findings import TEXT_MAX
@@ -20,6 +26,11 @@ SHORTENED = " [… shortened: the rest is in the checks]"
 MORE = "and {n} more (in the checks)"
 _BOUNDARIES = ("; ", ", ", ". ")
 _OPEN, _CLOSE = "([", ")]"
+# Words that open a clause continuing a sentence, never an item of a list.
+_CONNECTIVES = ("and ", "or ", "with ", "on ", "counted ", "but ", "so ", "which ", "while ")
+NAME_WORDS = 4  # words before an item's figures: a name ("`cbz w1, #0x8` at 0x20"), no prose
+_NUMBER = re.compile(r"\d[\d,.]*\d|\d")
+_TAG = re.compile(r"^\[[^\]]*\] ")  # a label leading the text ("[rule-based] ")
 
 
 @dataclass(frozen=True)
@@ -27,7 +38,8 @@ class Listed:
     """A list the fitting shortened, whole."""
 
     lead: str  # its clause before the colon ("Heaviest, by the instructions counted here")
-    items: str  # every item, as the text had them
+    items: str  # the items the claim left out, as the text had them
+    sep: str = ", "  # what separates them
 
 
 @dataclass(frozen=True)
@@ -60,11 +72,11 @@ def checks_kept(checks: tuple[str, ...] | list[str], claim: Fitted,
                 *others: Fitted) -> list[str]:
     """The checks, less the lists the fitted claim states in full ("heaviest: a, b" when it
     lists a, b: a list written twice beside the claim is noise), then what fitting left out
-    of the claim and the ``others`` that no kept check states."""
+    of the claim and the ``others`` that no kept check states: a list's left-out items, once."""
     kept = [c for c in checks if (listed := _listed(c)) is None or listed not in claim.text]
     for t in (claim, *others):
-        kept += [f"{li.lead}: {li.items}" for li in t.lists
-                 if not any(li.items in c for c in kept)]
+        kept += [f"{li.lead}, after the claim's: {li.items}" for li in t.lists
+                 if not all(any(item in c for c in kept) for item in li.items.split(li.sep))]
         kept += [f"… {t.cut}"] if t.cut else []
     return kept
 
@@ -92,7 +104,8 @@ def _shorten_lists(body: str, room: int) -> tuple[str, tuple[Listed, ...]]:
             more = MORE.format(n=len(items) - keep)
             sentences[n] = f"{lead}: {sep.join(items[:keep])}{sep}{more}{ending}"
         if keep < len(items):
-            lists.insert(0, Listed(_split(lead, ("; ", ": "))[-1], sep.join(items)))
+            clause = _TAG.sub("", _split(lead, ("; ", ": "))[-1])
+            lists.insert(0, Listed(clause, sep.join(items[keep:]), sep))
         if len(". ".join(sentences)) <= room:
             break
     return ". ".join(sentences), tuple(lists)
@@ -100,8 +113,8 @@ def _shorten_lists(body: str, room: int) -> tuple[str, tuple[Listed, ...]]:
 
 def _list_of(sentence: str) -> tuple[str, str, list[str], str] | None:
     """The list a sentence ends with, after its last colon: the text before it, the
-    separator (semicolons when there are any, else commas), the items and the sentence's
-    full stop if it has one; None without a list of two or more items."""
+    separator (semicolons when they part a list, else commas), the items and the sentence's
+    full stop if it has one; None without a list of two or more items (``_is_list``)."""
     clauses = _split(sentence, (": ",))
     if len(clauses) < 2:
         return None
@@ -110,9 +123,39 @@ def _list_of(sentence: str) -> tuple[str, str, list[str], str] | None:
     rest = rest.removesuffix(ending)
     for sep in ("; ", ", "):
         items = _split(rest, (sep,))
-        if len(items) > 1:
+        if len(items) > 1 and _is_list(items):
             return lead, sep, items, ending
     return None
+
+
+def _is_list(items: list[str]) -> bool:
+    """Whether ``items`` are a list's, not a sentence's clauses: none opens with a
+    connective or holds a total after "=", and either each is a short name with its figures
+    in brackets, or all read the same but for their numbers, code and brackets."""
+    forms = [_NUMBER.sub("0", _outside(item)) for item in items]
+    if any(item.startswith(_CONNECTIVES) or " = " in form
+           for item, form in zip(items, forms, strict=True)):
+        return False
+    return len(set(forms)) == 1 or all(
+        form.endswith("()") and len(form[:-2].split()) <= NAME_WORDS for form in forms)
+
+
+def _outside(text: str) -> str:
+    """``text`` with each bracketed group written "()" and each code span "``"."""
+    out, depth, quoted = [], 0, False
+    for ch in text:
+        if ch == "`":
+            quoted = not quoted
+            out += [] if depth else ["`"]
+        elif not quoted and ch in _OPEN:
+            out += [] if depth else ["("]
+            depth += 1
+        elif not quoted and ch in _CLOSE and depth:
+            depth -= 1
+            out += [] if depth else [")"]
+        elif not depth and not quoted:
+            out.append(ch)
+    return "".join(out)
 
 
 def _split(text: str, separators: tuple[str, ...]) -> list[str]:

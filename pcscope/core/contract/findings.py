@@ -14,6 +14,7 @@ Category = Literal[CATEGORIES]  # type: ignore[valid-type]
 Target = Literal["software", "compiler", "hardware"]
 Basis = Literal["measured", "predicted", "profile-only"]
 TEXT_MAX = 2000  # characters of a claim, a recommendation or a summary
+NOTE_MAX = 400  # characters of what an idea's numbers are
 MAX_CHECKS = 64
 
 
@@ -26,6 +27,12 @@ class Finding(BaseModel):
     category: Category
     target: Target
     claim: str = Field(min_length=3, max_length=TEXT_MAX, description="what the evidence shows")
+    # Said once per idea beside the claim, not inside it: the same words for every idea of a
+    # profile, which would take the claim's room from what is particular to the idea.
+    numbers: str = Field(
+        default="", max_length=NOTE_MAX,
+        description="what the idea's numbers are (exact counts, samples, cycles, a measured "
+                    "record) and what they cannot tell; the claim says what would confirm it")
     recommendation: str = Field(min_length=3, max_length=TEXT_MAX, description="what to try")
     pcs: list[str] = Field(min_length=1, max_length=32, description="0x-hex PCs the idea is about")
     evidence: list[str] = Field(min_length=1, max_length=64, description="evidence IDs cited")

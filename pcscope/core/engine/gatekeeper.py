@@ -142,6 +142,7 @@ def _idea(group: list[Accepted], profile: Profile, mechanisms: MechanismTable,
         mechanisms=tied,
         removes=f.removes,
         checks=tuple(f.checks),
+        numbers=f.numbers,
     )
 
 

@@ -61,7 +61,8 @@ class Idea:
     questions: tuple[str, ...] = ()
     mechanisms: tuple[str, ...] = ()  # mech: IDs it is about
     removes: float | None = None  # of the own share the recommendation deletes outright
-    checks: tuple[str, ...] = ()  # the claim's checks and any list it shortened, whole
+    checks: tuple[str, ...] = ()  # the claim's checks and the items it left out
+    numbers: str = ""  # what its numbers are and what they cannot tell
 
     @property
     def penalty(self) -> Penalty:
@@ -90,6 +91,7 @@ class Idea:
             "category": self.category,
             "target": self.target,
             "claim": self.claim,
+            "numbers": self.numbers,
             "recommendation": self.recommendation,
             "checks": list(self.checks),
             "pcs": [hex_pc(pc) for pc in self.pcs],

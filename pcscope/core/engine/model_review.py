@@ -180,7 +180,8 @@ def combine(ideas: list[Idea], profile: Profile, mechanisms: MechanismTable = _E
     shares = shares_of(profile, pcs, mechanisms, tied)
     return Idea(id=f"idea:{best.category}:{hex_pc(min(pcs))}", title=best.title,
                 category=best.category, target=best.target, claim=best.claim,
-                recommendation=best.recommendation, checks=best.checks, pcs=pcs,
+                recommendation=best.recommendation, checks=best.checks,
+                numbers=best.numbers, pcs=pcs,
                 evidence=evidence,
                 weight=shares.own, window_weight=shares.windows, pc_weight=shares.pcs,
                 mechanisms=tied,

@@ -3,8 +3,9 @@
 The JSON holds exactly the spec's keys plus ``run`` (the resolved settings, stop reason,
 hints and coverage, so any run can be repeated and its reach judged). The Markdown opens
 with a coverage table (the top functions and mechanisms: idea, or why not), then ranks the
-ideas by expected upside; each names its analyst once and shows its claim, the checks that
-back it (and any list the claim shortened, whole), its recommendation and an evidence
+ideas by expected upside; each names its analyst once and shows its claim, what its
+numbers are (exact counts or samples, and what they cannot tell), the checks that back it
+(and the items of any list the claim shortened), its recommendation and an evidence
 table (PC, asm, share, ALP figures with their units; instructions without samples left
 out) and the guide sections it cites, quoted briefly. The calls are listed in an appendix.
 """
@@ -178,6 +179,8 @@ def _idea_md(rank: int, idea: dict, store: EvidenceStore, model: str,
         "",
         f"**Claim.** {_linked(_unlabelled(idea['claim']), ranks, rank)}",
         "",
+        *([f"**What the numbers are.** {numbers}", ""] if (numbers := idea.get("numbers"))
+          else []),
         *_checks_md(idea.get("checks") or [], ranks, rank),
         f"**Recommendation.** {_linked(_unlabelled(idea['recommendation']), ranks, rank)}",
         "",

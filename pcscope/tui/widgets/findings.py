@@ -191,6 +191,7 @@ def idea_detail(idea: ShownIdea, verdict: Verdict) -> Content:
             (" upside ", muted), render.share(idea.upside),
             (" verdict ", muted), verdict.verdict),
         Content.assemble(("Claim ", "bold"), idea.claim),
+        *([Content.assemble(("Numbers ", "bold"), idea.numbers)] if idea.numbers else []),
         *([Content.assemble(("Checks passed", "bold"), *(f"\n· {c}" for c in idea.checks))]
           if idea.checks else []),
         Content.assemble(("Recommendation ", "bold"), idea.recommendation),
