@@ -30,8 +30,9 @@ calls gcm_init_v8).
 Those calls also split the allocator's cost between who owns each part: the allocations and
 releases the members of a create/destroy pair make on every entry (directly or through
 wrappers, followed down to the allocator: the object's own memory) go away when the object
-is reused across operations; the rest start outside the pairs (inside other members: an
-inner context made by an Init, a reference dropped by a Final) and are the library's. A call
+is reused across operations; the rest begin outside the pairs' own calls (in other members,
+or in calls the profile cannot follow: an inner context made by an Init, one released
+through a member doing more than wrap the allocator) and are the library's. A call
 through a PLT stub matching several allocator members is resolved by the counts (only one of
 them has calls left that no other member makes); when one still cannot be placed, or the
 allocator's hidden helper is entered by no member's call on every entry, the split is not
@@ -217,7 +218,7 @@ class PairedAllocation:
     # when the profile cannot tell (``unknown`` says why)
     instructions: float | None
     makers: tuple[str, ...]  # the pairs' members making allocator calls on every entry
-    # where the other allocator calls start: the members outside the pairs calling an
+    # where the other allocator calls begin: the members outside the pairs calling an
     # allocator member on every entry, and the allocator members entered by no such call
     others: tuple[str, ...]
     unknown: str = ""
@@ -756,7 +757,8 @@ def _paired(cohort: Cohort) -> list[str]:
     return [f"{PAIRED_CHECK} (their members' calls on every entry, directly or through "
             f"wrappers, followed down to the allocator): {paired:,} of {total:,} instructions "
             f"per operation, made by {', '.join(p.makers) or 'none'}; the other "
-            f"{total - paired:,} start outside the pairs, at {', '.join(p.others) or 'none'}"]
+            f"{total - paired:,} begin outside the pairs' own calls, at "
+            f"{', '.join(p.others) or 'none'}"]
 
 
 def _one_shot(cohort: Cohort) -> list[str]:
@@ -815,7 +817,7 @@ class PairedText:
 
 
 _PAIRED = re.compile(r": ([\d,]+) of ([\d,]+) instructions per operation, made by (.*); the "
-                     r"other ([\d,]+) start outside the pairs, at (.*)$")
+                     r"other ([\d,]+) begin outside the pairs' own calls, at (.*)$")
 
 
 def parse_paired(check: str) -> PairedText:

@@ -1084,13 +1084,14 @@ def _allocator_split(m: dict, allocations: str) -> tuple[str, PairedText | None]
     if split.paired is None:
         return (f" Which of {figure} the create/destroy pairs' members make, and so reuse "
                 f"removes, is not in the profile ({split.unknown}).", split)
-    outside = (f"start outside the pairs (at {', '.join(f'`{n}`' for n in split.others)}), "
-               f"so reuse is not known to remove them.")
+    outside = (f"begin at {', '.join(f'`{n}`' for n in split.others)}, not in a pair "
+               f"member's own calls, so reuse is not known to remove them.")
     if split.paired == "0":
         return (f" Of {figure}, the create/destroy pairs' members make none on every entry: "
                 f"all {split.total} {outside}", split)
-    made = (f"the create/destroy pairs' members make on every entry "
-            f"({', '.join(f'`{n}`' for n in split.makers)}, directly or through wrappers)")
+    made = (f"the create/destroy pairs' members make themselves on every entry "
+            f"({', '.join(f'`{n}`' for n in split.makers)}, directly or through wrappers: "
+            f"the objects' own memory)")
     if split.rest == "0":
         return f" Of {figure}, reuse removes all: {made}.", split
     return (f" Of {figure}, reuse removes the {split.paired} {made}; the other {split.rest} "
