@@ -242,8 +242,8 @@ class Cohort:
     @property
     def deletable(self) -> float:
         """Instructions per operation the advice deletes outright: the allocator calls (and
-        their wrappers) of a context reused across operations and the key set-up (and its
-        callers) of a key set once."""
+        their wrappers: the pairs' part by the reuse, the rest by the library, see
+        PairedAllocation) and the key set-up (and its callers) of a key set once."""
         return sum(m.per_operation * m.per_call for m in self.members
                    if m.allocator is not None or m.setup or m.sets_up is not None)
 
