@@ -430,3 +430,81 @@ def test_a_tree_calling_a_callee_it_shares_with_another_is_no_caller_of_that_tre
     _profile, found = operations(tmp_path, blocks)
     first = next(m for m in found if "clear" in m.functions)
     assert not any(c.startswith(CALLERS_CHECK) for c in first.checks)
+
+
+def paired_allocations(helper: bool = False, stub: bool = False) -> list:
+    """An object made and released per operation through allocator wrappers (foo_new tail
+    calls xalloc, which calls malloc; foo_free, xfree and free likewise), and one more
+    allocation and release per operation made inside longer members (bar_init, bar_done),
+    entered from a program; ``helper``: a hidden function of the allocator's module entered
+    once per free that no member calls on every entry; ``stub``: foo_free and bar_done
+    reach xfree through a PLT stub run 4,000 times, as often as xalloc, xfree, malloc and
+    free are entered (only xfree has calls no other member makes: the stub leads there)."""
+    free = 0x4010 if stub else 0x760000
+    lib = [("xalloc", 0x740000, 4000, calling(0x700000)),
+           ("xfree", 0x760000, 4000, calling(0x710000)),
+           ("foo_new", 0x750000, 2000, ["movz x0, #0x48", "b 0x740000"]),
+           ("foo_free", 0x770000, 2000, ["mov x1, x0", f"b {hex(free)}"]),
+           ("bar_init", 0x7a0000, 2000, calling(0x740000, after=40)),
+           ("bar_done", 0x7b0000, 2000, calling(free, after=40)),
+           *([("plt", 0x4000, 10, STUB), ("plt", 0x4010, 4000, STUB)] if stub else [])]
+    libc = [("malloc", 0x700000, 4002, small(10)), ("free", 0x710000, 4004, small(12)),
+            *([("<unknown_7>", 0x720000, 4005, small(30))] if helper else [])]
+    return [*library(), *((name, "libop.so", at, n, lines) for name, at, n, lines in lib),
+            *((name, "libc.so.6", at, n, lines) for name, at, n, lines in libc),
+            *driver("app", 0x10000)]
+
+
+@pytest.mark.parametrize("stub", [False, True])
+def test_the_allocations_under_a_create_destroy_pair_are_the_callers_the_rest_the_librarys(
+        tmp_path, stub):
+    # allocator cost: malloc 2 × 10, free 2 × 12, xalloc and xfree 2 × 5, foo_new and foo_free
+    # 2 = 68 per operation; the pair's own: 2 + 2 + 5 + 10 + 5 + 12 = 36, the rest 32
+    (m,) = in_modules(tmp_path, paired_allocations(stub=stub))
+    advice = advise(_mechanism_data(m), "executions", None)
+    assert "The C allocator per operation: 2 malloc + 2 free" in advice.claim
+    assert "= 68 instructions" in advice.claim
+    assert "Of the allocator's 68 instructions per operation, reuse removes the 36 the " \
+           "create/destroy pairs' members make themselves on every entry (`foo_new`, " \
+           "`foo_free`, directly or through wrappers: the objects' own memory); the other 32 " \
+           "begin at `bar_init`, `bar_done`, not in a pair member's own calls, so reuse is " \
+           "not known to remove them." \
+           in advice.recommendation
+    assert "Reuse also removes" not in advice.recommendation
+    assert "keeping the context across operations (which removes the pairs' 36 allocator " \
+           "instructions per operation), initialising it once and updating it per operation " \
+           "is a change in `drive`, for the owner of app, while what each entry costs inside " \
+           "the tree (the other allocator calls, 32 instructions per operation, the small " \
+           "wrappers) is libop.so's to cut" in advice.recommendation
+
+
+def test_allocations_the_profile_cannot_place_under_a_pair_are_not_split(tmp_path):
+    # the allocator's hidden helper runs once per free, but no member calls it on every
+    # entry: which frees enter it is not known, so neither is the pair's part
+    (m,) = in_modules(tmp_path, paired_allocations(helper=True))
+    advice = advise(_mechanism_data(m), "executions", None)
+    assert "Which of the allocator's 128 instructions per operation the create/destroy " \
+           "pairs' members make, and so reuse removes, is not in the profile (a hidden " \
+           "allocator function no member calls on every entry: <unknown_7>)." \
+           in advice.recommendation
+    assert "(the allocator calls reuse does not remove, the small wrappers) is libop.so's " \
+           "to cut" in advice.recommendation
+    assert "removes the pairs'" not in advice.recommendation
+
+
+@pytest.mark.parametrize(("pair", "text"), [
+    # a pair whose members call no allocator: every allocation starts elsewhere
+    ([("foo_up_ref", 0x700000 + 0x50000, 2000, small(5)),
+      ("foo_free", 0x700000 + 0x60000, 2000, small(5))],
+     "Of the allocator's 44 instructions per operation, the create/destroy pairs' members "
+     "make none on every entry: all 44 begin at `malloc`, `free`, not in a pair member's "
+     "own calls, so reuse is not known to remove them."),
+    # no pair at all: nothing to follow the calls from
+    ([], "Which of the allocator's 44 instructions per operation reuse removes is not in the "
+         "profile: no create/destroy pair among the members to follow calls from."),
+])  # fmt: skip
+def test_allocations_outside_every_pair_stay_with_the_tree(tmp_path, pair, text):
+    _profile, (m,) = operations(tmp_path, allocator(*pair))
+    advice = advise(_mechanism_data(m), "executions", None)
+    assert text in advice.recommendation
+    assert "Reuse also removes" not in advice.recommendation

@@ -27,6 +27,17 @@ CRYPTO_malloc, CRYPTO_zalloc, EVP_MD_CTX_new), and a member entered once per ope
 calling a set-up member on every entry is part of that set-up (CRYPTO_gcm128_init, which
 calls gcm_init_v8).
 
+Those calls also split the allocator's cost between who owns each part: the allocations and
+releases the members of a create/destroy pair make on every entry (directly or through
+wrappers, followed down to the allocator: the object's own memory) go away when the object
+is reused across operations; the rest begin outside the pairs' own calls (in other members,
+or in calls the profile cannot follow: an inner context made by an Init, one released
+through a member doing more than wrap the allocator) and are the library's. A call
+through a PLT stub matching several allocator members is resolved by the counts (only one of
+them has calls left that no other member makes); when one still cannot be placed, or the
+allocator's hidden helper is entered by no member's call on every entry, the split is not
+in the profile and is not given.
+
 Where the operations are entered from says who owns which change: the functions outside
 every tree whose calls lead only into this one (direct, tail, or through a PLT stub whose
 count matches the tree's routines, its work included: the same reading of calls as above)
@@ -100,6 +111,7 @@ PAIR_CHECK = "create/destroy pairs entered equally often per operation"  # the a
 SETUP_CALLERS_CHECK = "members calling the set-up on every entry"  # the advice reads it
 ONE_SHOT_CHECK = "one-shot calls whose streaming parts are members too"  # the advice reads it
 CALLERS_CHECK = "entered from outside the tree by"  # the advice reads it
+PAIRED_CHECK = "allocator calls of the create/destroy pairs"  # the advice reads it
 OWN_MODULE, OTHER_MODULE = "its own module", "another module"  # the advice reads them
 _STREAM_PARTS = ("init", "update", "final")  # a streaming API's parts, after the one-shot's name
 # the suffixes of an object's making and releasing routines by C naming convention (OpenSSL's
@@ -198,6 +210,21 @@ class Caller:
 
 
 @dataclass(frozen=True)
+class PairedAllocation:
+    """The allocator calls (with their helpers and wrappers) the create/destroy pairs'
+    members make on every entry, and where the others start."""
+
+    # instructions per operation of the allocator members' calls made for the pairs; None
+    # when the profile cannot tell (``unknown`` says why)
+    instructions: float | None
+    makers: tuple[str, ...]  # the pairs' members making allocator calls on every entry
+    # where the other allocator calls begin: the members outside the pairs calling an
+    # allocator member on every entry, and the allocator members entered by no such call
+    others: tuple[str, ...]
+    unknown: str = ""
+
+
+@dataclass(frozen=True)
 class Cohort:
     operations: int
     members: tuple[Member, ...]
@@ -206,6 +233,7 @@ class Cohort:
     # into it, most calls first, and how many others call into it (with their calls)
     callers: tuple[Caller, ...] = ()
     other_callers: tuple[int, int] = (0, 0)
+    paired: PairedAllocation | None = None  # None: no allocator member or no pair
 
     @property
     def rows(self) -> list[int]:
@@ -214,8 +242,8 @@ class Cohort:
     @property
     def deletable(self) -> float:
         """Instructions per operation the advice deletes outright: the allocator calls (and
-        their wrappers) of a context reused across operations and the key set-up (and its
-        callers) of a key set once."""
+        their wrappers: the pairs' part by the reuse, the rest by the library, see
+        PairedAllocation) and the key set-up (and its callers) of a key set once."""
         return sum(m.per_operation * m.per_call for m in self.members
                    if m.allocator is not None or m.setup or m.sets_up is not None)
 
@@ -433,7 +461,79 @@ def _with_roles(cohort: Cohort, callees: Callees, found: Routines) -> Cohort:
         if m.per_operation == 1 and not m.setup and m.allocator is None and \
                 (to := leads_to(n, lambda t: t.setup)) is not None:
             members[n] = replace(m, sets_up=to.name)
-    return replace(cohort, members=tuple(members))
+    return replace(cohort, members=tuple(members),
+                   paired=_paired_allocation(members, [[[at[j] for j in c if j in at]
+                                                        if all(j in at for j in c) else []
+                                                        for c in calls] for calls in made],
+                                             cohort.operations))
+
+
+def _paired_allocation(members: list[Member], made: list[list[list[int]]],
+                       operations: int) -> PairedAllocation | None:
+    """The allocator's instructions per operation made for the create/destroy pairs
+    (PairedAllocation): their members' calls on every entry (``made[n]``: per call of member
+    ``n``, the members it may lead to; empty when it may leave the tree) are followed
+    through the allocator members to the allocator, each step carrying the calls per
+    operation of the member making it. A call leading to several allocator members goes to
+    the one whose entries the calls leading to one member alone leave room for; none
+    without an allocator member or a pair."""
+    allocating = {n for n, m in enumerate(members) if m.allocator is not None}
+    pairs = _pair_list(members, operations)
+    if not allocating or not pairs:
+        return None
+    at = {m.routine: n for n, m in enumerate(members)}
+    roots = list(dict.fromkeys(at[m.routine] for _stem, make, release, _k in pairs
+                               for m in (make, release)))
+    calls = [(n, to) for n in range(len(members)) for to in made[n]
+             if to and set(to) <= allocating]
+    room = {t: float(members[t].per_operation) for t in allocating}
+    for n, to in calls:
+        if len(to) == 1:
+            room[to[0]] -= members[n].per_operation
+    edges: list[tuple[int, int]] = [(n, to[0]) for n, to in calls if len(to) == 1]
+    unplaced = set()
+    for n, to in calls:
+        fits = [t for t in to if room[t] >= members[n].per_operation] if len(to) > 1 else []
+        if len(fits) == 1:
+            room[fits[0]] -= members[n].per_operation
+            edges.append((n, fits[0]))
+        elif len(to) > 1:
+            unplaced.add(n)
+    entered = {t: sum(members[n].per_operation for n, to in edges if to == t) for t in allocating}
+    unknown = ""
+    flow = [0.0] * len(members)
+    todo = [(n, float(members[n].per_operation)) for n in roots]
+    steps = 0
+    while todo and steps <= len(members) ** 2:  # the wrappers form no cycle; a bound anyway
+        steps += 1
+        n, k = todo.pop()
+        flow[n] += k
+        if n in unplaced:
+            unknown = ("a call through a PLT stub whose count matches several allocator "
+                       f"members: {members[n].name}")
+        todo += [(t, k) for src, t in edges if src == n]
+    if todo:
+        unknown = "the allocator members' calls form a cycle"
+    helpers = [members[t].name for t in sorted(allocating)
+               if members[t].helper and entered[t] < members[t].per_operation]
+    if helpers and any(flow[t] for t in allocating):
+        unknown = f"a hidden allocator function no member calls on every entry: {helpers[0]}"
+    calling = {n for n, _t in edges}
+    makers = tuple(members[n].name for n in roots if n in allocating or n in calling)
+    maybe = {t for n, to in calls if n in unplaced for t in to}
+    starts = [n for n, m in enumerate(members) if n not in roots and (
+        n in calling and n not in allocating
+        or n in allocating and n not in maybe and entered[n] < m.per_operation)]
+
+    def routine(n: int) -> int:  # allocations before releases, as the allocations check
+        name = members[n].allocator or next(members[t].allocator for src, t in edges
+                                            if src == n)
+        return _ALLOCATOR_ROUTINES.index(name or "free")
+
+    others = tuple(members[n].name for n in sorted(starts, key=routine))
+    return PairedAllocation(None if unknown else sum(
+        min(flow[t], members[t].per_operation) * members[t].per_call for t in allocating),
+        makers, others, unknown)
 
 
 def _is_setup(profile: Profile, found: Routines, i: int, k: int) -> bool:
@@ -608,12 +708,13 @@ def _per_operation_live(m: Member, operations: int) -> int:
         else m.per_operation
 
 
-def _pairs(cohort: Cohort) -> list[str]:
-    """The check naming the objects the tree makes and releases on every operation: members
-    named one stem plus a making and a releasing suffix (_PAIR_SUFFIXES), entered the same
-    number of times per operation past a null check (a hidden ``<unknown_N>`` name has no
-    suffix, so never pairs). None without a pair."""
-    by_name = {m.name: m for m in cohort.members}
+def _pair_list(members: tuple[Member, ...] | list[Member],
+               operations: int) -> list[tuple[str, Member, Member, int]]:
+    """The objects the tree makes and releases on every operation (stem, making member,
+    releasing member, times per operation): members named one stem plus a making and a
+    releasing suffix (_PAIR_SUFFIXES), entered the same number of times per operation past a
+    null check (a hidden ``<unknown_N>`` name has no suffix, so never pairs)."""
+    by_name = {m.name: m for m in members}
     found = []
     for name, m in by_name.items():
         for make, release in _PAIR_SUFFIXES:
@@ -621,17 +722,43 @@ def _pairs(cohort: Cohort) -> list[str]:
             other = by_name.get(stem + release)
             if stem in ("", name) or other is None:
                 continue
-            k = _per_operation_live(m, cohort.operations)
-            if _per_operation_live(other, cohort.operations) != k:
-                continue
-            found.append(f"{stem} ({name}/{other.name}, {k}× per operation"
-                         + (f"; {other.name} is entered {other.per_operation}× and returns at "
-                            f"its null check on the rest" if other.per_operation != k else "")
-                         + ")")
+            k = _per_operation_live(m, operations)
+            if _per_operation_live(other, operations) == k:
+                found.append((stem, m, other, k))
+    return found
+
+
+def _pairs(cohort: Cohort) -> list[str]:
+    """The check naming the objects the tree makes and releases on every operation
+    (_pair_list) and the one naming the allocator calls their members make; none without
+    a pair."""
+    found = [f"{stem} ({m.name}/{other.name}, {k}× per operation"
+             + (f"; {other.name} is entered {other.per_operation}× and returns at its null "
+                f"check on the rest" if other.per_operation != k else "") + ")"
+             for stem, m, other, k in _pair_list(cohort.members, cohort.operations)]
     if not found:
         return []
     return [f"{PAIR_CHECK} (by symbol name: an object made and released per operation): "
-            + ", ".join(found)]
+            + ", ".join(found), *_paired(cohort)]
+
+
+def _paired(cohort: Cohort) -> list[str]:
+    """The check splitting the allocator's instructions per operation between the pairs'
+    members and the rest (PairedAllocation); the two parts add up to the allocations check's
+    figure as written."""
+    p = cohort.paired
+    if p is None:
+        return []
+    if p.instructions is None:
+        return [f"{PAIRED_CHECK}: not in the profile ({p.unknown})"]
+    total = round(sum(m.per_operation * m.per_call for m in cohort.members
+                      if m.allocator is not None))
+    paired = round(p.instructions)
+    return [f"{PAIRED_CHECK} (their members' calls on every entry, directly or through "
+            f"wrappers, followed down to the allocator): {paired:,} of {total:,} instructions "
+            f"per operation, made by {', '.join(p.makers) or 'none'}; the other "
+            f"{total - paired:,} begin outside the pairs' own calls, at "
+            f"{', '.join(p.others) or 'none'}"]
 
 
 def _one_shot(cohort: Cohort) -> list[str]:
@@ -674,3 +801,33 @@ def parse_callers(check: str) -> list[CallerText]:
     """The callers named by a check that ``_callers`` wrote."""
     return [CallerText(name, module or "", entries, k, reached or "", where == OWN_MODULE)
             for name, module, entries, k, reached, where in _CALLER_ITEM.findall(check)]
+
+
+@dataclass(frozen=True)
+class PairedText:
+    """The split of the allocator's instructions per operation as the check gives it (for
+    the advice, which sees the checks): all figures as written."""
+
+    paired: str | None  # None: not in the profile
+    total: str
+    rest: str
+    makers: tuple[str, ...]
+    others: tuple[str, ...]
+    unknown: str
+
+
+_PAIRED = re.compile(r": ([\d,]+) of ([\d,]+) instructions per operation, made by (.*); the "
+                     r"other ([\d,]+) begin outside the pairs' own calls, at (.*)$")
+
+
+def parse_paired(check: str) -> PairedText:
+    """The split a check that ``_paired`` wrote gives."""
+    found = _PAIRED.search(check)
+    if found is None:
+        return PairedText(None, "", "", (), (), check.split("(", 1)[-1].removesuffix(")"))
+    paired, total, makers, rest, others = found.groups()
+
+    def names(listed: str) -> tuple[str, ...]:
+        return () if listed == "none" else tuple(listed.split(", "))
+
+    return PairedText(paired, total, rest, names(makers), names(others), "")

@@ -87,7 +87,9 @@ from pcscope.index.parts import PARTS, load_parts, save_parts
 # 25: a per-operation tree names the functions outside it calling into it, with their modules
 # 26: a gather-branch mechanism counts as keys only the loads its decisions and scatter
 #     addresses read (other indexed loads apart) and names its bucket scatters' share
-FORMAT_VERSION = 26
+# 27: a per-operation tree splits the allocator's instructions between its create/destroy
+#     pairs' members and the allocator calls starting outside them
+FORMAT_VERSION = 27
 Progress = Callable[[str], None]
 
 

@@ -25,12 +25,15 @@ from pcscope.core.call_cohorts import (
     CALLERS_CHECK,
     ONE_SHOT_CHECK,
     PAIR_CHECK,
+    PAIRED_CHECK,
     PLUMBING,
     SETUP_CALLERS_CHECK,
     SETUP_CHECK,
     SHARED_CHECK,
     CallerText,
+    PairedText,
     parse_callers,
+    parse_paired,
 )
 from pcscope.core.fixed_trip_sums import LOOP_CONTROL
 from pcscope.core.gather_partition import DIAMONDS, EXITS, LOOPS, PARTITION, SCATTERS, THREE_WAY
@@ -991,8 +994,10 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
            f"data per call so the {number(per_op)} instructions are paid less often, cache lookups made "
            f"on every operation, and let LTO inline the small wrappers ({number(per_call)} "
            f"instructions per call on average).")
+    split = None
     if allocations:
-        rec += " Reuse also removes the allocator calls made on every operation."
+        said, split = _allocator_split(m, allocations)
+        rec += said
     if setups:
         named = ", ".join(_names(setups) + _names(callers or ""))
         rec += (f" The once-per-operation set-up ({named}) is recomputed for every "
@@ -1003,7 +1008,7 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
         rec += (" The constant-key lookups its members make are the lookup idea's cost: "
                 "resolve those keys once per context rather than on every operation.")
     if entered and (callers_named := parse_callers(entered)):
-        rec += _per_operation_owners(callers_named, allocations, bool(setups))
+        rec += _per_operation_owners(callers_named, allocations, split, bool(setups))
     rec += (" Measure instructions per operation at two payload sizes: the part that does "
             "not grow is this overhead.")
     return (f"Per-operation overhead ({number(ops)} operations): {number(per_op)} instructions "
@@ -1011,27 +1016,38 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
 
 
 def _per_operation_owners(callers: list[CallerText], allocations: str | None,
-                          setups: bool) -> str:
+                          split: PairedText | None, setups: bool) -> str:
     """Who changes what, from where the tree is entered (pcscope.core.call_cohorts): a
     caller in another module than the members it reaches chose to enter the whole tree on
     every operation, so keeping the context, initialising it once and updating it per
     operation is a change in that caller, for its module's owner, while what each entry
     costs inside the tree is the members' module's; a caller in the tree's own module owns
     both; without modules (or with callers of both kinds) each change is addressed to the
-    code making it."""
+    code making it. The allocator's instructions go to one side each: the pairs' part
+    (``split``) with the reuse, the rest inside."""
     allocated = re.search(r"= ([\d,]+) instructions$", allocations or "")
+    removed = split is not None and split.paired not in (None, "0")
+    if split is not None and split.paired is None:
+        allocator = "the allocator calls reuse does not remove"
+    elif removed and split is not None:
+        allocator = (f"the other allocator calls, {split.rest} instructions per operation"
+                     if split.rest != "0" else "")
+    else:
+        allocator = ("the allocator calls and their wrappers"
+                     + (f", {allocated.group(1)} instructions per operation" if allocated else ""))
     inside = ", ".join(part for part, present in (
-        ("the allocator calls and their wrappers"
-         + (f", {allocated.group(1)} instructions per operation" if allocated else ""),
-         allocations is not None), ("the set-up", setups), ("the small wrappers", True))
-        if present)
+        (allocator, allocations is not None and bool(allocator)), ("the set-up", setups),
+        ("the small wrappers", True)) if present)
     by_name = " and ".join(f"`{c.name}`" + (f" in {c.module}" if c.module else "")
                            + f" (itself entered {c.entries} "
                              f"time{'' if c.entries == '1' else 's'}; {c.per_operation} calls "
                              f"per operation)" for c in callers)
     names = " and ".join(f"`{c.name}`" for c in callers)
     whose = "the caller's" if len(callers) == 1 else "the callers'"
-    caller_part = ("keeping the context across operations, initialising it "
+    caller_part = ("keeping the context across operations"
+                   + (f" (which removes the pairs' {split.paired} allocator instructions per "
+                      f"operation)" if removed and split is not None else "")
+                   + ", initialising it "
                    + ("(and setting the key) " if setups else "")
                    + "once and updating it per operation")
     other = [c for c in callers if c.module and c.reached and not c.own_module]
@@ -1051,6 +1067,35 @@ def _per_operation_owners(callers: list[CallerText], allocations: str | None,
     return (f" Who changes what: the operations are entered from {by_name}; {caller_part} "
             f"is a change in {names}, what each entry costs inside the tree ({inside}) a "
             f"change in its members.")
+
+
+def _allocator_split(m: dict, allocations: str) -> tuple[str, PairedText | None]:
+    """The sentence splitting the allocator's instructions per operation between the
+    create/destroy pairs' members (which reuse removes) and the rest, each part once, and
+    the split (None: no pair among the members to follow calls from)."""
+    total = re.search(r"= ([\d,]+) instructions$", allocations)
+    figure = (f"the allocator's {total.group(1)} instructions per operation" if total
+              else "the allocator's instructions per operation")
+    check = next((c for c in m["checks"] if c.startswith(PAIRED_CHECK)), None)
+    if check is None or not any(c.startswith(PAIR_CHECK) for c in m["checks"]):
+        return (f" Which of {figure} reuse removes is not in the profile: no create/destroy "
+                f"pair among the members to follow calls from.", None)
+    split = parse_paired(check)
+    if split.paired is None:
+        return (f" Which of {figure} the create/destroy pairs' members make, and so reuse "
+                f"removes, is not in the profile ({split.unknown}).", split)
+    outside = (f"begin at {', '.join(f'`{n}`' for n in split.others)}, not in a pair "
+               f"member's own calls, so reuse is not known to remove them.")
+    if split.paired == "0":
+        return (f" Of {figure}, the create/destroy pairs' members make none on every entry: "
+                f"all {split.total} {outside}", split)
+    made = (f"the create/destroy pairs' members make themselves on every entry "
+            f"({', '.join(f'`{n}`' for n in split.makers)}, directly or through wrappers: "
+            f"the objects' own memory)")
+    if split.rest == "0":
+        return f" Of {figure}, reuse removes all: {made}.", split
+    return (f" Of {figure}, reuse removes the {split.paired} {made}; the other {split.rest} "
+            f"{outside}", split)
 
 
 def _names(listed: str) -> list[str]:
