@@ -156,8 +156,10 @@ def advise(m: dict[str, Any], basis: str, module: str | None) -> Advice | None:
 
 # checks that say where else to look, not why the mechanism is believed; and those the
 # sentences below state in full
-_NOT_EVIDENCE = (loop_nests.INNER, loop_nests.OUTER, invariant_work.CHECK,
-                 invariant_work.CHANGED, invariant_work.BLOCKED)
+_RECOMPUTED = (invariant_work.CHECK, invariant_work.CHANGED, invariant_work.BLOCKED,
+               invariant_work.CLAMPED, invariant_work.CLAMPED_WORK, invariant_work.STAYS,
+               invariant_work.NOT_COUNTED)
+_NOT_EVIDENCE = (loop_nests.INNER, loop_nests.OUTER, *_RECOMPUTED)
 _SAID_ELSEWHERE = (loop_nests.INNER, loop_nests.OUTER)
 LEADS = 3.0  # recomputed instructions per iteration from which hoisting is the first lever
 
@@ -165,8 +167,7 @@ LEADS = 3.0  # recomputed instructions per iteration from which hoisting is the 
 def _said_in(check: str, recommendation: str) -> bool:
     """A recomputed-work check the recommendation already states in full."""
     return any(check.startswith(prefix) and check.removeprefix(prefix) in recommendation
-               for prefix in (invariant_work.CHECK, invariant_work.CHANGED,
-                              invariant_work.BLOCKED))
+               for prefix in _RECOMPUTED)
 
 
 def _nest(m: dict) -> str:
@@ -186,8 +187,12 @@ def _hoist_first(m: dict, recommendation: str) -> str:
     before any rewrite of the loop (a vector form needs those values fixed anyway)."""
     per = metric(m, invariant_work.PER_ITERATION)
     what = _check_after(m, invariant_work.CHECK)
-    if per is None or per < LEADS or what is None or m["kind"] == "pointer-chase":
+    clamped = _clamped(m)
+    if m["kind"] == "pointer-chase" or ((per is None or per < LEADS or what is None)
+                                        and not clamped):
         return recommendation
+    if per is None or per < LEADS or what is None:
+        return f"First hoist {clamped} Then: {recommendation[:1].lower()}{recommendation[1:]}"
     changes = metric(m, invariant_work.INPUT_CHANGES) or 0
     blocked = _check_after(m, invariant_work.BLOCKED)
     of = metric(m, invariant_work.LOOP_PER_ITERATION)
@@ -202,7 +207,33 @@ def _hoist_first(m: dict, recommendation: str) -> str:
         lead += (f" The compiler cannot do it itself because the loop's stores ({blocked}) "
                  f"might write the memory those loads read: copy the values into locals "
                  f"(or mark the pointers `restrict`) once you know they do not.")
+    if clamped:
+        lead += f" Hoist also {clamped}"
     return f"{lead} Then: {recommendation[:1].lower()}{recommendation[1:]}"
+
+
+def _clamped(m: dict) -> str:
+    """The sentences on the work a clamp makes invariant once it saturates (the clamp, that
+    work and its size, the part that stays, what the counts cannot tell), or ""."""
+    clamp = _check_after(m, invariant_work.CLAMPED)
+    work = _check_after(m, invariant_work.CLAMPED_WORK)
+    per = metric(m, invariant_work.CLAMPED_PER_ITERATION)
+    if not clamp or not work or per is None or per < LEADS:
+        return ""
+    stays = _check_after(m, invariant_work.STAYS)
+    unknown = _check_after(m, invariant_work.NOT_COUNTED) or ""
+    why, _, how = unknown.partition("; ")
+    share = metric(m, invariant_work.CLAMPED_SHARE) or 0
+    return (f"the work a clamp makes invariant once it saturates: {clamp}, and then "
+            f"{work} ({number(per)} instructions per iteration, {number(share)}% of the "
+            f"total, if every iteration is saturated) read only the clamped value and inputs "
+            f"that change on few iterations. Compute that work once per saturated value (once "
+            f"each time those other inputs change while the clamp stays saturated, and per "
+            f"clamped value below it)"
+            + (f" and keep only the per-iteration part ({stays}) in the loop. " if stays
+               else ". ")
+            + f"How often the clamp saturates is not known from the counts ({why}): {how} "
+              f"before counting on the saving.")
 
 
 def _assembly_note(m: dict, recommendation: str) -> str:
