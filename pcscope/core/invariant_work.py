@@ -490,8 +490,7 @@ def checks(work: Recomputed, asm: Callable[[int], str], pc: Callable[[int], int]
     where = [f"{at(r)} ({runs:,} times)"
              for r, runs in zip(work.changers[:2], work.changer_runs, strict=False)]
     if work.entries:
-        where.append(f"the {work.entries:,} times the loop's head is reached from "
-                     f"before it")
+        where.append(f"the loop's {work.entries:,} entries")
     if where:
         out.append(CHANGED + ", ".join(where))
     if work.blockers:
@@ -515,15 +514,16 @@ def _clamp_checks(sat: Saturated, asm: Callable[[int], str],
                   at: Callable[[int], str]) -> list[str]:
     def said(c: Clamp) -> str:
         side = "≥" if c.above else "≤"
-        return (f"{at(c.row)} is {c.constant} for every {c.register} {side} {c.constant}"
+        return (f"{at(c.row)} is {c.constant} for {c.register} {side} {c.constant}"
                 + (f" (`{asm(c.compare)}`)" if c.compare is not None else ""))
-    how = [f"count the runs where {at(c.compare) if c.compare is not None else at(c.row)} "
+    how = [f"count how often {at(c.compare) if c.compare is not None else at(c.row)} "
            f"finds {c.register} {'≥' if c.above else '≤'} {c.constant}" for c in sat.clamps]
-    picks = "a `csel` runs the same whichever source it picks" \
+    picks = "a `csel` runs the same either way" \
         if any(c.compare is not None for c in sat.clamps) else \
-        "a minimum or maximum runs the same whichever value it returns"
+        "a minimum or maximum runs the same either way"
     out = [CLAMPED + "; ".join(said(c) for c in sat.clamps),
            CLAMPED_WORK + _listed(sat.rows, None, sat.loads or sat.rows, at)]
     if sat.varying:
-        out.append(STAYS + ", ".join(at(r) for r in sat.varying[:2]))
+        out.append(STAYS + ", ".join(at(r) for r in sat.varying[:2])
+                   + (f" (and {len(sat.varying) - 2} more)" if len(sat.varying) > 2 else ""))
     return [*out, f"{NOT_COUNTED}{picks}; {'; '.join(how)}"]

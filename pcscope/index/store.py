@@ -85,7 +85,9 @@ from pcscope.index.parts import PARTS, load_parts, save_parts
 # 24: a gather-branch mechanism names each branch's role (short diamonds with their join,
 #     loop exits, guards) and each loop by head with its inner cycles' counts
 # 25: a per-operation tree names the functions outside it calling into it, with their modules
-FORMAT_VERSION = 25
+# 26: a loop's recomputed work names the work a clamp against a constant (cmp #K + csel,
+#     umin/smax #K) makes invariant once it saturates, and what still changes per iteration
+FORMAT_VERSION = 26
 Progress = Callable[[str], None]
 
 

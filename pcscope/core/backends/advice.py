@@ -202,38 +202,47 @@ def _hoist_first(m: dict, recommendation: str) -> str:
             f"the total) read only values that change on at most {number(changes)}% of the "
             f"iterations; compute them where those values change"
             + (f" ({changed})" if (changed := _check_after(m, invariant_work.CHANGED)) else "")
-            + " and keep the results in locals across the iterations.")
+            + " and keep the results in locals.")
     if blocked:
-        lead += (f" The compiler cannot do it itself because the loop's stores ({blocked}) "
-                 f"might write the memory those loads read: copy the values into locals "
-                 f"(or mark the pointers `restrict`) once you know they do not.")
+        lead += (f" The loop's stores ({blocked}) might write what those loads read, so the "
+                 f"compiler cannot: copy the values into locals (or mark the pointers "
+                 f"`restrict`) once you know they do not.")
     if clamped:
         lead += f" Hoist also {clamped}"
     return f"{lead} Then: {recommendation[:1].lower()}{recommendation[1:]}"
 
 
+def _more(rest: str) -> int:
+    """How many items follow the first of a check's list, given the text after it ("`b` at
+    0x2, `c` at 0x3 (and 4 more)" after "`a` at 0x1, `": 6)."""
+    if not rest:
+        return 0
+    return 1 + rest.count(", `") + (int(rest.rpartition("(and ")[2].split()[0])
+                                    if "(and " in rest else 0)
+
+
 def _clamped(m: dict) -> str:
     """The sentences on the work a clamp makes invariant once it saturates (the clamp, that
-    work and its size, the part that stays, what the counts cannot tell), or ""."""
+    work and its size, the part that stays, what the counts cannot tell), or "". Short: it
+    follows the recomputed work's sentences, whose other inputs it shares; the checks keep
+    the whole lists."""
     clamp = _check_after(m, invariant_work.CLAMPED)
     work = _check_after(m, invariant_work.CLAMPED_WORK)
     per = metric(m, invariant_work.CLAMPED_PER_ITERATION)
     if not clamp or not work or per is None or per < LEADS:
         return ""
-    stays = _check_after(m, invariant_work.STAYS)
-    unknown = _check_after(m, invariant_work.NOT_COUNTED) or ""
-    why, _, how = unknown.partition("; ")
+    csel, _, saturated = clamp.partition("; ")[0].partition(" (`")[0].partition(" is ")
+    first, _, rest = work.partition(", `")
+    stays, _, others = (_check_after(m, invariant_work.STAYS) or "").partition(", `")
+    why, _, how = (_check_after(m, invariant_work.NOT_COUNTED) or "").partition("; ")
     share = metric(m, invariant_work.CLAMPED_SHARE) or 0
-    return (f"the work a clamp makes invariant once it saturates: {clamp}, and then "
-            f"{work} ({number(per)} instructions per iteration, {number(share)}% of the "
-            f"total, if every iteration is saturated) read only the clamped value and inputs "
-            f"that change on few iterations. Compute that work once per saturated value (once "
-            f"each time those other inputs change while the clamp stays saturated, and per "
-            f"clamped value below it)"
-            + (f" and keep only the per-iteration part ({stays}) in the loop. " if stays
-               else ". ")
-            + f"How often the clamp saturates is not known from the counts ({why}): {how} "
-              f"before counting on the saving.")
+    return (f"what the clamp {csel} fixes once saturated ({saturated}): {first}"
+            + (f" and {more} more" if (more := _more(rest)) else "")
+            + f" ({number(per)} per iteration, {number(share)}% at most): compute it once per "
+              f"saturated value where those values change"
+            + (f"; only {stays}" + (f" and {n} more" if (n := _more(others)) else "")
+               + " stay per iteration" if stays else "")
+            + f". Counts cannot tell how often it saturates ({why}): {how}.")
 
 
 def _assembly_note(m: dict, recommendation: str) -> str:
