@@ -20,7 +20,9 @@ constant (``cmp w3, #5`` + ``csel w0, w3, w0, ls`` with ``w0 = 5``: min(w3, 5); 
 and the work reading only it and rarely changing inputs is the same on every iteration
 too. Counts cannot say how often a ``csel`` picks the constant (it runs the same either
 way), so that work is named as invariant *while the clamp saturates*, with its size, not
-as work that would surely go.
+as work that would surely go. Its changes are counted by the values it follows (its roots),
+each once: a price looked up from a match's distance along two paths changes with the
+distance, not twice as often.
 """
 
 from __future__ import annotations
@@ -191,8 +193,9 @@ def _root_changes(rows: Sequence[int], op: Callable[[int], Op], count: Callable[
     """Per row: at most how often its value changes (its entries included), bounded by the
     changes of the rows its value is a function of (its *roots*), each counted once: an
     induction variable (or a value an inner loop moves, or a call's result) is its own root,
-    and so is a row reading one that runs less often than it, or one on a cycle of copies. Like _changes, a value picked by the path
-    taken is bounded by the values the paths bring."""
+    and so is a row reading one that runs less often than it, or one on a cycle of copies.
+    Like _changes, a value picked by the path taken is bounded by the values the paths bring
+    (the branches choosing the path are not read)."""
     same: dict[tuple[str, ...], set[int]] = {}  # per stored slot: the stores
     for r in rows:
         if isa.is_store(op(r).mnemonic):
@@ -255,7 +258,7 @@ def _clamp(profile: Profile, r: int, op: Callable[[int], Op],
             continue
         above, strict = _ORDERED[const_when]
         # the constant is the limit itself (or the next value past a strict compare)
-        edge = value in (k, k + 1) if above and strict else             value in (k, k - 1) if strict else value == k
+        edge = value in ((k, k + 1) if above else (k, k - 1)) if strict else value == k
         if edge:
             return Clamp(r, cmp, c.operands[0], value, above)
     return None
@@ -381,13 +384,11 @@ def _reaching(rows: Sequence[int], op: Callable[[int], Op], preds: dict[int, lis
 
 
 def _changes(rows: Sequence[int], op: Callable[[int], Op], count: Callable[[int], int],
-             reach: dict[int, dict[str, frozenset[int]]], moving: set[int],
-             fixed: frozenset[int] | set[int] = frozenset()) -> dict[int, int]:
+             reach: dict[int, dict[str, frozenset[int]]], moving: set[int]) -> dict[int, int]:
     """Per row: at most how often the value it computes changes inside the loop, its
     entries aside (from the top: every row first changes on each run, then its inputs bound
-    it until that settles; the ``moving`` rows change on each run, the ``fixed`` ones never:
-    saturated clamps)."""
-    change = {r: 0 if r in fixed else count(r) for r in rows}
+    it until that settles; the ``moving`` rows change on each run)."""
+    change = {r: count(r) for r in rows}
     same: dict[tuple[str, ...], int] = {}  # per stored slot: the stores' runs
     for r in rows:
         if isa.is_store(op(r).mnemonic):
@@ -398,8 +399,7 @@ def _changes(rows: Sequence[int], op: Callable[[int], Op], count: Callable[[int]
             o = op(r)
             inputs = o.addr if o.load else reads(o)
             writers = {w for reg in inputs for w in reach[r].get(reg, ())}
-            # an induction variable changes on every run; a saturated clamp never
-            if r in writers or r in moving or r in fixed:
+            if r in writers or r in moving:  # an induction variable: it changes on every run
                 continue
             bound = sum(change[w] for w in writers if w != ENTRY)
             if o.load:
