@@ -120,3 +120,78 @@ def test_a_nest_link_opens_the_claim_and_is_no_evidence(tmp_path):
     assert advice.claim.startswith("One loop nest with other ideas: its outer loop is "
                                    "`mech:gather-branch:0x2000`.")
     assert advice.confidence == plain.confidence
+
+
+def clamped_relaxation(compare: str = "cmp w1, #5", constant: str = "mov w0, #5",
+                       select: str = "csel w0, w1, w0, ls") -> list[tuple[int, str]]:
+    """A cost relaxation whose 10000 iterations each step a length ``w1`` by one and price
+    it twice: a length price loaded through ``w1`` itself, and a distance price from a
+    table row chosen by min(``w1``, 5) (``compare`` + ``csel``) and a slot of ``matches[i]``,
+    while ``i`` advances on 2000 of them."""
+    n = 10000
+    body = [(n, "add x4, x26, x2, lsl #3"), (n, "ldr w11, [x4, #0x2e0]"),
+            (n, "lsr w6, w11, #6"), (n, "ldrb w6, [x15, w6, uxtw]"),
+            (n, compare), (n, constant), (n, select),
+            (n, "sub w0, w0, #2"), (n, "lsl x0, x0, #6"), (n, "add x0, x0, x6"),
+            (n, "add x0, x25, x0, lsl #2"), (n, "ldr w16, [x0, #8]"),
+            (n, "sub w5, w1, #2"), (n, "add x5, x3, x5"), (n, "add x5, x27, x5, lsl #2"),
+            (n, "ldr w5, [x5, #0x404]"), (n, "add w13, w1, w21"),
+            (n, "add x8, x13, x13, lsl #1"), (n, "lsl x8, x8, #2"), (n, "sub x8, x8, x13"),
+            (n, "add x8, x26, x8, lsl #2"), (n, "add w5, w16, w5"),
+            (n, "ldr w12, [x8, #0xedc]"), (n, "cmp w5, w12")]
+    update = 0x1000 + 4 * (len(body) + 3)
+    body += [(n, f"b.hs {hex(update)}"), (500, "str w5, [x8, #0xedc]"),
+             (500, "str w21, [x8, #0xee0]"), (n, "cmp w1, w9")]
+    step = 0x1000 + 4 * (len(body) + 3)
+    return [*body, (n, f"b.ne {hex(step)}"), (2000, "add w14, w14, #1"),
+            (2000, "mov w2, w14"),
+            (n, "add w1, w1, #1"), (n, "cmp w1, w10"), (n, "b.lo #0x1000")]
+
+
+def test_work_reading_a_length_only_through_a_saturating_clamp_is_hoisted_too(tmp_path):
+    _profile, table = mechanisms_of(tmp_path, [("optimum", 0x1000, clamped_relaxation()),
+                                               WORK])
+    (m,) = of_kind(table, "struct-relaxation")
+    figures = {x.name: x.value for x in m.metrics}
+    # min(w1, 5) - 2, the row offset, the slot added, the address and the slot price load
+    assert figures[invariant_work.CLAMPED_PER_ITERATION] == 5.0
+    assert f"{invariant_work.CLAMPED}`csel w0, w1, w0, ls` at 0x1018 is 5 for w1 ≥ 5 " \
+        "(`cmp w1, #5`)" in m.checks
+    assert any(c.startswith(invariant_work.CLAMPED_WORK + "`ldr w16, [x0, #8]` at 0x102c")
+               for c in m.checks)
+    rec = advise(as_dict(m), "executions", None).recommendation
+    assert rec.startswith("First hoist the work the loop recomputes: 4 of its")
+    assert "Hoist also what the clamp `csel w0, w1, w0, ls` at 0x1018 fixes once saturated " \
+        "(5 for w1 ≥ 5): `ldr w16, [x0, #8]` at 0x102c and 4 more" in rec
+    assert "and 4 more (5 per iteration, " in rec
+    # the length price stays: it is loaded through w1 itself
+    assert "; only `ldr w5, [x5, #0x404]` at 0x103c and 1 more stay per iteration" in rec
+    assert "Counts cannot tell how often it saturates (a `csel` runs the same either way): " \
+        "count how often `cmp w1, #5` at 0x1010 finds w1 ≥ 5." in rec
+    assert rec.index("Hoist also") < rec.index("structure of arrays")
+
+
+def test_a_select_against_a_changing_bound_makes_nothing_invariant(tmp_path):
+    _profile, table = mechanisms_of(tmp_path, [("optimum", 0x1000,
+                                                clamped_relaxation("cmp w1, w17")), WORK])
+    (m,) = of_kind(table, "struct-relaxation")
+    assert not any(c.startswith(invariant_work.CLAMPED) for c in m.checks)
+    assert invariant_work.CLAMPED_PER_ITERATION not in {x.name for x in m.metrics}
+    assert "clamp" not in advise(as_dict(m), "executions", None).recommendation
+
+
+def test_a_minimum_with_an_immediate_is_a_clamp_too(tmp_path):
+    _profile, table = mechanisms_of(tmp_path, [("optimum", 0x1000, clamped_relaxation(
+        "nop", "nop", "umin w0, w1, #5")), WORK])
+    (m,) = of_kind(table, "struct-relaxation")
+    assert f"{invariant_work.CLAMPED}`umin w0, w1, #5` at 0x1018 is 5 for w1 ≥ 5" in m.checks
+    assert f"{invariant_work.NOT_COUNTED}a minimum or maximum runs the same either way; count " \
+        "how often `umin w0, w1, #5` at 0x1018 finds w1 ≥ 5" in m.checks
+
+
+def test_a_select_of_a_constant_short_of_the_compared_bound_is_no_clamp(tmp_path):
+    # min(w1, 5) for w1 <= 9, else 5: the result still changes while w1 runs from 5 to 9
+    _profile, table = mechanisms_of(tmp_path, [("optimum", 0x1000,
+                                                clamped_relaxation("cmp w1, #9")), WORK])
+    (m,) = of_kind(table, "struct-relaxation")
+    assert not any(c.startswith(invariant_work.CLAMPED) for c in m.checks)

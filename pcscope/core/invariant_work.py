@@ -13,6 +13,16 @@ same struct, a ``char`` store): they are what keeps it from hoisting the loads i
 An instruction is *recomputed* when its inputs change on at most RARE of the loop's
 iterations while it runs at least SAVES times as often as they change: moving it to where
 they change (or caching its result until they do) deletes most of its runs.
+
+An input that changes on every iteration may reach work only through a *clamp* against a
+constant (``cmp w3, #5`` + ``csel w0, w3, w0, ls`` with ``w0 = 5``: min(w3, 5); or
+``umin``/``smax`` with an immediate): once the clamp saturates its value is that constant,
+and the work reading only it and rarely changing inputs is the same on every iteration
+too. Counts cannot say how often a ``csel`` picks the constant (it runs the same either
+way), so that work is named as invariant *while the clamp saturates*, with its size, not
+as work that would surely go. Its changes are counted by the values it follows (its roots),
+each once: a price looked up from a match's distance along two paths changes with the
+distance, not twice as often.
 """
 
 from __future__ import annotations
@@ -22,7 +32,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from pcscope.core import isa, natural_loops
-from pcscope.core.loop_dataflow import reads, writes
+from pcscope.core.loop_dataflow import FLAGS, immediate, reads, writes
 from pcscope.core.mechanisms import Mechanism, Metric
 from pcscope.core.profile import Profile
 from pcscope.core.shapes import Op
@@ -53,6 +63,32 @@ class Recomputed:
     changers: tuple[int, ...]  # the loop's rows writing their inputs, hottest first
     changer_runs: tuple[int, ...]  # the executions of each of ``changers``
     entries: int  # how often the loop is entered (its inputs may change there too)
+    saturated: Saturated | None = None  # more work invariant once a clamp saturates
+
+
+@dataclass(frozen=True)
+class Clamp:
+    """``row`` clamps ``register`` to ``constant``: for every value of it at or beyond the
+    constant (``above``: min, else max) the result is the constant."""
+
+    row: int
+    compare: int | None  # the ``cmp register, #imm`` the ``csel`` reads (None: umin/smax)
+    register: str  # as the code writes it (``w3``)
+    constant: int
+    above: bool
+
+
+@dataclass(frozen=True)
+class Saturated:
+    """The work of one loop that is the same on every iteration once its clamps saturate
+    (beyond ``Recomputed.rows``), and what still changes per iteration then."""
+
+    clamps: tuple[Clamp, ...]
+    rows: tuple[int, ...]  # address order
+    loads: tuple[int, ...]  # the loads among them, hottest first
+    per_iteration: float  # their executions / the loop's iterations
+    executions: int
+    varying: tuple[int, ...]  # the loop's own loads still changing on most iterations
 
 
 def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
@@ -81,13 +117,13 @@ def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
     moving = inner_rows | _fed_by(own, op, reach, inner_rows)
     change = {r: n + entries for r, n in _changes(rows, op, count, reach, moving).items()}
     limit = RARE * iterations
-    chain = {r for r in own if count(r) and change[r] <= limit and
-             count(r) >= SAVES * change[r] and _movable(op(r)) and _reads_any(op(r))}
-    # the constants such work reads move with it (the compiler rebuilds them in the loop)
-    chain |= {w for r in chain for reg in reads(op(r)) for w in reach[r].get(reg, ())
-              if w != ENTRY and not _reads_any(op(w)) and _movable(op(w))}
+    chain = _chain(own, op, count, reach, change, limit)
+    saturated = _saturated(profile, own, op, count, reach, rows, moving, entries, limit,
+                           chain)
     if not any(op(r).load for r in chain):  # only constants or addresses rebuilt
-        return None
+        if saturated is None:
+            return None
+        chain = set()
     ordered = tuple(sorted(chain))
     changers = tuple(sorted({w for r in chain for reg in reads(op(r))
                              for w in reach[r].get(reg, ()) if w != ENTRY and w not in chain},
@@ -100,9 +136,144 @@ def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
     executions = sum(count(r) for r in chain)
     return Recomputed(ordered, tuple(count(r) for r in ordered), round(executions / iterations, 2),
                       round(sum(count(r) for r in own) / iterations, 2), executions,
-                      max(change[r] for r in chain), iterations, loads,
+                      max((change[r] for r in chain), default=0), iterations, loads,
                       blockers if loads else (), changers,
-                      tuple(count(r) for r in changers), entries)
+                      tuple(count(r) for r in changers), entries, saturated)
+
+
+def _chain(own: Sequence[int], op: Callable[[int], Op], count: Callable[[int], int],
+           reach: dict[int, dict[str, frozenset[int]]], change: dict[int, int],
+           limit: float) -> set[int]:
+    """The rows of ``own`` whose inputs change on at most ``limit`` runs and at most 1 /
+    SAVES of theirs, with the constants they read."""
+    chain = {r for r in own if count(r) and change[r] <= limit and
+             count(r) >= SAVES * change[r] and _movable(op(r)) and _reads_any(op(r))}
+    # the constants such work reads move with it (the compiler rebuilds them in the loop)
+    return chain | {w for r in chain for reg in reads(op(r)) for w in reach[r].get(reg, ())
+                    if w != ENTRY and not _reads_any(op(w)) and _movable(op(w))}
+
+
+def _saturated(profile: Profile, own: Sequence[int], op: Callable[[int], Op],
+               count: Callable[[int], int], reach: dict[int, dict[str, frozenset[int]]],
+               rows: Sequence[int], moving: set[int], entries: int, limit: float,
+               chain: set[int]) -> Saturated | None:
+    """The work beyond ``chain`` that no longer changes once the loop's clamps saturate:
+    the same reading of the counts with each clamp's result fixed at its constant."""
+    clamps = tuple(c for r in own if (c := _clamp(profile, r, op, reach)) is not None)
+    if not clamps:
+        return None
+    fixed = {c.row for c in clamps}
+    # a value computed from several inputs that all follow one rarely changing value (a
+    # price from a match's distance by two table lookups) changes with that one value:
+    # summing its inputs' changes, as _changes does, counts that value once per input
+    free = _root_changes(rows, op, count, reach, moving, frozenset(), entries)
+    change = _root_changes(rows, op, count, reach, moving, fixed, entries)
+    rest = [r for r in own if r not in fixed]  # the clamp's own constant stays with it
+    more = _chain(rest, op, count, reach, change, limit) - \
+        _chain(rest, op, count, reach, free, limit) - chain
+    if not any(op(r).load for r in more):
+        return None
+    iterations = count(rows[0])
+    executions = sum(count(r) for r in more)
+    used = tuple(c for c in clamps if any(c.row in w for r in more
+                                           for w in reach[r].values()))
+    # what runs beside that work and still changes: the part that stays in the loop
+    least = min(count(c.row) for c in used or clamps)
+    varying = tuple(sorted((r for r in own if op(r).load and count(r) >= least
+                            and r not in more and r not in chain and change[r] > limit),
+                           key=lambda r: (-count(r), r)))
+    return Saturated(used or clamps, tuple(sorted(more)),
+                     tuple(sorted((r for r in more if op(r).load), key=lambda r: (-count(r), r))),
+                     round(executions / iterations, 2), executions, varying)
+
+
+def _root_changes(rows: Sequence[int], op: Callable[[int], Op], count: Callable[[int], int],
+                  reach: dict[int, dict[str, frozenset[int]]], moving: set[int],
+                  fixed: frozenset[int] | set[int], entries: int) -> dict[int, int]:
+    """Per row: at most how often its value changes (its entries included), bounded by the
+    changes of the rows its value is a function of (its *roots*), each counted once: an
+    induction variable (or a value an inner loop moves, or a call's result) is its own root,
+    and so is a row reading one that runs less often than it, or one on a cycle of copies.
+    Like _changes, a value picked by the path taken is bounded by the values the paths bring
+    (the branches choosing the path are not read)."""
+    same: dict[tuple[str, ...], set[int]] = {}  # per stored slot: the stores
+    for r in rows:
+        if isa.is_store(op(r).mnemonic):
+            same.setdefault(_slot(op(r)), set()).add(r)
+    writers = {r: {w for reg in (op(r).addr if op(r).load else reads(op(r)))
+                   for w in reach[r].get(reg, ())} for r in rows}
+    varies = {r for r in rows if r in writers[r] or r in moving or isa.is_call(op(r).mnemonic)}
+    roots: dict[int, frozenset[int]] = {}
+
+    def root(r: int) -> frozenset[int]:
+        if r not in roots:
+            roots[r] = frozenset((r,))  # while it is being read: a cycle ends at it
+            if r in fixed:
+                roots[r] = frozenset()
+            elif r not in varies:
+                found = frozenset().union(*(root(w) for w in writers[r] if w != ENTRY),
+                                          same.get(_slot(op(r)), set()) if op(r).load else ())
+                # reading a value that changes on each of its own runs: the rarer of the two
+                if not writers[r] & varies or sum(count(w) for w in found) < count(r):
+                    roots[r] = found
+        return roots[r]
+    return {r: min(count(r), sum(count(w) for w in root(r))) + entries for r in rows}
+
+
+_ORDERED = {"hi": (True, True), "gt": (True, True), "hs": (True, False), "cs": (True, False),
+            "ge": (True, False), "lo": (False, True), "cc": (False, True), "lt": (False, True),
+            "ls": (False, False), "le": (False, False)}  # condition: (above, strict)
+_INVERSE = {"hi": "ls", "ls": "hi", "gt": "le", "le": "gt", "hs": "lo", "lo": "hs", "cs": "cc",
+            "cc": "cs", "ge": "lt", "lt": "ge"}
+_MIN_MAX = {"umin": True, "smin": True, "umax": False, "smax": False}  # True: clamps above
+
+
+def _clamp(profile: Profile, r: int, op: Callable[[int], Op],
+           reach: dict[int, dict[str, frozenset[int]]]) -> Clamp | None:
+    """The clamp ``r`` makes, if it is one: ``umin``/``smax``… with an immediate, or a
+    ``csel`` between a register and a constant whose flags come from comparing that
+    register with an immediate, the constant being taken on the far side of it."""
+    o = op(r)
+    if o.mnemonic in _MIN_MAX and len(o.operands) == 3 and len(o.src) == 1:
+        k = immediate(o.operands[2])
+        return None if k is None else Clamp(r, None, o.operands[1], k, _MIN_MAX[o.mnemonic])
+    if o.mnemonic != "csel" or len(o.operands) != 4 or len(o.src) != 2:
+        return None
+    flags = reach[r].get(FLAGS, frozenset())
+    if len(flags) != 1 or ENTRY in flags:
+        return None
+    (cmp,) = flags
+    c = op(cmp)
+    k = immediate(c.operands[1]) if c.mnemonic == "cmp" and len(c.operands) == 2 else None
+    cond = o.operands[3]
+    if k is None or cond not in _ORDERED or len(c.src) != 1:
+        return None
+    (x,) = c.src
+    first, second = (isa.parse_register(t) for t in o.operands[1:3])
+    if reach[r].get(x) != reach[cmp].get(x):  # the compared value is the one selected
+        return None
+    for var, const, const_when in ((first, second, _INVERSE[cond]), (second, first, cond)):
+        value = _constant(profile, reach[r].get(const or "", frozenset()), op)
+        if var != x or value is None:
+            continue
+        above, strict = _ORDERED[const_when]
+        # the constant is the limit itself (or the next value past a strict compare)
+        edge = value in ((k, k + 1) if above else (k, k - 1)) if strict else value == k
+        if edge:
+            return Clamp(r, cmp, c.operands[0], value, above)
+    return None
+
+
+def _constant(profile: Profile, writers: frozenset[int], op: Callable[[int], Op]) -> int | None:
+    """The immediate a single ``mov``/``movz`` reaching a read wrote (None otherwise)."""
+    if len(writers) != 1 or ENTRY in writers:
+        return None
+    (w,) = writers
+    raw = profile.asm(w).split(None, 1)[0] if w < len(profile) else ""
+    o = op(w)
+    if raw not in ("mov", "movz") or len(o.operands) != 2:
+        return None
+    return immediate(o.operands[1])
 
 
 def _inner_cycles(rows: Sequence[int], op: Callable[[int], Op],
@@ -253,12 +424,18 @@ def _taken(r: int, op: Callable[[int], Op], count: Callable[[int], int], head: i
 
 
 CHECK = "recomputed on each run from inputs that change on few of its runs: "  # advice reads
+CLAMPED = "a clamp makes more work invariant once it saturates: "
+CLAMPED_WORK = "the work reading only the clamped value and inputs that change on few runs: "
+STAYS = "what still changes on every iteration once it saturates: "
+NOT_COUNTED = "how often the clamp saturates is not known from the counts: "
 CHANGED = "the recomputed work's inputs change at: "
 BLOCKED = "stores in the loop the compiler cannot tell apart from that memory: "
 PER_ITERATION = "recomputed per iteration"  # metric names the advice reads
 INPUT_CHANGES = "recomputed inputs change"
 LOOP_PER_ITERATION = "loop instructions per iteration"
 SHARE = "recomputed share"
+CLAMPED_PER_ITERATION = "invariant once clamped per iteration"
+CLAMPED_SHARE = "invariant once clamped share"
 # Loops whose own advice already is "keep it in registers" or that are not one loop's work.
 NOT_LOOPS = frozenset(("memory-state", "spin-wait", "per-operation", "return-zeroing", "plt",
                        "libc-routine", "jit", "indirect-call", "dispatch", "outline-atomic",
@@ -296,25 +473,57 @@ def metrics(work: Recomputed, total: float) -> list[Metric]:
                    "executions of the recomputing instructions / the total"),
             Metric(INPUT_CHANGES, round(100.0 * work.changes / work.iterations, 1), "%",
                    "the most executions of the instructions writing their inputs (the "
-                   "loop's entries included) / the loop head's count")]
+                   "loop's entries included) / the loop head's count"),
+            *([] if (sat := work.saturated) is None else [
+                Metric(CLAMPED_PER_ITERATION, sat.per_iteration, "instructions",
+                       "executions of the instructions invariant once the clamp saturates "
+                       "/ the loop head's count (an upper bound: all iterations saturated)"),
+                Metric(CLAMPED_SHARE, round(100.0 * sat.executions / total, 3) if total else 0.0,
+                       "%", "executions of those instructions / the total")])]
 
 
 def checks(work: Recomputed, asm: Callable[[int], str], pc: Callable[[int], int]) -> list[str]:
     def at(row: int) -> str:
         return f"`{asm(row)}` at {pc(row):#x}"
     # the most run instruction, then the loads (what the compiler may not move)
-    top = max(work.rows, key=lambda r: (work.runs[work.rows.index(r)], -r))
-    named = list(dict.fromkeys((top, *work.loads, *work.rows)))[:SHOWN]
-    out = [CHECK + ", ".join(at(r) for r in named)
-           + (f" (and {len(work.rows) - len(named)} more)" if len(work.rows) > len(named)
-              else "")]
+    out = [] if not work.rows else [CHECK + _listed(work.rows, work.runs, work.loads, at)]
     where = [f"{at(r)} ({runs:,} times)"
              for r, runs in zip(work.changers[:2], work.changer_runs, strict=False)]
     if work.entries:
-        where.append(f"the {work.entries:,} times the loop's head is reached from "
-                     f"before it")
+        where.append(f"the loop's {work.entries:,} entries")
     if where:
         out.append(CHANGED + ", ".join(where))
     if work.blockers:
         out.append(BLOCKED + ", ".join(at(r) for r in work.blockers[:2]))
+    if work.saturated is not None:
+        out += _clamp_checks(work.saturated, asm, at)
     return out
+
+
+def _listed(rows: tuple[int, ...], runs: tuple[int, ...] | None, loads: tuple[int, ...],
+            at: Callable[[int], str]) -> str:
+    """The most run of ``rows``, then the loads (what the compiler may not move), then the
+    rest, SHOWN of them."""
+    top = max(rows, key=lambda r: (runs[rows.index(r)], -r)) if runs else loads[0]
+    named = list(dict.fromkeys((top, *loads, *rows)))[:SHOWN]
+    return ", ".join(at(r) for r in named) + \
+        (f" (and {len(rows) - len(named)} more)" if len(rows) > len(named) else "")
+
+
+def _clamp_checks(sat: Saturated, asm: Callable[[int], str],
+                  at: Callable[[int], str]) -> list[str]:
+    def said(c: Clamp) -> str:
+        side = "≥" if c.above else "≤"
+        return (f"{at(c.row)} is {c.constant} for {c.register} {side} {c.constant}"
+                + (f" (`{asm(c.compare)}`)" if c.compare is not None else ""))
+    how = [f"count how often {at(c.compare) if c.compare is not None else at(c.row)} "
+           f"finds {c.register} {'≥' if c.above else '≤'} {c.constant}" for c in sat.clamps]
+    picks = "a `csel` runs the same either way" \
+        if any(c.compare is not None for c in sat.clamps) else \
+        "a minimum or maximum runs the same either way"
+    out = [CLAMPED + "; ".join(said(c) for c in sat.clamps),
+           CLAMPED_WORK + _listed(sat.rows, None, sat.loads or sat.rows, at)]
+    if sat.varying:
+        out.append(STAYS + ", ".join(at(r) for r in sat.varying[:2])
+                   + (f" (and {len(sat.varying) - 2} more)" if len(sat.varying) > 2 else ""))
+    return [*out, f"{NOT_COUNTED}{picks}; {'; '.join(how)}"]

@@ -89,7 +89,9 @@ from pcscope.index.parts import PARTS, load_parts, save_parts
 #     addresses read (other indexed loads apart) and names its bucket scatters' share
 # 27: a per-operation tree splits the allocator's instructions between its create/destroy
 #     pairs' members and the allocator calls starting outside them
-FORMAT_VERSION = 27
+# 28: a loop's recomputed work names the work a clamp against a constant (cmp #K + csel,
+#     umin/smax #K) makes invariant once it saturates, and what still changes per iteration
+FORMAT_VERSION = 28
 Progress = Callable[[str], None]
 
 

@@ -159,8 +159,10 @@ def advise(m: dict[str, Any], basis: str, module: str | None) -> Advice | None:
 
 # checks that say where else to look, not why the mechanism is believed; and those the
 # sentences below state in full
-_NOT_EVIDENCE = (loop_nests.INNER, loop_nests.OUTER, invariant_work.CHECK,
-                 invariant_work.CHANGED, invariant_work.BLOCKED)
+_RECOMPUTED = (invariant_work.CHECK, invariant_work.CHANGED, invariant_work.BLOCKED,
+               invariant_work.CLAMPED, invariant_work.CLAMPED_WORK, invariant_work.STAYS,
+               invariant_work.NOT_COUNTED)
+_NOT_EVIDENCE = (loop_nests.INNER, loop_nests.OUTER, *_RECOMPUTED)
 _SAID_ELSEWHERE = (loop_nests.INNER, loop_nests.OUTER)
 LEADS = 3.0  # recomputed instructions per iteration from which hoisting is the first lever
 
@@ -168,8 +170,7 @@ LEADS = 3.0  # recomputed instructions per iteration from which hoisting is the 
 def _said_in(check: str, recommendation: str) -> bool:
     """A recomputed-work check the recommendation already states in full."""
     return any(check.startswith(prefix) and check.removeprefix(prefix) in recommendation
-               for prefix in (invariant_work.CHECK, invariant_work.CHANGED,
-                              invariant_work.BLOCKED))
+               for prefix in _RECOMPUTED)
 
 
 def _nest(m: dict) -> str:
@@ -189,8 +190,12 @@ def _hoist_first(m: dict, recommendation: str) -> str:
     before any rewrite of the loop (a vector form needs those values fixed anyway)."""
     per = metric(m, invariant_work.PER_ITERATION)
     what = _check_after(m, invariant_work.CHECK)
-    if per is None or per < LEADS or what is None or m["kind"] == "pointer-chase":
+    clamped = _clamped(m)
+    if m["kind"] == "pointer-chase" or ((per is None or per < LEADS or what is None)
+                                        and not clamped):
         return recommendation
+    if per is None or per < LEADS or what is None:
+        return f"First hoist {clamped} Then: {recommendation[:1].lower()}{recommendation[1:]}"
     changes = metric(m, invariant_work.INPUT_CHANGES) or 0
     blocked = _check_after(m, invariant_work.BLOCKED)
     of = metric(m, invariant_work.LOOP_PER_ITERATION)
@@ -200,12 +205,47 @@ def _hoist_first(m: dict, recommendation: str) -> str:
             f"the total) read only values that change on at most {number(changes)}% of the "
             f"iterations; compute them where those values change"
             + (f" ({changed})" if (changed := _check_after(m, invariant_work.CHANGED)) else "")
-            + " and keep the results in locals across the iterations.")
+            + " and keep the results in locals.")
     if blocked:
-        lead += (f" The compiler cannot do it itself because the loop's stores ({blocked}) "
-                 f"might write the memory those loads read: copy the values into locals "
-                 f"(or mark the pointers `restrict`) once you know they do not.")
+        lead += (f" The loop's stores ({blocked}) might write what those loads read, so the "
+                 f"compiler cannot: copy the values into locals (or mark the pointers "
+                 f"`restrict`) once you know they do not.")
+    if clamped:
+        lead += f" Hoist also {clamped}"
     return f"{lead} Then: {recommendation[:1].lower()}{recommendation[1:]}"
+
+
+def _more(rest: str) -> int:
+    """How many items follow the first of a check's list, given the text after it ("`b` at
+    0x2, `c` at 0x3 (and 4 more)" after "`a` at 0x1, `": 6)."""
+    if not rest:
+        return 0
+    return 1 + rest.count(", `") + (int(rest.rpartition("(and ")[2].split()[0])
+                                    if "(and " in rest else 0)
+
+
+def _clamped(m: dict) -> str:
+    """The sentences on the work a clamp makes invariant once it saturates (the clamp, that
+    work and its size, the part that stays, what the counts cannot tell), or "". Short: it
+    follows the recomputed work's sentences, whose other inputs it shares; the checks keep
+    the whole lists."""
+    clamp = _check_after(m, invariant_work.CLAMPED)
+    work = _check_after(m, invariant_work.CLAMPED_WORK)
+    per = metric(m, invariant_work.CLAMPED_PER_ITERATION)
+    if not clamp or not work or per is None or per < LEADS:
+        return ""
+    csel, _, saturated = clamp.partition("; ")[0].partition(" (`")[0].partition(" is ")
+    first, _, rest = work.partition(", `")
+    stays, _, others = (_check_after(m, invariant_work.STAYS) or "").partition(", `")
+    why, _, how = (_check_after(m, invariant_work.NOT_COUNTED) or "").partition("; ")
+    share = metric(m, invariant_work.CLAMPED_SHARE) or 0
+    return (f"what the clamp {csel} fixes once saturated ({saturated}): {first}"
+            + (f" and {more} more" if (more := _more(rest)) else "")
+            + f" ({number(per)} per iteration, {number(share)}% at most): compute it once per "
+              f"saturated value where those values change"
+            + (f"; only {stays}" + (f" and {n} more" if (n := _more(others)) else "")
+               + " stay per iteration" if stays else "")
+            + f". Counts cannot tell how often it saturates ({why}): {how}.")
 
 
 def _assembly_note(m: dict, recommendation: str) -> str:
