@@ -1248,8 +1248,9 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
              f"({_after(m, 'index loads')}) and {'load' if several else 'loads'} a key "
              f"through each index "
              f"({_after(m, 'key loads')}): {figures}"
-             + (f" ({m['sites']} loops by head: {by_head})" if several else
-                f" (by head: {by_head})" if by_head else "") + ". "
+             # several loops' figures by head are long: they are in the checks
+             + (f" over {m['sites']} loops (each by head in the checks)" if several and by_head
+                else f" (by head: {by_head})" if by_head else "") + ". "
              f"It branches on each key: {_after(m, 'conditional branches on the loaded key')}"
              + _roles_said(m)
              + (". It stores index values back into the array: a partition" if partition else "")
