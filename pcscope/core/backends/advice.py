@@ -1251,6 +1251,16 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
     several = m["sites"] > 1
     by_head = _check_after(m, LOOPS)
     scattered = metric(m, "bucket scatter share") or 0
+    scatter_keys = int(metric(m, "scatter keys") or 0)
+    inner = int(metric(m, "inner cycles") or 0)
+    # the loop iterations are the heads of the loops and of their inner cycles
+    over = f" over {m['sites']} loops" + (
+        f" and {inner} inner cycle{'s' if inner > 1 else ''}" if inner else "")
+    # a scatter's key only addresses its bucket's flag and cursor: no branch reads it
+    whose = "partition's" if partition else "other loops'"
+    branched = ("It branches on each key" if not scatter_keys else
+                "It branches on what each key addresses, not on the key" if keys <= scatter_keys
+                else f"It branches on each of the {whose} {number(keys - scatter_keys)} keys")
     figures = (f"{number(keys)} keys, {number(loops)} loop iterations"
                if noun == "executions" else
                f"the key loads {count(keys, noun)}, the loop heads {count(loops, noun)}")
@@ -1260,15 +1270,18 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
              f"through each index "
              f"({_after(m, 'key loads')}): {figures}"
              # several loops' figures by head are long: they are in the checks
-             + (f" over {m['sites']} loops (each by head in the checks)" if several and by_head
+             + (f"{over} (each by head in the checks)" if several and by_head
                 else f" (by head: {by_head})" if by_head else "") + ". "
-             f"It branches on each key: {_after(m, 'conditional branches on the loaded key')}"
+             f"{branched}: {_after(m, 'conditional branches on the loaded key')}"
              + _roles_said(m)
              + (". It stores index values back into the array: a partition" if partition else "")
              + (f". It decides three ways on a key, testing it for equality and for order "
                 f"({three})" if three else "")
              + (f". The loops storing each index at a place its key names ({scatters}) are "
-                f"bucket scatters, not partitions: the own share {m['share']:.2%} includes them "
+                f"bucket scatters, not partitions: "
+                + (f"their {number(scatter_keys)} keys are not branched on, they only address "
+                   f"other loads and the stores; " if keys > scatter_keys else "")
+                + f"the own share {m['share']:.2%} includes them "
                 f"({scattered:.2f}% of the run)" if scatters else "")
              + ". Every key is a load whose address is known only after its index is loaded, "
              "and every decision is a data-dependent branch. Exact counts show how often each "
