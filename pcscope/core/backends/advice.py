@@ -252,8 +252,8 @@ def _clamped(m: dict) -> str:
     share = metric(m, invariant_work.CLAMPED_SHARE) or 0
     return (f"what the clamp {csel} fixes once saturated ({saturated}): "
             f"{_and_more(work)}"
-            f" ({number(per)} per iteration, {number(share)}% at most): while the clamp "
-            f"saturates, compute it once per value of its other inputs, where those change"
+            f" ({number(per)} per iteration, {number(share)}% at most): compute it where its "
+            f"other inputs change"
             + (f"; only {_and_more(stays)} stay per "
                f"iteration" if stays else "")
             + f". Counts cannot tell how often it saturates ({why}): {how}.")
@@ -1257,10 +1257,10 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
     over = f" over {m['sites']} loops" + (
         f" and {inner} inner cycle{'s' if inner > 1 else ''}" if inner else "")
     # a scatter's key only addresses its bucket's flag and cursor: no branch reads it
-    whose = "partition's" if partition else "other loops'"
     branched = ("It branches on each key" if not scatter_keys else
                 "It branches on what each key addresses, not on the key" if keys <= scatter_keys
-                else f"It branches on each of the {whose} {number(keys - scatter_keys)} keys")
+                else "It branches on each partition key" if partition else
+                "It branches on each key of the other loops")
     figures = (f"{number(keys)} keys, {number(loops)} loop iterations"
                if noun == "executions" else
                f"the key loads {count(keys, noun)}, the loop heads {count(loops, noun)}")
@@ -1279,8 +1279,8 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
                 f"({three})" if three else "")
              + (f". The loops storing each index at a place its key names ({scatters}) are "
                 f"bucket scatters, not partitions: "
-                + (f"their {number(scatter_keys)} keys are not branched on, they only address "
-                   f"other loads and the stores; " if keys > scatter_keys else "")
+                + (f"their {number(scatter_keys)} keys only address loads and stores; "
+                   if keys > scatter_keys else "")
                 + f"the own share {m['share']:.2%} includes them "
                 f"({scattered:.2f}% of the run)" if scatters else "")
              + ". Every key is a load whose address is known only after its index is loaded, "
