@@ -6,6 +6,8 @@ are no nest."""
 
 from __future__ import annotations
 
+import re
+
 from test_loop_shapes import WORK, mechanisms_of, of_kind
 from test_store_shapes import as_dict
 
@@ -157,13 +159,20 @@ def test_work_reading_a_length_only_through_a_saturating_clamp_is_hoisted_too(tm
     assert figures[invariant_work.CLAMPED_PER_ITERATION] == 5.0
     assert f"{invariant_work.CLAMPED}`csel w0, w1, w0, ls` at 0x1018 is 5 for w1 ≥ 5 " \
         "(`cmp w1, #5`)" in m.checks
-    assert any(c.startswith(invariant_work.CLAMPED_WORK + "`ldr w16, [x0, #8]` at 0x102c")
-               for c in m.checks)
+    assert any(c.startswith(invariant_work.CLAMPED_WORK + "`sub w0, w0, #2` at 0x101c")
+               and c.endswith("`ldr w16, [x0, #8]` at 0x102c") for c in m.checks)
+    # the checks are the whole record: every instruction of both sets, in address order
+    for prefix, n in ((invariant_work.CHECK, 4), (invariant_work.CLAMPED_WORK, 5)):
+        listed = next(c.removeprefix(prefix) for c in m.checks if c.startswith(prefix))
+        pcs = [int(pc, 16) for pc in re.findall(r"` at (0x[0-9a-f]+)", listed)]
+        assert len(pcs) == n and pcs == sorted(pcs) and "more" not in listed
     rec = advise(as_dict(m), "executions", None).recommendation
     assert rec.startswith("First hoist the work the loop recomputes: 4 of its")
     assert "Hoist also what the clamp `csel w0, w1, w0, ls` at 0x1018 fixes once saturated " \
         "(5 for w1 ≥ 5): `ldr w16, [x0, #8]` at 0x102c and 4 more" in rec
     assert "and 4 more (5 per iteration, " in rec
+    assert "at most): compute it where its other inputs change; only `ldr w5" \
+        in rec
     # the length price stays: it is loaded through w1 itself
     assert "; only `ldr w5, [x5, #0x404]` at 0x103c and 1 more stay per iteration" in rec
     assert "Counts cannot tell how often it saturates (a `csel` runs the same either way): " \

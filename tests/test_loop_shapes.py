@@ -484,3 +484,28 @@ def test_a_bound_set_by_the_caller_is_said_to_vary(tmp_path):
 def test_fixed_trip_look_alikes_stay_quiet(tmp_path, loop):
     _profile, table = mechanisms_of(tmp_path, [("f", 0x1000, loop)])
     assert not of_kind(table, "fixed-trip-sum")
+
+
+def test_the_scatters_keys_are_not_said_to_be_branched_on_and_inner_cycles_are_counted(tmp_path):
+    """A partition with an inner cycle and a bucket scatter: only the partition's keys are
+    branched on (the scatter's key addresses a flag and a cursor, whose flag is branched
+    on), and the iterations are the heads of two loops and one inner cycle."""
+    _profile, table = mechanisms_of(tmp_path, [
+        ("sort", 0x1000, two_scans()), ("sort", 0x2000, bucket_copy(at=0x2000, n=5000)),
+        WORK])
+    (m,) = of_kind(table, "gather-branch")
+    claim = advise(as_dict(m), "executions", None).claim
+    assert "18,000 keys, 18,100 loop iterations over 2 loops and 1 inner cycle (each by " \
+        "head in the checks)" in claim
+    assert "It branches on each key" not in claim
+    assert "It branches on each partition key: `cbz w1, #0x108c`" in claim
+    assert "bucket scatters, not partitions: their 5,000 keys only address loads and " \
+        "stores; the own share" in claim
+
+
+def test_a_lone_scatter_branches_on_what_its_key_addresses(tmp_path):
+    _profile, table = mechanisms_of(tmp_path, [("copy", 0x1000, bucket_copy()), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    claim = advise(as_dict(m), "executions", None).claim
+    assert "It branches on each key" not in claim
+    assert "It branches on what each key addresses, not on the key: `cbnz w4" in claim

@@ -530,8 +530,14 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
                    "the key loads of the loops that partition (not the bucket scatters)")]),
         *([Metric("bucket scatter share", round(100 * sum(finder.share(x.rows)
                                                           for x in scatters), 2), "%",
-                  "the bucket scatter loops' part of the run, inside the mechanism's share")]
+                  "the bucket scatter loops' part of the run, inside the mechanism's share"),
+           Metric("scatter keys", sum(x.keys for x in scatters), "executions",
+                  "the bucket scatter loops' key loads: they address loads and stores, no "
+                  "branch reads them")]
           if scatters else []),
+        *([Metric("inner cycles", inner, "cycles",
+                  "cycles nested in the loops, whose heads the loop iterations count too")]
+          if (inner := sum(len(x.cycles) - 1 for x in loops)) else []),
     ], checks)
 
 

@@ -52,7 +52,6 @@ class Recomputed:
     """The instructions of one loop that recompute values from rarely changing inputs."""
 
     rows: tuple[int, ...]  # address order
-    runs: tuple[int, ...]  # the executions of each of ``rows``
     per_iteration: float  # their executions / the loop's iterations
     loop_per_iteration: float  # the loop's own instructions' executions / its iterations
     executions: int  # their executions
@@ -85,10 +84,10 @@ class Saturated:
 
     clamps: tuple[Clamp, ...]
     rows: tuple[int, ...]  # address order
-    loads: tuple[int, ...]  # the loads among them, hottest first
     per_iteration: float  # their executions / the loop's iterations
     executions: int
-    varying: tuple[int, ...]  # the loop's own loads still changing on most iterations
+    varying: tuple[int, ...]  # the loop's own loads still changing on most iterations, in
+    # address order
 
 
 def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
@@ -134,7 +133,7 @@ def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
                              and _slot(op(r)) not in read_slots
                              and not set(op(r).addr) & _STACK), key=lambda r: (-count(r), r)))
     executions = sum(count(r) for r in chain)
-    return Recomputed(ordered, tuple(count(r) for r in ordered), round(executions / iterations, 2),
+    return Recomputed(ordered, round(executions / iterations, 2),
                       round(sum(count(r) for r in own) / iterations, 2), executions,
                       max((change[r] for r in chain), default=0), iterations, loads,
                       blockers if loads else (), changers,
@@ -179,12 +178,10 @@ def _saturated(profile: Profile, own: Sequence[int], op: Callable[[int], Op],
                                            for w in reach[r].values()))
     # what runs beside that work and still changes: the part that stays in the loop
     least = min(count(c.row) for c in used or clamps)
-    varying = tuple(sorted((r for r in own if op(r).load and count(r) >= least
-                            and r not in more and r not in chain and change[r] > limit),
-                           key=lambda r: (-count(r), r)))
-    return Saturated(used or clamps, tuple(sorted(more)),
-                     tuple(sorted((r for r in more if op(r).load), key=lambda r: (-count(r), r))),
-                     round(executions / iterations, 2), executions, varying)
+    varying = tuple(sorted(r for r in own if op(r).load and count(r) >= least
+                           and r not in more and r not in chain and change[r] > limit))
+    return Saturated(used or clamps, tuple(sorted(more)), round(executions / iterations, 2),
+                     executions, varying)
 
 
 def _root_changes(rows: Sequence[int], op: Callable[[int], Op], count: Callable[[int], int],
@@ -440,7 +437,6 @@ CLAMPED_SHARE = "invariant once clamped share"
 NOT_LOOPS = frozenset(("memory-state", "spin-wait", "per-operation", "return-zeroing", "plt",
                        "libc-routine", "jit", "indirect-call", "dispatch", "outline-atomic",
                        "libc-lock", "llsc", "spill-block"))
-SHOWN = 4  # instructions named in a check
 
 
 def annotate(finder: _Finder, found: list[Mechanism]) -> list[Mechanism]:
@@ -485,8 +481,8 @@ def metrics(work: Recomputed, total: float) -> list[Metric]:
 def checks(work: Recomputed, asm: Callable[[int], str], pc: Callable[[int], int]) -> list[str]:
     def at(row: int) -> str:
         return f"`{asm(row)}` at {pc(row):#x}"
-    # the most run instruction, then the loads (what the compiler may not move)
-    out = [] if not work.rows else [CHECK + _listed(work.rows, work.runs, work.loads, at)]
+    # every instruction, in address order: the checks are the whole record (advice names a few)
+    out = [] if not work.rows else [CHECK + ", ".join(at(r) for r in work.rows)]
     where = [f"{at(r)} ({runs:,} times)"
              for r, runs in zip(work.changers[:2], work.changer_runs, strict=False)]
     if work.entries:
@@ -498,16 +494,6 @@ def checks(work: Recomputed, asm: Callable[[int], str], pc: Callable[[int], int]
     if work.saturated is not None:
         out += _clamp_checks(work.saturated, asm, at)
     return out
-
-
-def _listed(rows: tuple[int, ...], runs: tuple[int, ...] | None, loads: tuple[int, ...],
-            at: Callable[[int], str]) -> str:
-    """The most run of ``rows``, then the loads (what the compiler may not move), then the
-    rest, SHOWN of them."""
-    top = max(rows, key=lambda r: (runs[rows.index(r)], -r)) if runs else loads[0]
-    named = list(dict.fromkeys((top, *loads, *rows)))[:SHOWN]
-    return ", ".join(at(r) for r in named) + \
-        (f" (and {len(rows) - len(named)} more)" if len(rows) > len(named) else "")
 
 
 def _clamp_checks(sat: Saturated, asm: Callable[[int], str],
@@ -522,8 +508,7 @@ def _clamp_checks(sat: Saturated, asm: Callable[[int], str],
         if any(c.compare is not None for c in sat.clamps) else \
         "a minimum or maximum runs the same either way"
     out = [CLAMPED + "; ".join(said(c) for c in sat.clamps),
-           CLAMPED_WORK + _listed(sat.rows, None, sat.loads or sat.rows, at)]
+           CLAMPED_WORK + ", ".join(at(r) for r in sat.rows)]
     if sat.varying:
-        out.append(STAYS + ", ".join(at(r) for r in sat.varying[:2])
-                   + (f" (and {len(sat.varying) - 2} more)" if len(sat.varying) > 2 else ""))
+        out.append(STAYS + ", ".join(at(r) for r in sat.varying))
     return [*out, f"{NOT_COUNTED}{picks}; {'; '.join(how)}"]

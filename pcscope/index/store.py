@@ -91,7 +91,9 @@ from pcscope.index.parts import PARTS, load_parts, save_parts
 #     pairs' members and the allocator calls starting outside them
 # 28: a loop's recomputed work names the work a clamp against a constant (cmp #K + csel,
 #     umin/smax #K) makes invariant once it saturates, and what still changes per iteration
-FORMAT_VERSION = 28
+# 29: recomputed and clamped work's checks list every instruction in address order; a
+#     gather-branch mechanism counts its bucket scatters' keys and its loops' inner cycles
+FORMAT_VERSION = 29
 Progress = Callable[[str], None]
 
 

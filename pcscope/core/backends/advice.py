@@ -165,6 +165,7 @@ _RECOMPUTED = (invariant_work.CHECK, invariant_work.CHANGED, invariant_work.BLOC
 _NOT_EVIDENCE = (loop_nests.INNER, loop_nests.OUTER, *_RECOMPUTED)
 _SAID_ELSEWHERE = (loop_nests.INNER, loop_nests.OUTER)
 LEADS = 3.0  # recomputed instructions per iteration from which hoisting is the first lever
+SHOWN = 4  # recomputed instructions a recommendation names (the check lists them all)
 
 
 def _said_in(check: str, recommendation: str) -> bool:
@@ -189,7 +190,8 @@ def _hoist_first(m: dict, recommendation: str) -> str:
     inputs, when that is several instructions per iteration: a scalar change that comes
     before any rewrite of the loop (a vector form needs those values fixed anyway)."""
     per = metric(m, invariant_work.PER_ITERATION)
-    what = _check_after(m, invariant_work.CHECK)
+    listed = _check_after(m, invariant_work.CHECK)
+    what = None if listed is None else _with_more(*_named(listed, SHOWN))
     clamped = _clamped(m)
     if m["kind"] == "pointer-chase" or ((per is None or per < LEADS or what is None)
                                         and not clamped):
@@ -215,13 +217,23 @@ def _hoist_first(m: dict, recommendation: str) -> str:
     return f"{lead} Then: {recommendation[:1].lower()}{recommendation[1:]}"
 
 
-def _more(rest: str) -> int:
-    """How many items follow the first of a check's list, given the text after it ("`b` at
-    0x2, `c` at 0x3 (and 4 more)" after "`a` at 0x1, `": 6)."""
-    if not rest:
-        return 0
-    return 1 + rest.count(", `") + (int(rest.rpartition("(and ")[2].split()[0])
-                                    if "(and " in rest else 0)
+def _named(listed: str, shown: int) -> tuple[str, int]:
+    """``shown`` instructions of a check's list ("`a` at 0x1, `b` at 0x2, …", address order),
+    the loads first (what the compiler may not move, so what the reader must), and how many
+    are left out: the checks keep the whole list."""
+    items = [i if i.startswith("`") else f"`{i}" for i in listed.split(", `")]
+    named = sorted(items, key=lambda i: not i.startswith("`ld"))[:shown]  # stable
+    return ", ".join(named), len(items) - len(named)
+
+
+def _with_more(named: str, more: int) -> str:
+    return f"{named} (and {more} more)" if more else named
+
+
+def _and_more(listed: str) -> str:
+    """The first load of a check's list (or its first instruction) and how many more."""
+    first, more = _named(listed, 1)
+    return f"{first} and {more} more" if more else first
 
 
 def _clamped(m: dict) -> str:
@@ -235,16 +247,15 @@ def _clamped(m: dict) -> str:
     if not clamp or not work or per is None or per < LEADS:
         return ""
     csel, _, saturated = clamp.partition("; ")[0].partition(" (`")[0].partition(" is ")
-    first, _, rest = work.partition(", `")
-    stays, _, others = (_check_after(m, invariant_work.STAYS) or "").partition(", `")
+    stays = _check_after(m, invariant_work.STAYS)
     why, _, how = (_check_after(m, invariant_work.NOT_COUNTED) or "").partition("; ")
     share = metric(m, invariant_work.CLAMPED_SHARE) or 0
-    return (f"what the clamp {csel} fixes once saturated ({saturated}): {first}"
-            + (f" and {more} more" if (more := _more(rest)) else "")
-            + f" ({number(per)} per iteration, {number(share)}% at most): compute it once per "
-              f"saturated value where those values change"
-            + (f"; only {stays}" + (f" and {n} more" if (n := _more(others)) else "")
-               + " stay per iteration" if stays else "")
+    return (f"what the clamp {csel} fixes once saturated ({saturated}): "
+            f"{_and_more(work)}"
+            f" ({number(per)} per iteration, {number(share)}% at most): compute it where its "
+            f"other inputs change"
+            + (f"; only {_and_more(stays)} stay per "
+               f"iteration" if stays else "")
             + f". Counts cannot tell how often it saturates ({why}): {how}.")
 
 
@@ -1240,6 +1251,16 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
     several = m["sites"] > 1
     by_head = _check_after(m, LOOPS)
     scattered = metric(m, "bucket scatter share") or 0
+    scatter_keys = int(metric(m, "scatter keys") or 0)
+    inner = int(metric(m, "inner cycles") or 0)
+    # the loop iterations are the heads of the loops and of their inner cycles
+    over = f" over {m['sites']} loops" + (
+        f" and {inner} inner cycle{'s' if inner > 1 else ''}" if inner else "")
+    # a scatter's key only addresses its bucket's flag and cursor: no branch reads it
+    branched = ("It branches on each key" if not scatter_keys else
+                "It branches on what each key addresses, not on the key" if keys <= scatter_keys
+                else "It branches on each partition key" if partition else
+                "It branches on each key of the other loops")
     figures = (f"{number(keys)} keys, {number(loops)} loop iterations"
                if noun == "executions" else
                f"the key loads {count(keys, noun)}, the loop heads {count(loops, noun)}")
@@ -1249,15 +1270,18 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
              f"through each index "
              f"({_after(m, 'key loads')}): {figures}"
              # several loops' figures by head are long: they are in the checks
-             + (f" over {m['sites']} loops (each by head in the checks)" if several and by_head
+             + (f"{over} (each by head in the checks)" if several and by_head
                 else f" (by head: {by_head})" if by_head else "") + ". "
-             f"It branches on each key: {_after(m, 'conditional branches on the loaded key')}"
+             f"{branched}: {_after(m, 'conditional branches on the loaded key')}"
              + _roles_said(m)
              + (". It stores index values back into the array: a partition" if partition else "")
              + (f". It decides three ways on a key, testing it for equality and for order "
                 f"({three})" if three else "")
              + (f". The loops storing each index at a place its key names ({scatters}) are "
-                f"bucket scatters, not partitions: the own share {m['share']:.2%} includes them "
+                f"bucket scatters, not partitions: "
+                + (f"their {number(scatter_keys)} keys only address loads and stores; "
+                   if keys > scatter_keys else "")
+                + f"the own share {m['share']:.2%} includes them "
                 f"({scattered:.2f}% of the run)" if scatters else "")
              + ". Every key is a load whose address is known only after its index is loaded, "
              "and every decision is a data-dependent branch. Exact counts show how often each "
