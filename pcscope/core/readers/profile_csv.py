@@ -157,7 +157,7 @@ def _encode(labels: pl.Series, clean: Callable[[pl.Series], pl.Series]) -> tuple
     codes = labels.to_physical()
     if codes.null_count():  # filled only then: a filled copy is 4 MB at 1M rows
         codes = codes.fill_null(len(renumber) - 1)
-    return renumber[codes.to_numpy()], names
+    return np.take(renumber, codes.to_numpy()), names  # np.take: see patterns._flags
 
 
 def _pc_expr(fast: bool) -> pl.Expr:
