@@ -101,21 +101,28 @@ class _Hits:
 
 def find_patterns(profile: Profile, facts: CodeFacts | None = None) -> PatternTable:
     """Run every pattern over the profile; each hit has passed its code-shape check."""
+    from concurrent.futures import ThreadPoolExecutor  # 10 ms of imports: only to build
+
     facts = facts or code_facts(profile)
-    code = facts.code
-    stubs = _call_overheads(profile, facts)
+    code = facts.code  # shared by both threads: a row both decode is decoded alike
     loops = backward_branches(profile, facts, profile.window)  # read by three patterns
-    parts = [
-        *_atomic_hits(profile, facts, code),
-        *(_Hits(c, facts.rows_named({n for n in facts.names if isa.FAMILIES[f].match(n)}))
-          for f, c in _FAMILY_CATEGORY.items() if c not in ("atomic-llsc", "atomic-lse")),
-        _indirect_branches(profile, facts, code, stubs),
-        _dependent_loads(profile, facts, code, loops),
-        _spin_waits(profile, facts, code, loops),
-        stubs,
-        _byte_loops(profile, facts, code, loops),
-    ]
-    return _table(profile, parts)
+    # The dependent loads (a third of the pass) are found beside the rest: much of either
+    # side is array work that lets go of the GIL. Leaving the block waits for the worker,
+    # and its error is raised by result() as it was raised.
+    with ThreadPoolExecutor(1) as pool:
+        chases = pool.submit(_dependent_loads, profile, facts, code, loops)
+        stubs = _call_overheads(profile, facts)
+        parts = [
+            *_atomic_hits(profile, facts, code),
+            *(_Hits(c, facts.rows_named({n for n in facts.names if isa.FAMILIES[f].match(n)}))
+              for f, c in _FAMILY_CATEGORY.items() if c not in ("atomic-llsc", "atomic-lse")),
+            _indirect_branches(profile, facts, code, stubs),
+            _spin_waits(profile, facts, code, loops),
+            stubs,
+            _byte_loops(profile, facts, code, loops),
+            chases.result(),
+        ]
+    return _table(profile, parts)  # sorted by category first: the parts' order is no matter
 
 
 class Code:
