@@ -334,6 +334,24 @@ def test_facts_do_not_depend_on_the_chunks(bzip2_patterns, monkeypatch):
         assert a.dtype == b.dtype and np.array_equal(a, b), field
 
 
+def test_an_error_of_the_pattern_worker_is_raised_as_it_was(tmp_path, monkeypatch):
+    """The dependent loads are found on a thread of their own: its error is the caller's,
+    typed as raised, and the thread is gone when find_patterns returns."""
+    import threading
+
+    from pcscope.core.errors import InputError
+
+    def failing(*_args):
+        raise InputError("p.csv", 3, "bad row")
+
+    monkeypatch.setattr("pcscope.core.patterns._dependent_loads", failing)
+    profile = write_profile(tmp_path, DEPENDENT)
+    threads = threading.active_count()
+    with pytest.raises(InputError) as err:
+        find_patterns(profile)
+    assert (err.value.line, threading.active_count()) == (3, threads)
+
+
 def test_reopen_checks_the_profile(tmp_path):
     rows = [("f", 0x1000, 10, "dmb ish"), ("f", 0x1004, 20, "udiv w0, w1, w2")]
     profile = write_profile(tmp_path, rows)

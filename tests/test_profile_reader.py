@@ -157,6 +157,30 @@ def test_merge_duplicates_sums(tmp_path):
     assert [int(x) for x in p.pc] == [0x10, 0x20] and list(p.samples) == [3, 1]
 
 
+def test_merge_of_unsorted_rows_keeps_each_pcs_first_text(tmp_path):
+    """The text columns are put in order on a thread of their own: by the PC sort, then the
+    merge's first row of each PC, as the numbers are."""
+    text = "pc,samples,asm,note\n0x20,1,b,x\n0x10,1,a,y\n0x20,2,c,z\n0x8,4,d,w\n"
+    p = read_profile(write(tmp_path, text), merge_duplicates=True)
+    assert [int(x) for x in p.pc] == [0x8, 0x10, 0x20] and list(p.samples) == [4, 1, 3]
+    assert p.asm_column.to_list() == ["d", "a", "b"]
+    assert p.extras["note"].to_list() == ["w", "y", "x"]
+
+
+def test_an_error_of_the_text_worker_is_raised_as_it_was(tmp_path, monkeypatch):
+    """Its error is the reader's, typed as raised, and the thread is gone."""
+    import threading
+
+    def failing(*_args):
+        raise InputError("p.csv", 3, "bad text")
+
+    monkeypatch.setattr("pcscope.core.readers.profile_csv._text_columns", failing)
+    threads = threading.active_count()
+    with pytest.raises(InputError) as err:
+        read_profile(write(tmp_path, "pc,samples,asm\n0x20,1,nop\n0x10,1,nop\n"))
+    assert (err.value.line, threading.active_count()) == (3, threads)
+
+
 @pytest.mark.parametrize(
     ("text", "line", "fragment"),
     [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -130,8 +131,27 @@ def test_a_failed_write_of_the_arrays_fails_the_build(tmp_path, profile, monkeyp
 
     monkeypatch.setattr(arrays, "save_profile", full_disk)
     idx = tmp_path / "idx"
+    threads = threading.active_count()
     with pytest.raises(InputError, match="cannot write the index"):
         open_workload(profile, index_dir=idx)
+    assert sorted(p.name for p in next(idx.iterdir()).iterdir()) == [".lock"]
+    assert threading.active_count() == threads  # the arrays' writer is gone
+
+
+def test_a_failed_pattern_pass_waits_for_the_arrays_writer(tmp_path, profile, monkeypatch):
+    """The arrays are written on a thread while the patterns are found: an error of the
+    patterns is raised as it was, after the writer ends, and no build folder is left."""
+    from pcscope.core import patterns
+
+    def failing(*_args):
+        raise InputError("p.csv", 2, "bad row")
+
+    monkeypatch.setattr(patterns, "find_patterns", failing)
+    idx = tmp_path / "idx"
+    threads = threading.active_count()
+    with pytest.raises(InputError) as err:
+        open_workload(profile, index_dir=idx)
+    assert (err.value.line, threading.active_count()) == (2, threads)
     assert sorted(p.name for p in next(idx.iterdir()).iterdir()) == [".lock"]
 
 

@@ -82,8 +82,10 @@ class CodeFacts:
 
 
 def _flags(names: list[str], canon: np.ndarray, test) -> np.ndarray:
+    # np.take, not lut[canon], for every per-row lookup by code: indexing with int32 codes
+    # first copies them to int64 (~5 ms a lookup at 1M rows, ~30 lookups in a build).
     lut = np.array([bool(test(n)) for n in names], dtype=bool)
-    return lut[canon] if len(lut) else np.zeros(len(canon), dtype=bool)
+    return np.take(lut, canon) if len(lut) else np.zeros(len(canon), dtype=bool)
 
 
 Loops = tuple[np.ndarray, np.ndarray]  # backward branch rows, their loop heads' rows
@@ -99,21 +101,28 @@ class _Hits:
 
 def find_patterns(profile: Profile, facts: CodeFacts | None = None) -> PatternTable:
     """Run every pattern over the profile; each hit has passed its code-shape check."""
+    from concurrent.futures import ThreadPoolExecutor  # 10 ms of imports: only to build
+
     facts = facts or code_facts(profile)
-    code = facts.code
-    stubs = _call_overheads(profile, facts)
+    code = facts.code  # shared by both threads: a row both decode is decoded alike
     loops = backward_branches(profile, facts, profile.window)  # read by three patterns
-    parts = [
-        *_atomic_hits(profile, facts, code),
-        *(_Hits(c, facts.rows_named({n for n in facts.names if isa.FAMILIES[f].match(n)}))
-          for f, c in _FAMILY_CATEGORY.items() if c not in ("atomic-llsc", "atomic-lse")),
-        _indirect_branches(profile, facts, code, stubs),
-        _dependent_loads(profile, facts, code, loops),
-        _spin_waits(profile, facts, code, loops),
-        stubs,
-        _byte_loops(profile, facts, code, loops),
-    ]
-    return _table(profile, parts)
+    # The dependent loads (a third of the pass) are found beside the rest: much of either
+    # side is array work that lets go of the GIL. Leaving the block waits for the worker,
+    # and its error is raised by result() as it was raised.
+    with ThreadPoolExecutor(1) as pool:
+        chases = pool.submit(_dependent_loads, profile, facts, code, loops)
+        stubs = _call_overheads(profile, facts)
+        parts = [
+            *_atomic_hits(profile, facts, code),
+            *(_Hits(c, facts.rows_named({n for n in facts.names if isa.FAMILIES[f].match(n)}))
+              for f, c in _FAMILY_CATEGORY.items() if c not in ("atomic-llsc", "atomic-lse")),
+            _indirect_branches(profile, facts, code, stubs),
+            _spin_waits(profile, facts, code, loops),
+            stubs,
+            _byte_loops(profile, facts, code, loops),
+            chases.result(),
+        ]
+    return _table(profile, parts)  # sorted by category first: the parts' order is no matter
 
 
 class Code:
@@ -269,7 +278,7 @@ def code_facts(profile: Profile) -> CodeFacts:
     # Which of the first two operands each destination slot of a mnemonic is (-1: none).
     slots = _dest_slots(names)
     direct = _flags(names, canon, lambda n: n in isa.DIRECT or n.startswith(("b.", "bc.")))
-    second = (slots == 1).any(axis=1)[canon]  # operand 1 is read only where it is written
+    second = np.take((slots == 1).any(axis=1), canon)  # operand 1 is read only where written
     n = len(profile)
     first = np.full(n, -1, dtype=np.int8)
     second_operand = np.full(n, -1, dtype=np.int8)
@@ -287,7 +296,7 @@ def code_facts(profile: Profile) -> CodeFacts:
         list(pool.map(scan, chunks))  # list: re-raises a chunk's error here
     dest = np.empty((n, 2), dtype=np.int8)
     for slot in (0, 1):
-        operand = slots[:, slot][canon]
+        operand = np.take(slots[:, slot], canon)
         dest[:, slot] = np.where(operand == 0, first, np.where(operand == 1, second_operand, -1))
     dest[dest == XZR] = -1  # writing xzr discards the value
     return CodeFacts(
@@ -329,7 +338,7 @@ def _canonical_mnemonics(profile: Profile) -> tuple[list[str], np.ndarray]:
     names = sorted(set(canon_of_raw))
     index = {n: i for i, n in enumerate(names)}
     lut = np.array([index[c] for c in canon_of_raw], dtype=np.int32)
-    canon = lut[profile.mnemonic] if len(lut) else np.zeros(len(profile), dtype=np.int32)
+    canon = np.take(lut, profile.mnemonic) if len(lut) else np.zeros(len(profile), np.int32)
     special = [i for i, m in enumerate(raw) if m == "hint" or m in isa.UNDECODED]
     for r in np.flatnonzero(np.isin(profile.mnemonic, special)):
         name = isa.normalize_mnemonic(*isa.split_asm(profile.asm(int(r))))

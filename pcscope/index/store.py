@@ -314,6 +314,7 @@ def _stored_meta(current: Path) -> dict | None:
 
 def _build(home: Path, inputs: Inputs, meta: dict, say: Progress) -> Path:
     import tempfile  # only a build makes temporary folders: a reopen never loads it
+    from concurrent.futures import ThreadPoolExecutor  # nor threads
 
     home.mkdir(parents=True, exist_ok=True)
     # Parsing needs polars; reopening does not, so its import waits until a build.
@@ -332,8 +333,13 @@ def _build(home: Path, inputs: Inputs, meta: dict, say: Progress) -> Path:
                     inputs.profile, merge_duplicates=inputs.merge_duplicates, progress=say
                 )
                 return_free_memory()  # the parse's temporaries
-                arrays.save_profile(profile, build / "profile")
-                save_parts(build, profile, inputs, say)
+                # The arrays are written (mostly system time, the GIL let go) while the
+                # patterns are found. Leaving the block waits for the writer; its error
+                # (a full disk) is raised by result() as it was raised.
+                with ThreadPoolExecutor(1) as writer:
+                    saved = writer.submit(arrays.save_profile, profile, build / "profile")
+                    save_parts(build, profile, inputs, say)
+                    saved.result()
                 # Its window and function tables point back at it: only a collection frees
                 # its arrays (~90 MB at 1M rows) before the reopen maps the saved ones.
                 del profile

@@ -12,6 +12,7 @@ import csv
 import io
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -157,7 +158,7 @@ def _encode(labels: pl.Series, clean: Callable[[pl.Series], pl.Series]) -> tuple
     codes = labels.to_physical()
     if codes.null_count():  # filled only then: a filled copy is 4 MB at 1M rows
         codes = codes.fill_null(len(renumber) - 1)
-    return renumber[codes.to_numpy()], names
+    return np.take(renumber, codes.to_numpy()), names  # np.take: see patterns._flags
 
 
 def _pc_expr(fast: bool) -> pl.Expr:
@@ -200,6 +201,9 @@ def _columns(names: list[str]) -> list[pl.Expr]:
         _pc_expr(fast=True).alias("pc_value"),
         _count_expr("samples", fast=True).alias("samples_value"),
         asm.alias("asm_text"),
+        # _check's NUL test, made in the parse's threads: a pass of its own over the text
+        # after the parse cost ~0.05 s at 1M rows.
+        asm.str.contains("\x00", literal=True).alias("_nul"),
         # The text up to the first space (a cheap byte search, no regex per row): the
         # mnemonic is its first word, cut per distinct head (_mnemonic).
         asm.str.head(asm.str.find(" ", literal=True).fill_null(asm.str.len_bytes()))
@@ -268,7 +272,7 @@ def _check(path: str, sep: str, names: list[str], cols: pl.DataFrame,
          "number" if r["samples"] not in (None, "") else "samples is empty"),
         (cols["samples_value"] < 0, lambda r: f"negative samples {r['samples'].strip()}"),
         (asm.is_null() | (asm == ""), lambda r: "asm is empty"),
-        (asm.str.contains("\x00", literal=True), lambda r: "NUL byte in asm (binary data?)"),
+        (cols["_nul"], lambda r: "NUL byte in asm (binary data?)"),
     ]
     if "cycles_value" in cols.columns:
         checks += [
@@ -298,30 +302,24 @@ def _build(
     lines = _lines(path, sep, names, cols, failed)
     _check(path, sep, names, cols, lines)
     say("indexing")
-    # Dictionary codes first, so the text columns go before the rows are put in PC order.
-    mnemonic, mnemonics = _encode(cols.drop_in_place("mnemonic_text"), _mnemonic)
-    function, function_names = _encode(cols.drop_in_place("function_text"), _cleaned)
-    module, modules = _encode(cols.drop_in_place("module_text"), _cleaned)
-    window_label, window_labels = _encode(cols.drop_in_place("window_text"), _cleaned)
+    # The labels and the text taken out of the frame, so that each number column goes as
+    # it is put in PC order.
+    labels = {c: cols.drop_in_place(f"{c}_text") for c in ("mnemonic", "function", "module",
+                                                            "window")}
+    text = cols.select(["asm_text"] + [c for c in cols.columns if c.startswith("extra.")])
     pcs = cols["pc_value"].to_numpy()
     rows = lines  # each row's line, kept in step with the rows below
     samples = cols["samples_value"].to_numpy()
     cycles = cols["cycles_value"].to_numpy() if "cycles_value" in cols.columns else None
-    text = cols.select(["asm_text"] + [c for c in cols.columns if c.startswith("extra.")])
     del cols
+    picked = None  # the rows read, in their final order (None: as read)
     if len(pcs) > 1 and not bool(np.all(pcs[1:] > pcs[:-1])):
-        order = np.argsort(pcs, kind="stable")
-        text = text[order]
+        picked = np.argsort(pcs, kind="stable")
         # One column at a time: each original goes before the next copy is made.
-        pcs = pcs[order]
-        rows = rows[order]
-        samples = samples[order]
-        cycles = cycles[order] if cycles is not None else None
-        mnemonic = mnemonic[order]
-        function = function[order]
-        module = module[order]
-        window_label = window_label[order]
-        del order
+        pcs = pcs[picked]
+        rows = rows[picked]
+        samples = samples[picked]
+        cycles = cycles[picked] if cycles is not None else None
     dup = np.flatnonzero(pcs[1:] == pcs[:-1])
     if len(dup) and not merge:
         a, b = sorted((int(rows[dup[0]]), int(rows[dup[0] + 1])))
@@ -334,17 +332,30 @@ def _build(
         _check_sum(path, "cycles", cycles, rows)
     if len(dup):
         keep, samples, cycles = _merge(pcs, samples, cycles)
-        pcs, rows, text = pcs[keep], rows[keep], text[keep]
-        mnemonic, function = mnemonic[keep], function[keep]
-        module, window_label = module[keep], window_label[keep]
-    window, label_code = _windows(pcs, function, module, window_label)
-    extras = {c.removeprefix("extra."): _strings(text[c]) for c in text.columns[1:]}
+        pcs, rows = pcs[keep], rows[keep]
+        picked = keep if picked is None else picked[keep]
+    with ThreadPoolExecutor(1) as pool:
+        # The text columns are put in order and joined (polars work that lets go of the
+        # GIL) while the labels are encoded here. Leaving the block waits for the worker,
+        # and its error is raised by result() as it was raised.
+        texts = pool.submit(_text_columns, text, picked)
+        del text
+        mnemonic, mnemonics = _encode(labels.pop("mnemonic"), _mnemonic)
+        function, function_names = _encode(labels.pop("function"), _cleaned)
+        module, modules = _encode(labels.pop("module"), _cleaned)
+        window_label, window_labels = _encode(labels.pop("window"), _cleaned)
+        if picked is not None:
+            mnemonic, function = mnemonic[picked], function[picked]
+            module, window_label = module[picked], window_label[picked]
+            del picked
+        window, label_code = _windows(pcs, function, module, window_label)
+        asm_column, extras = texts.result()
     return Profile(
         path=path,
         pc=pcs,
         samples=samples,
         cycles=cycles,
-        asm_column=_strings(text.drop_in_place("asm_text")),
+        asm_column=asm_column,
         mnemonic=mnemonic,
         mnemonics=mnemonics,
         function=function,
@@ -357,6 +368,16 @@ def _build(
         line=rows,
         extras=extras,
     )
+
+
+def _text_columns(text: pl.DataFrame, picked: np.ndarray | None) -> tuple[
+        StringColumn, dict[str, StringColumn]]:
+    """The asm column and the extra columns (named without their prefix), each of the rows
+    ``picked`` in that order (None: every row as read)."""
+    if picked is not None:
+        text = text[picked]
+    extras = {c.removeprefix("extra."): _strings(text[c]) for c in text.columns[1:]}
+    return _strings(text.drop_in_place("asm_text")), extras
 
 
 def _check_sum(path: str, what: str, counts: np.ndarray, lines: np.ndarray) -> None:
