@@ -158,8 +158,12 @@ def test_analyze_the_real_bzip2_profile(bzip2, bundled_guides, tmp_path):
     for idea in report["ideas"]:
         assert "no ALP record covers it" in idea["numbers"]
         assert "no ALP record" not in idea["claim"] and "To confirm, measure " in idea["claim"]
-    assert markdown.count("**What the numbers are.** The counts are ") == \
-        len(report["ideas"])
+    # said once above the ideas when they share it, under an idea only where it differs
+    shared = max({i["numbers"] for i in report["ideas"]},
+                 key=[i["numbers"] for i in report["ideas"]].count)
+    assert markdown.count(f"(every idea below unless it says otherwise). {shared}") == 1
+    assert markdown.count("**What the numbers are.** ") == \
+        sum(i["numbers"] != shared for i in report["ideas"])
     # the checks are their own field and section, not a tail of the claim its length cuts
     checked = [i for i in report["ideas"] if i["checks"]]
     assert checked and not any("Checks passed" in i["claim"] for i in report["ideas"])
@@ -178,3 +182,11 @@ def test_mechanism_ids_of_other_ideas_are_linked_by_number():
     assert _linked(text, ranks, 2) == (
         "made by its members, counted in idea #4 (`mech:libc-routine:0x10`); this tree "
         "`mech:per-operation:0x20`; no idea `mech:plt:0x30`")
+
+
+def test_the_numbers_note_most_ideas_share_is_said_once():
+    from pcscope.core.engine.report import _shared_numbers
+
+    assert _shared_numbers([{"numbers": "a"}, {"numbers": "b"}, {"numbers": "a"}]) == "a"
+    assert _shared_numbers([{"numbers": "a"}, {"numbers": "b"}]) is None  # none shared
+    assert _shared_numbers([{"numbers": ""}, {}]) is None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections import Counter
 from typing import TYPE_CHECKING
 
 from pcscope import __version__
@@ -122,8 +123,12 @@ def markdown_report(report: dict, workload: Workload) -> str:
         out += ["No idea passed validation.", ""]
     ranks = {m: rank for rank, idea in enumerate(report["ideas"], 1)
              for m in idea.get("mechanisms") or []}
+    shared = _shared_numbers(report["ideas"])
+    if shared:
+        out += [f"**What the numbers are** (every idea below unless it says otherwise). "
+                f"{shared}", ""]
     for rank, idea in enumerate(report["ideas"], 1):
-        out += _idea_md(rank, idea, store, report["model"], ranks)
+        out += _idea_md(rank, idea, store, report["model"], ranks, shared)
     if report["rejected"]:
         out += ["## Rejected outputs", "", "| call | reason |", "| --- | --- |"]
         out += [f"| {r['call']} | {_cell(r['reason'])} |" for r in report["rejected"]]
@@ -163,8 +168,19 @@ def _why_not(row: dict) -> str:
     return f"{row['status']}; {code}" if code else row["status"]
 
 
+def _shared_numbers(ideas: list[dict]) -> str | None:
+    """The note on what the numbers are that most ideas share, if two or more do: said
+    once above the ideas (the same ~190 characters under every idea was noise), each
+    idea's own note shown only where it differs. The JSON keeps every idea's."""
+    notes = Counter(n for idea in ideas if (n := idea.get("numbers")))
+    if not notes:
+        return None
+    text, count = notes.most_common(1)[0]
+    return text if count > 1 else None
+
+
 def _idea_md(rank: int, idea: dict, store: EvidenceStore, model: str,
-             ranks: dict[str, int]) -> list[str]:
+             ranks: dict[str, int], shared: str | None) -> list[str]:
     label = " (rule-based)" if model == RULE_BASED else ""
     mechanisms = idea.get("mechanisms") or []
     out = [
@@ -179,8 +195,8 @@ def _idea_md(rank: int, idea: dict, store: EvidenceStore, model: str,
         "",
         f"**Claim.** {_linked(_unlabelled(idea['claim']), ranks, rank)}",
         "",
-        *([f"**What the numbers are.** {numbers}", ""] if (numbers := idea.get("numbers"))
-          else []),
+        *([f"**What the numbers are.** {numbers}", ""]
+          if (numbers := idea.get("numbers")) and numbers != shared else []),
         *_checks_md(idea.get("checks") or [], ranks, rank),
         f"**Recommendation.** {_linked(_unlabelled(idea['recommendation']), ranks, rank)}",
         "",
