@@ -52,11 +52,34 @@ def test_a_price_rebuilt_from_a_rarely_advancing_index_is_hoisted_first(tmp_path
     assert any(c.startswith(invariant_work.BLOCKED) and "`str w5, [x0, #0xedc]`" in c
                for c in m.checks)
     rec = advise(as_dict(m), "executions", None).recommendation
-    assert rec.startswith("First hoist the work the loop recomputes: 5 of its")
+    assert rec.startswith("First hoist the work the loop recomputes: 5 of ")
     assert rec.index("First hoist") < rec.index("structure of arrays")
     assert "`str w5, [x0, #0xedc]` at 0x1048" in rec
     # where to compute it instead: where i advances
     assert "where those values change (`mov w2, w14` at 0x105c (2,000 times))" in rec
+    # which rows the per-iteration total counts: the loop's own, its rarer paths included
+    of = figures[invariant_work.LOOP_PER_ITERATION]
+    assert of == (23 * 10000 + 2 * 500 + 2 * 2000) / 10000
+    assert rec.startswith(f"First hoist the work the loop recomputes: 5 of the {of:g} "
+                          "instructions per iteration at 0x1000–0x1068 (")
+    assert f"{invariant_work.COUNTED}0x1000–0x1068 (27 rows, the rarer paths included)" \
+        in m.checks
+
+
+def test_the_per_iteration_total_names_the_inner_cycles_and_calls_it_leaves_out(tmp_path):
+    """A cycle inside the loop (a store loop on the advancing path) and a call's callee are
+    not the loop's own instructions: the sentence naming the rows says it leaves them out."""
+    n, advances = 10000, 2000
+    rows = priced_relaxation(advances)
+    # after ``mov w2, w14``: a call, then a store loop of two trips; b.ne steps past them
+    rows = [*rows[:21], (n, "b.ne #0x1070"), *rows[22:24], (advances, "bl #0x9000"),
+            (2 * advances, "str w5, [x1], #0x2c"), (2 * advances, "cmp x1, x3"),
+            (2 * advances, "b.ne #0x1064"), *rows[24:]]
+    _profile, table = mechanisms_of(tmp_path, [("optimum", 0x1000, rows), WORK])
+    # the store loop is the idea now; the outer loop's rows are its heaviest site's
+    assert f"{invariant_work.COUNTED}0x1000–0x1078 (28 rows, the rarer paths included; not " \
+        "the inner cycle at 0x1064 (1.2 per iteration) nor the callees of its 1 call)" \
+        in [c for m in table for c in m.checks]
 
 
 def test_an_index_advancing_on_every_iteration_recomputes_nothing(tmp_path):
@@ -167,10 +190,11 @@ def test_work_reading_a_length_only_through_a_saturating_clamp_is_hoisted_too(tm
         pcs = [int(pc, 16) for pc in re.findall(r"` at (0x[0-9a-f]+)", listed)]
         assert len(pcs) == n and pcs == sorted(pcs) and "more" not in listed
     rec = advise(as_dict(m), "executions", None).recommendation
-    assert rec.startswith("First hoist the work the loop recomputes: 4 of its")
+    assert rec.startswith("First hoist the work the loop recomputes: 4 of the ")
     assert "Hoist also what the clamp `csel w0, w1, w0, ls` at 0x1018 fixes once saturated " \
         "(5 for w1 ≥ 5): `ldr w16, [x0, #8]` at 0x102c and 4 more" in rec
-    assert "and 4 more (5 per iteration, " in rec
+    # more: the clamp's work is beyond the recomputed work, never a part of it
+    assert "and 4 more (5 more per iteration, " in rec
     assert "at most): compute it where its other inputs change; only `ldr w5" \
         in rec
     # the length price stays: it is loaded through w1 itself

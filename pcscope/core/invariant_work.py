@@ -62,7 +62,22 @@ class Recomputed:
     changers: tuple[int, ...]  # the loop's rows writing their inputs, hottest first
     changer_runs: tuple[int, ...]  # the executions of each of ``changers``
     entries: int  # how often the loop is entered (its inputs may change there too)
+    counted: Counted  # the rows ``loop_per_iteration`` counts
     saturated: Saturated | None = None  # more work invariant once a clamp saturates
+
+
+@dataclass(frozen=True)
+class Counted:
+    """The rows a loop's instructions per iteration count (its own: every path of it, the
+    rarer ones included) and what they leave out: the inner cycles' rows (by the first row of
+    each run of them), and the callees of the calls among them."""
+
+    rows: int
+    first: int  # the lowest and highest of them
+    last: int
+    cycles: tuple[int, ...]  # the first row of each contiguous run of inner-cycle rows
+    cycles_per_iteration: float
+    calls: int  # the executed calls among them
 
 
 @dataclass(frozen=True)
@@ -133,11 +148,15 @@ def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
                              and _slot(op(r)) not in read_slots
                              and not set(op(r).addr) & _STACK), key=lambda r: (-count(r), r)))
     executions = sum(count(r) for r in chain)
+    counted = Counted(len(own), min(own), max(own),
+                      tuple(r for r in sorted(cycles) if r - 1 not in cycles),
+                      round(sum(count(r) for r in cycles) / iterations, 2),
+                      sum(1 for r in own if count(r) and isa.is_call(op(r).mnemonic)))
     return Recomputed(ordered, round(executions / iterations, 2),
                       round(sum(count(r) for r in own) / iterations, 2), executions,
                       max((change[r] for r in chain), default=0), iterations, loads,
                       blockers if loads else (), changers,
-                      tuple(count(r) for r in changers), entries, saturated)
+                      tuple(count(r) for r in changers), entries, counted, saturated)
 
 
 def _chain(own: Sequence[int], op: Callable[[int], Op], count: Callable[[int], int],
@@ -426,6 +445,7 @@ CLAMPED_WORK = "the work reading only the clamped value and inputs that change o
 STAYS = "what still changes on every iteration once it saturates: "
 NOT_COUNTED = "how often the clamp saturates is not known from the counts: "
 CHANGED = "the recomputed work's inputs change at: "
+COUNTED = "the loop's instructions per iteration count its rows at: "
 BLOCKED = "stores in the loop the compiler cannot tell apart from that memory: "
 PER_ITERATION = "recomputed per iteration"  # metric names the advice reads
 INPUT_CHANGES = "recomputed inputs change"
@@ -489,11 +509,24 @@ def checks(work: Recomputed, asm: Callable[[int], str], pc: Callable[[int], int]
         where.append(f"the loop's {work.entries:,} entries")
     if where:
         out.append(CHANGED + ", ".join(where))
+    out.append(COUNTED + _counted(work.counted, pc))
     if work.blockers:
         out.append(BLOCKED + ", ".join(at(r) for r in work.blockers[:2]))
     if work.saturated is not None:
         out += _clamp_checks(work.saturated, asm, at)
     return out
+
+
+def _counted(c: Counted, pc: Callable[[int], int]) -> str:
+    """Which rows the loop's instructions per iteration are: "0x1000–0x1068 (27 rows, the
+    rarer paths included; not the inner cycle at 0x1100 (0.4 per iteration))", the span
+    first (advice names it alone)."""
+    left = ([f"the inner cycle{'s' if len(c.cycles) > 1 else ''} at "
+             f"{', '.join(f'{pc(r):#x}' for r in c.cycles)} ({c.cycles_per_iteration:g} per "
+             f"iteration)"] if c.cycles else []) + \
+        ([f"the callees of its {c.calls} call{'s' if c.calls > 1 else ''}"] if c.calls else [])
+    return (f"{pc(c.first):#x}–{pc(c.last):#x} ({c.rows} rows, the rarer paths included"
+            + (f"; not {' nor '.join(left)}" if left else "") + ")")
 
 
 def _clamp_checks(sat: Saturated, asm: Callable[[int], str],

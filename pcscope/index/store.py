@@ -93,7 +93,8 @@ from pcscope.index.parts import PARTS, load_parts, save_parts
 #     umin/smax #K) makes invariant once it saturates, and what still changes per iteration
 # 29: recomputed and clamped work's checks list every instruction in address order; a
 #     gather-branch mechanism counts its bucket scatters' keys and its loops' inner cycles
-FORMAT_VERSION = 29
+# 30: recomputed work's checks say which rows the loop's instructions per iteration count
+FORMAT_VERSION = 30
 Progress = Callable[[str], None]
 
 

@@ -160,6 +160,7 @@ def advise(m: dict[str, Any], basis: str, module: str | None) -> Advice | None:
 # checks that say where else to look, not why the mechanism is believed; and those the
 # sentences below state in full
 _RECOMPUTED = (invariant_work.CHECK, invariant_work.CHANGED, invariant_work.BLOCKED,
+               invariant_work.COUNTED,
                invariant_work.CLAMPED, invariant_work.CLAMPED_WORK, invariant_work.STAYS,
                invariant_work.NOT_COUNTED)
 _NOT_EVIDENCE = (loop_nests.INNER, loop_nests.OUTER, *_RECOMPUTED)
@@ -202,8 +203,12 @@ def _hoist_first(m: dict, recommendation: str) -> str:
     blocked = _check_after(m, invariant_work.BLOCKED)
     of = metric(m, invariant_work.LOOP_PER_ITERATION)
     share = metric(m, invariant_work.SHARE)
-    lead = (f"First hoist the work the loop recomputes: {number(per)} of its "
-            f"{number(of or 0)} instructions per iteration ({what}; {number(share or 0)}% of "
+    # the rows the total counts by their span; which paths it leaves out is in the checks
+    rows = (_check_after(m, invariant_work.COUNTED) or "").partition(" (")[0]
+    lead = (f"First hoist the work the loop recomputes: {number(per)} of "
+            + (f"the {number(of or 0)} instructions per iteration at {rows}" if rows
+               else f"its {number(of or 0)} instructions per iteration")
+            + f" ({what}; {number(share or 0)}% of "
             f"the total) read only values that change on at most {number(changes)}% of the "
             f"iterations; compute them where those values change"
             + (f" ({changed})" if (changed := _check_after(m, invariant_work.CHANGED)) else "")
@@ -252,8 +257,8 @@ def _clamped(m: dict) -> str:
     share = metric(m, invariant_work.CLAMPED_SHARE) or 0
     return (f"what the clamp {csel} fixes once saturated ({saturated}): "
             f"{_and_more(work)}"
-            f" ({number(per)} per iteration, {number(share)}% at most): compute it where its "
-            f"other inputs change"
+            f" ({number(per)} more per iteration, {number(share)}% at most): compute it where "
+            f"its other inputs change"
             + (f"; only {_and_more(stays)} stay per "
                f"iteration" if stays else "")
             + f". Counts cannot tell how often it saturates ({why}): {how}.")
