@@ -83,7 +83,7 @@ def test_alp_turns_a_hot_pattern_into_a_measured_idea(tmp_path):
     # the exclusive pair has no ALP record: profile-only, low confidence, how to confirm
     llsc = by_category["atomic-llsc"]
     assert llsc.basis == "profile-only" and llsc.confidence < 0.5
-    assert "To confirm, measure" in llsc.claim and "no ALP record covers it" in llsc.numbers
+    assert "To confirm, measure" in llsc.claim and "no ALP record covers the rows cited" in llsc.numbers
     assert blr.numbers == ""  # a measured idea's figures are its record's, in the claim
     # the cold division (10 samples) stays quiet, and the healthy load at 0x2000 too
     assert "division" not in by_category and "cache-miss" not in by_category

@@ -152,11 +152,11 @@ def test_analyze_the_real_bzip2_profile(bzip2, bundled_guides, tmp_path):
     workload = open_workload(bzip2.profile, guides=bundled_guides, index_dir=tmp_path / "idx")
     check_report(report, workload)
     assert {i["basis"] for i in report["ideas"]} == {"profile-only"}
-    assert "no ALP record covers it" in markdown
+    assert "no ALP record covers the rows cited" in markdown
     # what the numbers are is the idea's own field, shown once per idea under a label; the
     # claim keeps what would confirm it
     for idea in report["ideas"]:
-        assert "no ALP record covers it" in idea["numbers"]
+        assert "no ALP record covers the rows cited" in idea["numbers"]
         assert "no ALP record" not in idea["claim"] and "To confirm, measure " in idea["claim"]
     # said once above the ideas when they share it, under an idea only where it differs
     shared = max({i["numbers"] for i in report["ideas"]},

@@ -323,16 +323,17 @@ def hottest_instances(pcs: tuple[int, ...], insns: list[Insn],
 
 
 def _basis_note(basis: str) -> str:
-    """What the profile's numbers are, and what they cannot tell."""
+    """What the profile's numbers are, and what they cannot tell (said once above the ideas
+    when they share it: so it names the rows cited, not "it")."""
     if basis == "executions":
         return ("The counts are exact executions (instrumentation or emulation, no sampling "
-                "error), not time: no ALP record covers it, so the cost per execution "
-                "(stalls, misses, mispredicts) is not known.")
+                "error), not time: no ALP record covers the rows cited, so the cost per "
+                "execution (stalls, misses, mispredicts) is not known.")
     if basis == "cycles":
-        return ("The counts are cycles attributed to each PC; no ALP record covers it, so "
-                "why those cycles are spent is not known.")
-    return ("The counts are samples (statistical); no ALP record covers it, so this is a "
-            "hypothesis from the profile alone.")
+        return ("The counts are cycles attributed to each PC; no ALP record covers the rows "
+                "cited, so why those cycles are spent is not known.")
+    return ("The counts are samples (statistical); no ALP record covers the rows cited, so "
+            "this is a hypothesis from the profile alone.")
 
 
 def _producer(rows: list[dict], pc: int) -> int | None:
