@@ -172,7 +172,7 @@ def register_masks(column: StringColumn, rows: np.ndarray) -> RegisterMasks:
     """The RegisterMasks of some rows. Each is a superset of what pcscope.core.isa reads
     from the text (comments and symbols count too), so a check that needs a register to be
     named never drops a row isa would keep."""
-    column = _take(column, rows)
+    column = column.take(rows)
     text = _Text(column.blob)
     offsets = np.asarray(column.offsets, dtype=np.uint64).view(np.int64)
     spans = _Span(text, offsets[:-1], offsets[1:])
@@ -202,17 +202,6 @@ def register_masks(column: StringColumn, rows: np.ndarray) -> RegisterMasks:
         return out
 
     return RegisterMasks(mask(None), mask(spans.first(",")), mask(spans.first("[")))
-
-
-def _take(column: StringColumn, rows: np.ndarray) -> StringColumn:
-    """The texts of some rows, gathered with numpy."""
-    starts = column.offsets[rows].astype(np.int64)
-    lengths = column.offsets[rows + 1].astype(np.int64) - starts
-    offsets = np.zeros(len(rows) + 1, dtype=np.uint64)
-    np.cumsum(lengths, out=offsets[1:])
-    picks = np.repeat(starts - offsets[:-1].astype(np.int64), lengths) + np.arange(
-        int(offsets[-1]))
-    return StringColumn(column.blob[picks], offsets)
 
 
 class _Span:

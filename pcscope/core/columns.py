@@ -44,7 +44,14 @@ class StringColumn:
         return StringColumn(self.blob[int(offsets[0]) : int(offsets[-1])], offsets - offsets[0])
 
     def take(self, rows: np.ndarray) -> StringColumn:
-        return StringColumn.from_strings(self[int(r)] for r in rows)
+        """The texts of some rows (an integer array), gathered with numpy."""
+        starts = self.offsets[rows].astype(np.int64)
+        lengths = self.offsets[rows + 1].astype(np.int64) - starts
+        offsets = np.zeros(len(rows) + 1, dtype=np.uint64)
+        np.cumsum(lengths, out=offsets[1:])
+        picks = np.repeat(starts - offsets[:-1].astype(np.int64), lengths) + np.arange(
+            int(offsets[-1]))
+        return StringColumn(self.blob[picks], offsets)
 
     def to_list(self) -> list[str]:
         data = self.blob.tobytes()
