@@ -77,6 +77,7 @@ from pcscope.core.patterns import CodeFacts
 from pcscope.core.profile import Profile
 from pcscope.core.stub_targets import entry_counts
 
+CALLER_PART = 0.01  # part of the calls a caller must make to be named (trees, lookups)
 COHORT_FUNCTIONS = 8  # members that make a per-operation tree
 BASE_FUNCTIONS = 4  # functions with near-equal entry counts that name a number of operations
 # entry counts chained at most this far apart (relative) are near-equal: python's long-integer
@@ -99,7 +100,6 @@ COHORT_SHARE = 0.02  # share of the total the tree's plumbing needs to be worth 
 WRAPPER = 32
 # calls into the tree, relative to its operations, from which a function outside it is named
 # as a caller (below: start-up and stray calls into a shared member such as the allocator)
-CALLER_PART = 0.01
 # the C allocator's entry points, allocation before release (the order they are reported in);
 # glibc exports ``__libc_malloc`` and friends as aliases
 _ALLOCATOR_ROUTINES = ("malloc", "calloc", "realloc", "reallocarray", "aligned_alloc",

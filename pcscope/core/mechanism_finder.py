@@ -81,7 +81,6 @@ _STUBS_TO_LIBC = ("stubs leading to C-library routines, counted with those routi
                   "mechanisms: ")
 _STUBS_OUT = "stubs leading to functions of other modules (matched by count): "
 STUB_MATCH = 0.001  # a PLT stub's count within 0.1% of a routine's calls leads to it
-CALLER_PART = 0.01  # part of a routine's calls a caller must make to be named
 JIT_SITE = 64  # hottest instructions of a JIT region that form its site
 RELINKS = ("the walk stores a link it loaded back into the structure (it rewrites the "
            "structure as it walks, e.g. an insert)")  # the check's text, which the advice reads
@@ -771,14 +770,14 @@ class _Finder:
         return stub, calls_in.tolist()
 
     def _callers(self, call_rows: list[int], calls: int) -> tuple[list[tuple[str, int]], str]:
-        """The direct callers making at least CALLER_PART of the ``calls``, hottest first (at
+        """The direct callers making at least call_cohorts.CALLER_PART of the ``calls``, hottest first (at
         most 3), with their call counts; and what the others make (", n more (x %)", or
         empty)."""
         by_fn: dict[str, int] = defaultdict(int)
         for r in call_rows:
             by_fn[self.fn_name(r)] += self.count(r)
         ranked = sorted(by_fn.items(), key=lambda kv: -kv[1])
-        top = [(name, n) for name, n in ranked[:3] if n >= CALLER_PART * calls]
+        top = [(name, n) for name, n in ranked[:3] if n >= call_cohorts.CALLER_PART * calls]
         rest = sum(n for _, n in ranked) - sum(n for _, n in top)
         more = len(ranked) - len(top)
         return top, (f", {more} more ({rest / calls:.2%} of the calls)" if more and calls else "")

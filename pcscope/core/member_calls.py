@@ -65,8 +65,8 @@ class Callees:
         # entered (Entries.near), can lead there: the rest never reach the per-row reading
         at = np.minimum(np.searchsorted(p.pc, facts.target[rows].astype(np.uint64)),
                         len(p.pc) - 1)
-        rows, at = rows[p.pc[at] == facts.target[rows].astype(np.uint64)], \
-            at[p.pc[at] == facts.target[rows].astype(np.uint64)]
+        hit = p.pc[at] == facts.target[rows].astype(np.uint64)
+        rows, at = rows[hit], at[hit]
         ids = np.fromiter(routines, dtype=np.int64, count=len(routines))
         firsts = np.fromiter((row for row, i in self.starting.items() if i in routines),
                              dtype=np.int64)

@@ -22,6 +22,7 @@ from typing import Any
 
 from pcscope.core import chain_walk, invariant_work, loop_nests
 from pcscope.core.call_cohorts import (
+    CALLER_PART,
     CALLERS_CHECK,
     ONE_SHOT_CHECK,
     PAIR_CHECK,
@@ -40,7 +41,7 @@ from pcscope.core.gather_partition import DIAMONDS, EXITS, LOOPS, PARTITION, SCA
 from pcscope.core.hand_written import CHECK as HAND_WRITTEN
 from pcscope.core.keyed_lookups import CHECK as KEYED_CHECK
 from pcscope.core.keyed_lookups import LOOKUP_CHECK, MORE_CHECK, TREE_CHECK, WALK_CHECK
-from pcscope.core.mechanism_finder import CALLER_PART, RELINKS, is_jit_module
+from pcscope.core.mechanism_finder import RELINKS, is_jit_module
 from pcscope.core.mechanisms import number
 from pcscope.core.memory_state import BYTE_STORE, RELOADED, STORED_EVERY, STORED_FEWER
 from pcscope.core.patterns import libc_routine_name
