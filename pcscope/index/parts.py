@@ -64,13 +64,20 @@ def save_parts(build: Path, profile: Profile, inputs: Inputs, say: Progress) -> 
 
         say(f"reading llvm-mca evidence {inputs.mca.name}")
         (build / "mca.msgpack").write_bytes(msgspec.msgpack.encode(read_mca(inputs.mca)))
-    if inputs.alp:
-        from pcscope.core.readers.alp import read_alp
-        from pcscope.index.alp_store import save_alp
 
-        say(f"aggregating ALP {inputs.alp.name}")
-        table = read_alp(inputs.alp, profile_pcs=profile.pc, skip_bad_lines=inputs.skip_bad_lines)
-        save_alp(table, build / "alp")
+
+def save_alp_part(build: Path, profile: Profile, inputs: Inputs, say: Progress) -> None:
+    """The ALP's per-PC table, if an ALP is given. Called once the build's own threads have
+    ended: the reader forks its decoding process (alp_blocks), and a fork while another
+    thread of ours holds a lock could leave the child waiting on it."""
+    if not inputs.alp:
+        return
+    from pcscope.core.readers.alp import read_alp
+    from pcscope.index.alp_store import save_alp
+
+    say(f"aggregating ALP {inputs.alp.name}")
+    table = read_alp(inputs.alp, profile_pcs=profile.pc, skip_bad_lines=inputs.skip_bad_lines)
+    save_alp(table, build / "alp")
 
 
 def load_parts(folder: Path, profile: Profile, inputs: Inputs) -> Workload:

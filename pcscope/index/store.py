@@ -36,7 +36,7 @@ from pcscope.core.workload import Workload
 from pcscope.index import arrays, manifest
 from pcscope.index.lock import writer_lock
 from pcscope.index.memory import return_free_memory
-from pcscope.index.parts import PARTS, load_parts, save_parts
+from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 
 # 2: a manifest of checked files, extra columns in numbered files; 3: mechanisms
 # (mechanisms.msgpack) and code-shape-qualified patterns; 4: text index format 2 (samples,
@@ -341,6 +341,7 @@ def _build(home: Path, inputs: Inputs, meta: dict, say: Progress) -> Path:
                     saved = writer.submit(arrays.save_profile, profile, build / "profile")
                     save_parts(build, profile, inputs, say)
                     saved.result()
+                save_alp_part(build, profile, inputs, say)  # the writer thread has ended
                 # Its window and function tables point back at it: only a collection frees
                 # its arrays (~90 MB at 1M rows) before the reopen maps the saved ones.
                 del profile
