@@ -253,7 +253,7 @@ def _indirect_branches(profile: Profile, f: CodeFacts, code: Code, stubs: _Hits)
             if producer is not None:
                 producer_pc[i] = producer.pc
                 table_entry[i] = shapes.is_table_jump(producer)
-    table = table_entry & ~f.flags(lambda m: m.startswith("blr"))[rows]
+    table = table_entry & ~f.call[rows]  # a br, not a blr
     fn = profile.function[rows].astype(np.int64)
     sites: dict[int, int] = {}
     for g in fn[table].tolist():
