@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pcscope.core import shapes
+from pcscope.core import isa, shapes
 
 
 def body(*lines: str, at: int = 0x1000) -> list[shapes.Op]:
@@ -91,19 +91,25 @@ def test_byte_loop_look_alikes(lines, why):
 
 
 # -- indirect branches ---------------------------------------------------------------------
+def classified(branch, producer, table_sites: int) -> int:
+    """indirect_class as the pattern pass reads it: from the branch and its target's producer."""
+    return shapes.indirect_class(isa.is_call(branch.mnemonic), shapes.is_table_jump(producer),
+                                 table_sites)
+
+
 def test_indirect_classes():
     table = body("ldrh w2, [x20], #2", "and x2, x2, #0xff", "ldr x3, [x0, x2, lsl #3]",
                  "br x3")
     producer = shapes.target_producer(table, 3)
     assert shapes.is_table_jump(producer)
-    assert shapes.classify_indirect(table[3], producer, 162) == shapes.DISPATCH
-    assert shapes.classify_indirect(table[3], producer, 1) == shapes.SWITCH
+    assert classified(table[3], producer, 162) == shapes.DISPATCH
+    assert classified(table[3], producer, 1) == shapes.SWITCH
     call = body("ldr x2, [x0, #0x30]", "blr x2")
-    assert shapes.classify_indirect(call[1], shapes.target_producer(call, 1), 0) == shapes.CALL
+    assert classified(call[1], shapes.target_producer(call, 1), 0) == shapes.CALL
     tail = body("ldr x1, [x19, #8]", "ldp x29, x30, [sp], #16", "br x1")
     producer = shapes.target_producer(tail, 2)
     assert producer is not None and producer.pc == 0x1000
-    assert shapes.classify_indirect(tail[2], producer, 0) == shapes.TAIL
+    assert classified(tail[2], producer, 0) == shapes.TAIL
     # a switch: byte table entry added to a base address
     switch = body("ldrb w1, [x2, w0, uxtw]", "adr x3, 0x1100", "add x1, x3, w1, sxtb #2",
                   "br x1")

@@ -253,17 +253,11 @@ def _tested(body: list[Op], k: int) -> bool:
     return False
 
 
-def classify_indirect(branch: Op, producer: Op | None, table_sites: int) -> int:
-    """The class of an indirect branch from the instruction that produced its target:
-    a load indexed by a register feeding a ``br`` is a table jump (interpreter dispatch when
-    the function has many such sites, else a switch); a ``blr`` is a function-pointer or
-    virtual call; any other ``br`` a tail call or computed jump."""
-    return indirect_class(isa.is_call(branch.mnemonic), is_table_jump(producer), table_sites)
-
-
 def indirect_class(call: bool, table_entry: bool, table_sites: int) -> int:
-    """``classify_indirect`` from what it reads: the branch is a call, its target is a table
-    entry (``is_table_jump``)."""
+    """The class of an indirect branch from what it reads: a ``br`` whose target is a table
+    entry (``is_table_jump`` of the instruction producing it) is a table jump (interpreter
+    dispatch when the function has many such sites, else a switch); a call (``blr``) is a
+    function-pointer or virtual call; any other ``br`` a tail call or computed jump."""
     if call:
         return CALL
     if table_entry:
