@@ -61,7 +61,7 @@ from pcscope.core.patterns import (
     loop_trips,
 )
 from pcscope.core.profile import Profile
-from pcscope.core.stub_targets import stub_targets
+from pcscope.core.stub_targets import CLEAR, STUB_MATCH, stub_targets
 
 CATEGORY = {
     "dispatch": "indirect-branch", "indirect-call": "indirect-branch", "fp-division": "division",
@@ -80,7 +80,6 @@ KINDS = tuple(CATEGORY)  # every mechanism kind the finder reports
 _STUBS_TO_LIBC = ("stubs leading to C-library routines, counted with those routines' "
                   "mechanisms: ")
 _STUBS_OUT = "stubs leading to functions of other modules (matched by count): "
-STUB_MATCH = 0.001  # a PLT stub's count within 0.1% of a routine's calls leads to it
 JIT_SITE = 64  # hottest instructions of a JIT region that form its site
 RELINKS = ("the walk stores a link it loaded back into the structure (it rewrites the "
            "structure as it walks, e.g. an insert)")  # the check's text, which the advice reads
@@ -755,13 +754,14 @@ class _Finder:
         """The rows of the PLT stub whose count matches the routine's call count, and the
         rows of the calls to it. The profile has no call graph, but with exact counts the
         stub run (within STUB_MATCH) as often as the routine is entered, and clearly closer
-        than any other stub, is the way in; otherwise nothing is claimed."""
+        than any other stub (the next gap at least CLEAR times larger), is the way in;
+        otherwise nothing is claimed."""
         if not calls:
             return None
         gaps = sorted((abs(self.count(row) - calls), start, row)
                       for row, (start, _k) in self.aux_of("call-overhead").items())
         if not gaps or gaps[0][0] > STUB_MATCH * calls or \
-                (len(gaps) > 1 and gaps[1][0] < 5 * gaps[0][0]):
+                (len(gaps) > 1 and gaps[1][0] < CLEAR * gaps[0][0]):
             return None
         _gap, start, br = gaps[0]
         first = self.p.row_of(start)
