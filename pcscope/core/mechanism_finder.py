@@ -379,6 +379,13 @@ class _Finder:
                 out[way_in[0][-1]] = name
         return out
 
+    @cached_property
+    def stub_starts(self) -> frozenset[int]:
+        """The first rows of the PLT stubs and veneers (the pattern pass's call-overhead
+        hits) the profile holds."""
+        return frozenset(row for start, _kind in self.aux_of("call-overhead").values()
+                         if (row := self.p.row_of(start)) is not None)
+
     # -- atomics ---------------------------------------------------------------------------
     def atomics(self) -> list[Mechanism]:
         helpers: dict[str, set[int]] = defaultdict(set)
@@ -925,7 +932,7 @@ class _Finder:
         """Per-operation call trees (pcscope.core.call_cohorts): the plumbing every operation
         runs, less the rows a mechanism of ``found`` counts (a row is counted once; the
         checks name that mechanism, and the trees name the callees they share)."""
-        cohorts = call_cohorts.find(self.p, self.facts, self.owners(found))
+        cohorts = call_cohorts.find(self.p, self.facts, self.owners(found), self.stub_starts)
         trees = [self.mechanism("per-operation", [
             self.site(m.rows, self._return_of(m.rows)) for m in cohort.members],
             call_cohorts.metrics(cohort),
