@@ -293,14 +293,20 @@ def bases(entries: np.ndarray) -> list[int]:
     return [base for _n, base in sorted(runs, key=lambda run: (-run[0], run[1]))]
 
 
-def find(profile: Profile, facts: CodeFacts, owner: np.ndarray,
-         stubs: frozenset[int]) -> list[Cohort]:
+def callees(profile: Profile, facts: CodeFacts, found: Routines,
+            stubs: frozenset[int]) -> Callees:
+    """Where the calls of the routines ``found`` lead (pcscope.core.member_calls), read
+    through the PLT stubs and veneers starting at the rows ``stubs``."""
+    return Callees.of(profile, facts, found.order[found.starts[:-1]], found.code,
+                      found.entries, stubs)
+
+
+def find(profile: Profile, owner: np.ndarray, found: Routines,
+         callees: Callees) -> list[Cohort]:
     """Every per-operation tree whose plumbing holds COHORT_SHARE of the total, its members
-    the functions' routines; ``owner`` gives per row the position of the other mechanism
-    counting it (-1: none), so a row is counted once and a member's other rows are named
-    with their owner; ``stubs``: the first rows of the PLT stubs and veneers, which calls
-    are read through (pcscope.core.member_calls)."""
-    found = routines(profile, facts)
+    the routines ``found`` (``callees``: where their calls lead); ``owner`` gives per row
+    the position of the other mechanism counting it (-1: none), so a row is counted once
+    and a member's other rows are named with their owner."""
     entries, work = found.entries, found.work
     own = _Unclaimed.of(profile, found, owner)
     small = (work <= PLUMBING * entries) & own.has_rows
@@ -323,8 +329,6 @@ def find(profile: Profile, facts: CodeFacts, owner: np.ndarray,
     out = _with_shared(profile, out, found, free, owner)
     if not out:
         return out
-    callees = Callees.of(profile, facts, found.order[found.starts[:-1]], found.code,
-                         found.entries, stubs)
     trees = [tree | {m.routine for m in cohort.members}
              for tree, cohort in zip(trees, out, strict=True)]
     inside = np.zeros(len(profile.pc), dtype=bool)  # a row of any tree

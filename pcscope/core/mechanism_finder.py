@@ -52,6 +52,7 @@ from pcscope.core import (
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.dispatch_merge import merged_into_index
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
+from pcscope.core.member_calls import Callees
 from pcscope.core.pattern_table import HELPER, PatternTable
 from pcscope.core.patterns import (
     CodeFacts,
@@ -378,6 +379,17 @@ class _Finder:
             if way_in is not None:
                 out[way_in[0][-1]] = name
         return out
+
+    @cached_property
+    def routines(self) -> call_cohorts.Routines:
+        """The routines of the profile's functions (pcscope.core.call_cohorts.Routines)."""
+        return call_cohorts.routines(self.p, self.facts)
+
+    @cached_property
+    def callees(self) -> Callees:
+        """Where each call leads (pcscope.core.member_calls): the one reading of calls, for
+        the lookups' callers as for the per-operation trees'."""
+        return call_cohorts.callees(self.p, self.facts, self.routines, self.stub_starts)
 
     @cached_property
     def stub_starts(self) -> frozenset[int]:
@@ -837,33 +849,30 @@ class _Finder:
 
     def _keyed_callers(self, lookup: int) -> list[keyed_lookups.KeyedCaller]:
         """The callers of function ``lookup`` that look up many constant keys per entry
-        (pcscope.core.keyed_lookups), reaching it directly, through the PLT stub run as
-        often as it is entered, or through a function that tail-calls it (``b`` to it or
-        its stub from another function)."""
-        calls, entries = self._calls_to(lookup)
-        forwarders = {int(self.p.function[r]) for r in np.flatnonzero(
-            ~self.facts.call & np.isin(self.facts.target, entries)).tolist()
-            if self.op(r).mnemonic == "b" and int(self.p.function[r]) not in (-1, lookup)}
+        (pcscope.core.keyed_lookups), reaching it directly, through a PLT stub matched by
+        count, or through a function that tail-calls it (``b`` to it or its stub from
+        another function): that function's callers pass the key, so they are its callers
+        and the tail call is none."""
+        calls, forwarders = [], set()
+        for row in self._calls_to(lookup):
+            if self.facts.call[row]:
+                calls.append(row)
+            elif (fn := int(self.p.function[row])) >= 0:
+                forwarders.add(fn)
         via: dict[int, str] = {}
         for fn in sorted(forwarders):
-            forwarded = self._calls_to(fn)[0]
+            forwarded = [r for r in self._calls_to(fn) if self.facts.call[r]]
             calls += forwarded
             via |= dict.fromkeys(forwarded, self.p.function_names[fn])
         return keyed_lookups.find(self.p, self.op, calls, via)
 
-    def _calls_to(self, fn: int) -> tuple[list[int], list[int]]:
-        """The rows of the calls reaching function ``fn`` (directly, or through the PLT stub
-        run as often as it is entered) and the PCs such calls target (its own first PC, its
-        stub's)."""
-        first = self.p.function_rows(fn)[0]
-        entries = [int(self.p.pc[first])]
-        calls = np.flatnonzero(self.facts.call & (self.facts.target == entries[0])).tolist()
-        way_in = self._stub_to(self.count(first))
-        if way_in is not None:
-            stub, stub_calls = way_in
-            entries.append(int(self.p.pc[stub[0]]))
-            calls += stub_calls
-        return calls, entries
+    def _calls_to(self, fn: int) -> list[int]:
+        """The rows of the calls and tail calls run into function ``fn``'s entry, directly
+        or through a PLT stub (pcscope.core.member_calls: a stub whose count matches
+        several routines leads to none)."""
+        routine = self.callees.starting[int(self.p.function_rows(fn)[0])]
+        return [row for row, _led in self.callees.calls_into(
+            {routine}, np.ones(len(self.p), dtype=bool))]
 
     def memory_states(self) -> list[Mechanism]:
         """Loops keeping their state in memory (pcscope.core.memory_state): one mechanism per
@@ -932,7 +941,7 @@ class _Finder:
         """Per-operation call trees (pcscope.core.call_cohorts): the plumbing every operation
         runs, less the rows a mechanism of ``found`` counts (a row is counted once; the
         checks name that mechanism, and the trees name the callees they share)."""
-        cohorts = call_cohorts.find(self.p, self.facts, self.owners(found), self.stub_starts)
+        cohorts = call_cohorts.find(self.p, self.owners(found), self.routines, self.callees)
         trees = [self.mechanism("per-operation", [
             self.site(m.rows, self._return_of(m.rows)) for m in cohort.members],
             call_cohorts.metrics(cohort),
