@@ -69,7 +69,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from pcscope.core import code_character, isa
+from pcscope.core import code_character, isa, shapes
 from pcscope.core.ids import is_hidden_name
 from pcscope.core.mechanisms import Metric
 from pcscope.core.member_calls import Callees
@@ -301,12 +301,13 @@ def callees(profile: Profile, facts: CodeFacts, found: Routines,
                       found.entries, stubs)
 
 
-def find(profile: Profile, owner: np.ndarray, found: Routines,
-         callees: Callees) -> list[Cohort]:
+def find(profile: Profile, op: Callable[[int], shapes.Op], owner: np.ndarray,
+         found: Routines, callees: Callees) -> list[Cohort]:
     """Every per-operation tree whose plumbing holds COHORT_SHARE of the total, its members
-    the routines ``found`` (``callees``: where their calls lead); ``owner`` gives per row
-    the position of the other mechanism counting it (-1: none), so a row is counted once
-    and a member's other rows are named with their owner."""
+    the routines ``found`` (``callees``: where their calls lead; ``op``: a row's
+    instruction); ``owner`` gives per row the position of the other mechanism counting it
+    (-1: none), so a row is counted once and a member's other rows are named with their
+    owner."""
     entries, work = found.entries, found.work
     own = _Unclaimed.of(profile, found, owner)
     small = (work <= PLUMBING * entries) & own.has_rows
@@ -321,12 +322,12 @@ def find(profile: Profile, owner: np.ndarray, found: Routines,
         # most bases make no tree: the test reads per-routine sums, so their members are
         # never built
         if own.makes_tree(picked, k, base, profile.total):
-            members = _with_helpers(profile, [_member(profile, found, i, int(k[i]), owner)
+            members = _with_helpers(profile, [_member(profile, op, found, i, int(k[i]), owner)
                                               for i in np.flatnonzero(picked).tolist()])
             out.append(Cohort(base, tuple(members),
                               int(own.executions[picked].sum())))
             trees.append(set(np.flatnonzero(near).tolist()))
-    out = _with_shared(profile, out, found, free, owner)
+    out = _with_shared(profile, op, out, found, free, owner)
     if not out:
         return out
     trees = [tree | {m.routine for m in cohort.members}
@@ -373,8 +374,8 @@ def _with_callers(profile: Profile, cohort: Cohort, tree: set[int], callees: Cal
                    other_callers=(len(rest), sum(c.calls for c in rest)))
 
 
-def _with_shared(profile: Profile, cohorts: list[Cohort], found: Routines, free: np.ndarray,
-                 owner: np.ndarray) -> list[Cohort]:
+def _with_shared(profile: Profile, op: Callable[[int], shapes.Op], cohorts: list[Cohort],
+                 found: Routines, free: np.ndarray, owner: np.ndarray) -> list[Cohort]:
     """``cohorts`` with their shared callees: a small function in no tree entered
     ``k1 × N1 + k2 × N2`` times (up to BASE_SPREAD more) for exactly one pair of trees and
     multiples (openssl's hidden memset: 3 per digest and 1 per AES-GCM operation) joins the
@@ -398,7 +399,7 @@ def _with_shared(profile: Profile, cohorts: list[Cohort], found: Routines, free:
         a, ka, b, kb = fit[0]
         if ka * cohorts[a].operations < kb * cohorts[b].operations:
             a, ka, b, kb = b, kb, a, ka
-        member = _member(profile, found, i, ka, owner)
+        member = _member(profile, op, found, i, ka, owner)
         part = ka * cohorts[a].operations / (ka * cohorts[a].operations
                                               + kb * cohorts[b].operations)
         if member.rows:
@@ -410,7 +411,8 @@ def _with_shared(profile: Profile, cohorts: list[Cohort], found: Routines, free:
             for n, c in enumerate(cohorts)]
 
 
-def _member(profile: Profile, found: Routines, i: int, k: int, owner: np.ndarray) -> Member:
+def _member(profile: Profile, op: Callable[[int], shapes.Op], found: Routines, i: int, k: int,
+            owner: np.ndarray) -> Member:
     """Routine ``i`` of ``found`` as a member entered ``k`` times per operation."""
     code, rows, entries = int(found.code[i]), found.rows(i), int(found.entries[i])
     counts = profile.samples[rows].astype(np.int64)
@@ -422,16 +424,16 @@ def _member(profile: Profile, found: Routines, i: int, k: int, owner: np.ndarray
     match = _ALLOCATOR.match(name)
     return Member(code, i, name, k, tuple(rows[mine].tolist()),
                   round(int(counts[mine].sum()) / entries, 1), elsewhere,
-                  match.group(1) if match else None, entries, _live(profile, rows),
+                  match.group(1) if match else None, entries, _live(profile, op, rows),
                   _is_setup(profile, found, i, k))
 
 
-def _live(profile: Profile, rows: np.ndarray) -> int:
+def _live(profile: Profile, op: Callable[[int], shapes.Op], rows: np.ndarray) -> int:
     """The entries of the routine of ``rows`` that pass a null check on its first
     instruction (``cbz x0`` returning at once, as ``free(NULL)`` does): the next row's
     count; all its entries without such a check."""
-    first = profile.asm(int(rows[0])).split()
-    if len(rows) > 1 and first[:2] in (["cbz", "x0,"], ["cbz", "w0,"]) and \
+    first = op(int(rows[0]))
+    if len(rows) > 1 and first.mnemonic == "cbz" and first.src == ("x0",) and \
             int(profile.pc[rows[1]]) == int(profile.pc[rows[0]]) + 4:
         return int(profile.samples[rows[1]])
     return int(profile.samples[rows[0]])
