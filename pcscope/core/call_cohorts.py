@@ -76,6 +76,7 @@ from pcscope.core.member_calls import Callees
 from pcscope.core.patterns import CodeFacts
 from pcscope.core.profile import Profile
 from pcscope.core.stub_targets import entry_counts
+from pcscope.core.tree_values import Caller, PairedAllocation, TreeValues
 
 CALLER_PART = 0.01  # part of the calls a caller must make to be named (trees, lookups)
 COHORT_FUNCTIONS = 8  # members that make a per-operation tree
@@ -111,8 +112,8 @@ PAIR_CHECK = "create/destroy pairs entered equally often per operation"  # the a
 SETUP_CALLERS_CHECK = "members calling the set-up on every entry"  # the advice reads it
 ONE_SHOT_CHECK = "one-shot calls whose streaming parts are members too"  # the advice reads it
 CALLERS_CHECK = "entered from outside the tree by"  # the advice reads it
-PAIRED_CHECK = "allocator calls of the create/destroy pairs"  # the advice reads it
-OWN_MODULE, OTHER_MODULE = "its own module", "another module"  # the advice reads them
+PAIRED_CHECK = "allocator calls of the create/destroy pairs"
+OWN_MODULE, OTHER_MODULE = "its own module", "another module"
 _STREAM_PARTS = ("init", "update", "final")  # a streaming API's parts, after the one-shot's name
 # the suffixes of an object's making and releasing routines by C naming convention (OpenSSL's
 # EVP_MD_CTX_new/EVP_MD_CTX_free, GLib's g_hash_table_new/g_hash_table_destroy): both entered
@@ -195,36 +196,6 @@ class Member:
 
 
 @dataclass(frozen=True)
-class Caller:
-    """A function outside the tree whose calls lead into it: where operations are entered."""
-
-    name: str
-    module: str  # its module ("" when the profile names none)
-    entries: int  # its entry count (far fewer than its calls: it calls from a loop)
-    calls: int  # its calls leading into the tree (exact counts)
-    entered: tuple[str, ...]  # the members its calls lead to, where one call leads to one
-    # its call sites through a PLT stub whose count matches several members (which one it
-    # leads to is not in the profile)
-    unresolved: int
-    entered_modules: tuple[str, ...]  # the modules of the members its calls may lead to
-
-
-@dataclass(frozen=True)
-class PairedAllocation:
-    """The allocator calls (with their helpers and wrappers) the create/destroy pairs'
-    members make on every entry, and where the others start."""
-
-    # instructions per operation of the allocator members' calls made for the pairs; None
-    # when the profile cannot tell (``unknown`` says why)
-    instructions: float | None
-    makers: tuple[str, ...]  # the pairs' members making allocator calls on every entry
-    # where the other allocator calls begin: the members outside the pairs calling an
-    # allocator member on every entry, and the allocator members entered by no such call
-    others: tuple[str, ...]
-    unknown: str = ""
-
-
-@dataclass(frozen=True)
 class Cohort:
     operations: int
     members: tuple[Member, ...]
@@ -238,6 +209,11 @@ class Cohort:
     @property
     def rows(self) -> list[int]:
         return [r for m in self.members for r in m.rows]
+
+    @property
+    def allocator(self) -> float:
+        """Instructions per operation of the members that are, help or wrap the allocator."""
+        return sum(m.per_operation * m.per_call for m in self.members if m.allocator is not None)
 
     @property
     def deletable(self) -> float:
@@ -598,6 +574,11 @@ def metrics(cohort: Cohort) -> list[Metric]:
     ]
 
 
+def values(cohort: Cohort) -> TreeValues:
+    """What the advice addresses to whom (pcscope.core.tree_values), as the checks say it."""
+    return TreeValues(cohort.callers, cohort.allocator, cohort.paired)
+
+
 def checks(cohort: Cohort, owner: Callable[[int], str]) -> list[str]:
     """The checks naming the tree's shape, its heaviest members (their instructions per
     call counted here, and how many more per call the mechanism ``owner(position)``
@@ -631,16 +612,15 @@ def _callers(cohort: Cohort) -> list[str]:
                       f"through {c.unresolved} PLT stubs whose counts match several members: "
                       f"which one each leads to is not in the profile")
         where = ""
-        if c.module and all(c.entered_modules):
-            reached = " and ".join(c.entered_modules)
-            where = f"; the members it reaches are in {reached}, " + \
-                (OWN_MODULE if c.module in c.entered_modules else OTHER_MODULE)
+        if c.reached:
+            where = f"; the members it reaches are in {' and '.join(c.reached)}, " + \
+                (OWN_MODULE if c.own_module else OTHER_MODULE)
         items.append(f"`{c.name}`" + (f" in {c.module}" if c.module else "")
                      + f" (entered {c.entries:,} time{'' if c.entries == 1 else 's'}, "
                        f"{c.calls:,} calls, "
                        f"{c.calls / cohort.operations:.2f} per operation, "
                      f"{' and '.join(to)}{where})")
-    more, calls = cohort.other_callers  # parse_callers reads the items back
+    more, calls = cohort.other_callers
     return [f"{CALLERS_CHECK} (exact call counts, direct or through a PLT stub): "
             + ", ".join(items)
             + (f"; {more} more functions, {calls:,} calls (each under {CALLER_PART:.0%} of "
@@ -677,7 +657,6 @@ def _allocations(cohort: Cohort) -> list[str]:
                    key=lambda m: (m.helper, m.wrapper, _ALLOCATOR_ROUTINES.index(m.allocator)))
     if not found:
         return []
-    instructions = sum(m.per_operation * m.per_call for m in found)
     routines = " + ".join(f"{m.per_operation} {m.allocator}" for m in found
                           if not m.helper and not m.wrapper)
     helpers = ", ".join(f"{m.per_operation} × {m.name}" for m in found if m.helper)
@@ -689,7 +668,7 @@ def _allocations(cohort: Cohort) -> list[str]:
                f"({helpers})" if helpers else "")
             + (f", and the program's wrappers calling them, or another wrapper, on every "
                f"entry in at most {WRAPPER} instructions ({wrappers})" if wrappers else "")
-            + f" = {instructions:,.0f} instructions"]
+            + f" = {cohort.allocator:,.0f} instructions"]
 
 
 def _setups(cohort: Cohort) -> list[str]:
@@ -759,9 +738,7 @@ def _paired(cohort: Cohort) -> list[str]:
         return []
     if p.instructions is None:
         return [f"{PAIRED_CHECK}: not in the profile ({p.unknown})"]
-    total = round(sum(m.per_operation * m.per_call for m in cohort.members
-                      if m.allocator is not None))
-    paired = round(p.instructions)
+    total, paired = round(cohort.allocator), round(p.instructions)
     return [f"{PAIRED_CHECK} (their members' calls on every entry, directly or through "
             f"wrappers, followed down to the allocator): {paired:,} of {total:,} instructions "
             f"per operation, made by {', '.join(p.makers) or 'none'}; the other "
@@ -785,57 +762,3 @@ def _one_shot(cohort: Cohort) -> list[str]:
     if not found:
         return []
     return [f"{ONE_SHOT_CHECK} (by symbol name): " + ", ".join(found)]
-
-
-@dataclass(frozen=True)
-class CallerText:
-    """A caller as the callers check names it (for the advice, which sees the checks)."""
-
-    name: str
-    module: str  # "" when the profile names none
-    entries: str  # its entry count, as written (digits and commas)
-    per_operation: str  # its calls per operation, as written
-    reached: str  # the modules of the members it reaches ("" when not known)
-    own_module: bool  # whether its module is one of them
-
-
-_CALLER_ITEM = re.compile(r"`([^`]+)`(?: in (\S+))? \(entered ([\d,]+) times?, [\d,]+ calls, "
-                          r"([\d.]+) per operation, "
-                          r"[^()]*?(?:; the members it reaches are in ([^()]*?), "
-                          f"({OWN_MODULE}|{OTHER_MODULE}))?\\)")
-
-
-def parse_callers(check: str) -> list[CallerText]:
-    """The callers named by a check that ``_callers`` wrote."""
-    return [CallerText(name, module or "", entries, k, reached or "", where == OWN_MODULE)
-            for name, module, entries, k, reached, where in _CALLER_ITEM.findall(check)]
-
-
-@dataclass(frozen=True)
-class PairedText:
-    """The split of the allocator's instructions per operation as the check gives it (for
-    the advice, which sees the checks): all figures as written."""
-
-    paired: str | None  # None: not in the profile
-    total: str
-    rest: str
-    makers: tuple[str, ...]
-    others: tuple[str, ...]
-    unknown: str
-
-
-_PAIRED = re.compile(r": ([\d,]+) of ([\d,]+) instructions per operation, made by (.*); the "
-                     r"other ([\d,]+) begin outside the pairs' own calls, at (.*)$")
-
-
-def parse_paired(check: str) -> PairedText:
-    """The split a check that ``_paired`` wrote gives."""
-    found = _PAIRED.search(check)
-    if found is None:
-        return PairedText(None, "", "", (), (), check.split("(", 1)[-1].removesuffix(")"))
-    paired, total, makers, rest, others = found.groups()
-
-    def names(listed: str) -> tuple[str, ...]:
-        return () if listed == "none" else tuple(listed.split(", "))
-
-    return PairedText(paired, total, rest, names(makers), names(others), "")

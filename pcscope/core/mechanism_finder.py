@@ -63,6 +63,7 @@ from pcscope.core.patterns import (
 )
 from pcscope.core.profile import Profile
 from pcscope.core.stub_targets import CLEAR, STUB_MATCH, stub_targets
+from pcscope.core.tree_values import TreeValues
 
 CATEGORY = {
     "dispatch": "indirect-branch", "indirect-call": "indirect-branch", "fp-division": "division",
@@ -183,14 +184,14 @@ class _Finder:
 
     def mechanism(self, kind: str, sites: list[Site], metrics: list[Metric],
                   checks: list[str], functions: Iterable[str] = (),
-                  category: str | None = None) -> Mechanism:
+                  category: str | None = None, tree: TreeValues | None = None) -> Mechanism:
         sites = sorted(sites, key=lambda s: (-s.share, s.pc))
         pcs = np.fromiter((pc for s in sites for pc in s.pcs), dtype=np.uint64)
         rows = np.searchsorted(self.p.pc, pcs)  # every site PC is a row of the profile
         names = list(dict.fromkeys([*(s.function for s in sites), *functions]))
         return Mechanism(kind, category or CATEGORY[kind], sites[0].pc, tuple(sites), tuple(names),
                          self.share(rows.tolist()), tuple(metrics),
-                         tuple(checks))
+                         tuple(checks), tree)
 
     def count(self, row: int) -> int:
         return int(self.counts[row])
@@ -946,8 +947,8 @@ class _Finder:
         trees = [self.mechanism("per-operation", [
             self.site(m.rows, self._return_of(m.rows)) for m in cohort.members],
             call_cohorts.metrics(cohort),
-            call_cohorts.checks(cohort, lambda position: found[position].id))
-            for cohort in cohorts]
+            call_cohorts.checks(cohort, lambda position: found[position].id),
+            tree=call_cohorts.values(cohort)) for cohort in cohorts]
         tree_id = [t.id for t in trees].__getitem__
         return [replace(t, checks=(*t.checks,
                                    *call_cohorts.shared_checks(cohort, tree_id),
