@@ -278,12 +278,12 @@ def callees(profile: Profile, facts: CodeFacts, found: Routines,
 
 
 def find(profile: Profile, op: Callable[[int], shapes.Op], owner: np.ndarray,
-         found: Routines, callees: Callees) -> list[Cohort]:
+         found: Routines, callees: Callable[[], Callees]) -> list[Cohort]:
     """Every per-operation tree whose plumbing holds COHORT_SHARE of the total, its members
-    the routines ``found`` (``callees``: where their calls lead; ``op``: a row's
-    instruction); ``owner`` gives per row the position of the other mechanism counting it
-    (-1: none), so a row is counted once and a member's other rows are named with their
-    owner."""
+    the routines ``found`` (``callees()``: where their calls lead, asked for only when a
+    tree is found; ``op``: a row's instruction); ``owner`` gives per row the position of
+    the other mechanism counting it (-1: none), so a row is counted once and a member's
+    other rows are named with their owner."""
     entries, work = found.entries, found.work
     own = _Unclaimed.of(profile, found, owner)
     small = (work <= PLUMBING * entries) & own.has_rows
@@ -311,7 +311,8 @@ def find(profile: Profile, op: Callable[[int], shapes.Op], owner: np.ndarray,
     inside = np.zeros(len(profile.pc), dtype=bool)  # a row of any tree
     for i in set().union(*trees):
         inside[found.rows(i)] = True
-    return [_with_callers(profile, _with_roles(cohort, callees, found), tree, callees, found,
+    calls = callees()
+    return [_with_callers(profile, _with_roles(cohort, calls, found), tree, calls, found,
                           ~inside)
             for cohort, tree in zip(out, trees, strict=True)]
 
