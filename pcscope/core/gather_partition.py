@@ -157,7 +157,7 @@ def _entries(finder: _Finder, rows: list[int]) -> frozenset[int]:
     jumped = set(finder.facts.target[outside].tolist())
     return frozenset(int(p.pc[r]) for r in rows if int(p.pc[r]) in jumped or r - 1 not in inside
                      and (r == 0 or p.function[r - 1] != fn or int(p.pc[r - 1]) == int(p.pc[r]) - 4
-                          and not _ends_flow(finder.op(r - 1))))
+                          and not isa.ends_flow(finder.op(r - 1).mnemonic)))
 
 
 def gather_loop(ops: list[Op], rows: list[int], counts: list[int], nested: frozenset[int],
@@ -352,7 +352,7 @@ def _paths(ops: list[Op], by_pc: dict[int, int], nested: frozenset[int], cycle: 
             out.append(_Path((*path, pc), "a call"))
         else:
             o, here = ops[i], (*path, pc)
-            after = () if _ends_flow(o) else (pc + 4,)
+            after = () if isa.ends_flow(o.mnemonic) else (pc + 4,)
             nxt = (*after, *(() if o.target is None else (o.target,)))
             if not nxt:
                 out.append(_Path(here, EXIT))
@@ -368,7 +368,7 @@ def _cycles(ops: list[Op], entries: frozenset[int]) -> tuple[list[int],
     heads, the rows entered from outside it. A block placed before the loop's entry that
     jumps into it (a ``continue`` path laid out first) is the loop's own, not a cycle."""
     by_pc = {o.pc: i for i, o in enumerate(ops)}
-    succ = [[by_pc[t] for t in (() if _ends_flow(o) else (o.pc + 4,)) +
+    succ = [[by_pc[t] for t in (() if isa.ends_flow(o.mnemonic) else (o.pc + 4,)) +
              (() if o.target is None or isa.is_call(o.mnemonic) else (o.target,))
              if t in by_pc and t not in entries] for o in ops]
     comp = _components(succ)
@@ -448,15 +448,9 @@ def taken_share(finder: _Finder, row: int) -> float | None:
     at = int(np.searchsorted(pcs, target))
     if at < len(pcs) and int(pcs[at]) == target and \
             np.count_nonzero(targets == target) == 1 and \
-            (at == 0 or int(pcs[at - 1]) != target - 4 or _ends_flow(finder.op(at - 1))):
+            (at == 0 or int(pcs[at - 1]) != target - 4 or isa.ends_flow(finder.op(at - 1).mnemonic)):
         return min(int(counts[at]), runs) / runs
     return None
-
-
-def _ends_flow(o: Op) -> bool:
-    """Control never falls through ``o`` (``b``, ``br``, ``ret``)."""
-    return o.mnemonic == "b" or o.mnemonic in ("br", "braa", "brab") or \
-        isa.is_return(o.mnemonic)
 
 
 def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:

@@ -328,10 +328,11 @@ def _fed_by(rows: Sequence[int], op: Callable[[int], Op],
 
 
 def _movable(o: Op) -> bool:
-    """Work that can move: not a store, call or unconditional jump, and not a reload from
-    the stack (a spill: moving it needs a free register, not a new place)."""
+    """Work that can move: not a store, a call or an instruction control does not fall
+    through (a jump, a return, a trap), and not a reload from the stack (a spill: moving it
+    needs a free register, not a new place)."""
     m = o.mnemonic
-    return not (isa.is_store(m) or isa.is_call(m) or m == "b" or isa.is_return(m)
+    return not (isa.is_store(m) or isa.is_call(m) or isa.ends_flow(m)
                 or m.startswith("prfm") or (o.load and set(o.addr) & _STACK))
 
 
@@ -357,8 +358,7 @@ def _predecessors(rows: Sequence[int], op: Callable[[int], Op],
         to = row_of(o.target) if o.target is not None and not isa.is_call(m) else None
         if to in body:
             preds[to].append(r)
-        ends = m == "b" or isa.is_return(m) or m in ("br", "braa", "brab")
-        if not ends and r + 1 in body and op(r + 1).pc == o.pc + 4:
+        if not isa.ends_flow(m) and r + 1 in body and op(r + 1).pc == o.pc + 4:
             preds[r + 1].append(r)
     return preds
 

@@ -73,8 +73,7 @@ def _natural_loop(profile: Profile, facts: CodeFacts, win: np.ndarray, head: int
         t = int(to[k])
         if targets[k] >= 0 and not facts.call[r] and t <= hi and pcs[t - head] == targets[k]:
             preds[t].append(r)
-        ends_block = m == "b" or isa.is_return(m) or m in ("br", "braa", "brab")
-        if not ends_block and r < hi and pcs[k + 1] == pcs[k] + 4:
+        if not isa.ends_flow(m) and r < hi and pcs[k + 1] == pcs[k] + 4:
             preds[r + 1].append(r)
     body = {head}
     stack = [e for e in ends if e != head]
