@@ -82,6 +82,20 @@ def test_the_per_iteration_total_names_the_inner_cycles_and_calls_it_leaves_out(
         in [c for m in table for c in m.checks]
 
 
+def test_an_inner_loop_entered_at_its_test_is_an_inner_cycle_too(tmp_path):
+    """A store loop entered by a jump to its test at the bottom (``b`` to the ``cmp``, as a
+    ``while`` compiles unrotated) is a cycle of its own inside the loop, though its back
+    edge's natural loop reaches the outer head through that jump."""
+    n, advances = 10000, 2000
+    rows = priced_relaxation(advances)
+    rows = [*rows[:21], (n, "b.ne #0x1070"), *rows[22:24], (advances, "b #0x1068"),
+            (advances, "str w5, [x1], #0x2c"), (2 * advances, "cmp x1, x3"),
+            (2 * advances, "b.ne #0x1064"), *rows[24:]]
+    _profile, table = mechanisms_of(tmp_path, [("optimum", 0x1000, rows), WORK])
+    assert f"{invariant_work.COUNTED}0x1000–0x1078 (28 rows, the rarer paths included; not " \
+        "the inner cycle at 0x1064 (1 per iteration))" in [c for m in table for c in m.checks]
+
+
 def test_an_index_advancing_on_every_iteration_recomputes_nothing(tmp_path):
     _profile, table = mechanisms_of(tmp_path, [("optimum", 0x1000,
                                                 priced_relaxation(advances=10000)), WORK])

@@ -106,16 +106,21 @@ class Saturated:
 
 
 def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
-         inner: Sequence[int] = ()) -> Recomputed | None:
+         inner: Sequence[int] = (), entered_at: frozenset[int] = frozenset()) -> Recomputed | None:
     """The recomputed work of the loop made of ``rows`` (address order, its head first;
     ``inner``: the rows of loops nested in it, whose writes count but which are not its
-    work), or None when there is none."""
+    work; ``entered_at``: the pcs control enters its rows at, natural_loops.entries), or None
+    when there is none."""
     def count(r: int) -> int:
         return int(profile.samples[r]) if r < len(profile) else 0
 
     row_of = profile.row_of
     head = rows[0]
-    cycles = _inner_cycles(rows, op, row_of)
+    # the cycles inside it that avoid its head and entries: loops nested in it that
+    # natural_loops keeps as its own rows (their head runs less often than NESTED times the
+    # loop's)
+    cycle, _ = natural_loops.inner_cycles([op(r) for r in rows], entered_at | {op(head).pc})
+    cycles = {r for r, c in zip(rows, cycle, strict=True) if c >= 0}
     own = [r for r in rows if r not in cycles]
     inner_rows = {*inner, *cycles}
     rows = sorted({*rows, *inner})
@@ -292,34 +297,6 @@ def _constant(profile: Profile, writers: frozenset[int], op: Callable[[int], Op]
     return immediate(o.operands[1])
 
 
-def _inner_cycles(rows: Sequence[int], op: Callable[[int], Op],
-                  row_of: Callable[[int], int | None]) -> set[int]:
-    """The rows of cycles inside the loop ``rows`` (head first) that pass neither its head
-    nor a row going to it: loops nested in it that natural_loops keeps as its own rows when
-    their head runs less often than NESTED times the outer head (an extension loop most
-    entries leave on its first compares reads like a ``continue`` by counts alone)."""
-    body = set(rows)
-    preds = _predecessors(rows, op, row_of, body)
-    head = rows[0]
-    to_head = set(preds[head])
-    out: set[int] = set()
-    for end in rows:
-        target = op(end).target
-        top = row_of(target) if target is not None and not isa.is_call(op(end).mnemonic) \
-            else None
-        if top is None or top not in body or top == head or top > end:
-            continue
-        cycle, todo = {top, end}, [end] if end != top else []
-        while todo:  # the rows reaching the back edge without passing its target
-            for p in preds[todo.pop()]:
-                if p not in cycle:
-                    cycle.add(p)
-                    todo.append(p)
-        if head not in cycle and not cycle & to_head:
-            out |= cycle
-    return out
-
-
 def _fed_by(rows: Sequence[int], op: Callable[[int], Op],
             reach: dict[int, dict[str, frozenset[int]]], sources: set[int]) -> set[int]:
     """The rows of ``rows`` reading a value one of ``sources`` writes."""
@@ -473,7 +450,8 @@ def annotate(finder: _Finder, found: list[Mechanism]) -> list[Mechanism]:
             continue
         rows = loops[at[key]]
         inner = [r for nested in natural_loops.nested_in(loops, rows) for r in nested]
-        found_work = read(p, finder.op, rows, inner)
+        found_work = read(p, finder.op, rows, inner,
+                          natural_loops.entries(p, finder.facts, rows))
         out.append(m if found_work is None else replace(
             m, metrics=(*m.metrics, *metrics(found_work, p.total)),
             checks=(*m.checks, *checks(found_work, p.asm, lambda r: int(p.pc[r])))))

@@ -6,12 +6,14 @@ nested in another taken out of the outer one's rows. Only warm loops are read.""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 import numpy as np
 
 from pcscope.core import isa
 from pcscope.core.patterns import CodeFacts, backward_branches
 from pcscope.core.profile import Profile
+from pcscope.core.shapes import Op
 
 LOOP_MIN_SHARE = 0.001  # a loop below this share of the total is not read
 LOOP_MAX_ROWS = 512  # a longer range is a function's outer loop, not one loop
@@ -113,6 +115,83 @@ def tight_loops(profile: Profile, branches: np.ndarray, heads: np.ndarray) -> li
             used.update(rows)
             out.append(rows)
     return out
+
+
+def entries(profile: Profile, facts: CodeFacts, rows: Sequence[int]) -> frozenset[int]:
+    """The pcs of a loop's rows (address order) that control reaches from outside them: a
+    row the row before falls into from outside, a function's first row, a jump's target
+    from another row of the function."""
+    inside = set(rows)
+    fn = profile.function[rows[0]]
+    outside = np.setdiff1d(np.flatnonzero(profile.function == fn), rows)
+    jumped = set(facts.target[outside].tolist())
+    pcs = profile.pc
+    return frozenset(int(pcs[r]) for r in rows if int(pcs[r]) in jumped or r - 1 not in inside
+                     and (r == 0 or profile.function[r - 1] != fn or
+                          int(pcs[r - 1]) == int(pcs[r]) - 4 and
+                          not isa.ends_flow(facts.names[facts.canon[r - 1]])))
+
+
+def inner_cycles(ops: Sequence[Op], entries: frozenset[int]) -> tuple[list[int],
+                                                                    dict[int, frozenset[int]]]:
+    """Per row, the cycle it runs in: -1 for the loop's own (through its heads, the rows
+    control enters it at: ``entries``), else the id of a cycle that stays clear of them (the
+    strongly connected parts of the loop's flow without its back edges); and per cycle its
+    heads, the rows entered from outside it. A block placed before the loop's entry that
+    jumps into it (a ``continue`` path laid out first) is the loop's own, not a cycle."""
+    by_pc = {o.pc: i for i, o in enumerate(ops)}
+    succ = [[by_pc[t] for t in (() if isa.ends_flow(o.mnemonic) else (o.pc + 4,)) +
+             (() if o.target is None or isa.is_call(o.mnemonic) else (o.target,))
+             if t in by_pc and t not in entries] for o in ops]
+    comp = _components(succ)
+    sizes = np.bincount(np.asarray(comp))
+    cycle = [c if sizes[c] > 1 or i in succ[i] else -1 for i, c in enumerate(comp)]
+    heads: dict[int, set[int]] = {-1: set(entries)}
+    for i, nxt in enumerate(succ):
+        for j in nxt:
+            if cycle[j] != -1 and cycle[j] != cycle[i]:
+                heads.setdefault(cycle[j], set()).add(ops[j].pc)
+    return cycle, {c: frozenset(h) for c, h in heads.items()} | {
+        c: frozenset() for c in set(cycle) - heads.keys()}
+
+
+def _components(succ: list[list[int]]) -> list[int]:
+    """Tarjan's strongly connected components of the graph ``succ``, iteratively: the
+    component id of each node."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    comp = [-1] * len(succ)
+    stack: list[int] = []
+    count = 0
+    for root in range(len(succ)):
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, k = work.pop()
+            if k == 0:
+                index[v] = low[v] = len(index)
+                stack.append(v)
+            if k < len(succ[v]):
+                work.append((v, k + 1))
+                w = succ[v][k]
+                if w not in index:
+                    work.append((w, 0))
+                elif comp[w] < 0:
+                    low[v] = min(low[v], index[w])
+                continue
+            if low[v] == index[v]:
+                while True:
+                    w = stack.pop()
+                    comp[w] = count
+                    if w == v:
+                        break
+                count += 1
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+    return comp
+
 
 
 def nested_in(loops: list[list[int]], outer: list[int]) -> list[list[int]]:
