@@ -136,8 +136,8 @@ def find(finder: _Finder, claimed: np.ndarray) -> list[Mechanism]:
         fn = int(p.function[rows[0]])
         if fn < 0 or finder._libc_names[fn] is not None or finder.share(rows) < MIN_SHARE:
             continue
-        nested = frozenset(int(p.pc[r]) for inner in finder.function_loops
-                           if rows[0] < min(inner) and max(inner) <= max(rows) for r in inner)
+        nested = frozenset(int(p.pc[r]) for inner in
+                           natural_loops.nested_in(finder.function_loops, rows) for r in inner)
         loop = gather_loop([finder.op(r) for r in rows], rows, [finder.count(r) for r in rows],
                            nested, natural_loops.entries(p, finder.facts, rows))
         if loop is None or claimed[[*loop.gathers, *loop.indexed, *loop.branches]].any():
