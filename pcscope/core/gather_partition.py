@@ -132,12 +132,14 @@ def find(finder: _Finder, claimed: np.ndarray) -> list[Mechanism]:
     ``claimed`` are left out."""
     p = finder.p
     by_fn: dict[int, list[GatherLoop]] = {}
-    for rows in finder.function_loops:
+    for found in finder.function_loops:
+        rows = found.rows
         fn = int(p.function[rows[0]])
         if fn < 0 or finder._libc_names[fn] is not None or finder.share(rows) < MIN_SHARE:
             continue
         nested = frozenset(int(p.pc[r]) for inner in
-                           natural_loops.nested_in(finder.function_loops, rows) for r in inner)
+                           natural_loops.nested_in(finder.function_loops, found)
+                           for r in inner.rows)
         loop = gather_loop([finder.op(r) for r in rows], rows, [finder.count(r) for r in rows],
                            nested, natural_loops.entries(p, finder.facts, rows))
         if loop is None or claimed[[*loop.gathers, *loop.indexed, *loop.branches]].any():

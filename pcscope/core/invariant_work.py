@@ -105,17 +105,16 @@ class Saturated:
     # address order
 
 
-def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
+def read(profile: Profile, op: Callable[[int], Op], head: int, rows: Sequence[int],
          inner: Sequence[int] = (), entered_at: frozenset[int] = frozenset()) -> Recomputed | None:
-    """The recomputed work of the loop made of ``rows`` (address order, its head first;
-    ``inner``: the rows of loops nested in it, whose writes count but which are not its
-    work; ``entered_at``: the pcs control enters its rows at, natural_loops.entries), or None
-    when there is none."""
+    """The recomputed work of the loop made of ``rows`` (address order) whose iterations
+    pass ``head`` (``inner``: the rows of loops nested in it, whose writes count but which
+    are not its work; ``entered_at``: the pcs control enters its rows at,
+    natural_loops.entries), or None when there is none."""
     def count(r: int) -> int:
         return int(profile.samples[r]) if r < len(profile) else 0
 
     row_of = profile.row_of
-    head = rows[0]
     # the cycles inside it that avoid its head and entries: loops nested in it that
     # natural_loops keeps as its own rows (their head runs less often than NESTED times the
     # loop's)
@@ -129,8 +128,11 @@ def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
     if not iterations:
         return None
     preds = _predecessors(rows, op, row_of, body)
-    reach = _reaching(rows, op, preds, head)
-    entries = max(0, iterations - sum(_taken(r, op, count, head) for r in preds[head]))
+    # where values from before the loop come in: its head, and the rows entered from outside
+    starts = {head} | {r for r in own if op(r).pc in entered_at}
+    reach = _reaching(rows, op, preds, starts)
+    entries = sum(max(0, count(s) - sum(_goes(p, s, op, count) for p in preds[s]))
+                  for s in sorted(starts))
     # a value an inner loop computes changes with that loop's trips and exits, which the
     # changes of its writers do not bound: it may change on every run of its readers
     moving = inner_rows | _fed_by(own, op, reach, inner_rows)
@@ -138,7 +140,7 @@ def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
     limit = RARE * iterations
     chain = _chain(own, op, count, reach, change, limit)
     saturated = _saturated(profile, own, op, count, reach, rows, moving, entries, limit,
-                           chain)
+                           chain, iterations)
     if not any(op(r).load for r in chain):  # only constants or addresses rebuilt
         if saturated is None:
             return None
@@ -179,7 +181,7 @@ def _chain(own: Sequence[int], op: Callable[[int], Op], count: Callable[[int], i
 def _saturated(profile: Profile, own: Sequence[int], op: Callable[[int], Op],
                count: Callable[[int], int], reach: dict[int, dict[str, frozenset[int]]],
                rows: Sequence[int], moving: set[int], entries: int, limit: float,
-               chain: set[int]) -> Saturated | None:
+               chain: set[int], iterations: int) -> Saturated | None:
     """The work beyond ``chain`` that no longer changes once the loop's clamps saturate:
     the same reading of the counts with each clamp's result fixed at its constant."""
     clamps = tuple(c for r in own if (c := _clamp(profile, r, op, reach)) is not None)
@@ -196,7 +198,6 @@ def _saturated(profile: Profile, own: Sequence[int], op: Callable[[int], Op],
         _chain(rest, op, count, reach, free, limit) - chain
     if not any(op(r).load for r in more):
         return None
-    iterations = count(rows[0])
     executions = sum(count(r) for r in more)
     used = tuple(c for c in clamps if any(c.row in w for r in more
                                            for w in reach[r].values()))
@@ -349,9 +350,10 @@ def _defines(o: Op) -> tuple[str, ...]:
 
 
 def _reaching(rows: Sequence[int], op: Callable[[int], Op], preds: dict[int, list[int]],
-              head: int) -> dict[int, dict[str, frozenset[int]]]:
+              starts: set[int]) -> dict[int, dict[str, frozenset[int]]]:
     """Per row, per register: the rows whose write of it may reach the row (ENTRY: from
-    before the loop), iterated over the loop's graph until nothing changes."""
+    before the loop, at the ``starts``), iterated over the loop's graph until nothing
+    changes."""
     read_any = {x for q in rows for x in reads(op(q))}
     out: dict[int, dict[str, frozenset[int]]] = {r: {} for r in rows}
     after: dict[int, dict[str, frozenset[int]]] = {r: {} for r in rows}
@@ -364,7 +366,7 @@ def _reaching(rows: Sequence[int], op: Callable[[int], Op], preds: dict[int, lis
                 for reg, ws in after[p].items():
                     held.setdefault(reg, set()).update(ws)
             into = {reg: frozenset(ws) for reg, ws in held.items()}
-            if r == head:  # values from before the loop, for every register read
+            if r in starts:  # values from before the loop, for every register read
                 into = {reg: into.get(reg, frozenset()) | {ENTRY}
                         for reg in {*into, *read_any}}
             if into != out[r]:
@@ -407,13 +409,15 @@ def _changes(rows: Sequence[int], op: Callable[[int], Op], count: Callable[[int]
     return change
 
 
-def _taken(r: int, op: Callable[[int], Op], count: Callable[[int], int], head: int) -> int:
-    """How often the row ``r`` goes on to ``head``: a conditional branch to it on its runs
-    less those of the instruction after it, anything else on all its runs."""
+def _goes(r: int, to: int, op: Callable[[int], Op], count: Callable[[int], int]) -> int:
+    """How often the row ``r`` goes on to the row ``to`` (the fall-through row of a
+    conditional branch reached only that way): a conditional branch's jump on its runs less
+    those of the instruction after it, its fall-through on that instruction's runs, anything
+    else on all its runs."""
     o = op(r)
     if not isa.is_conditional_branch(o.mnemonic) or not count(r + 1) or op(r + 1).pc != o.pc + 4:
         return count(r)
-    return max(0, count(r) - count(r + 1))
+    return count(r + 1) if to == r + 1 else max(0, count(r) - count(r + 1))
 
 
 CHECK = "recomputed on each run from inputs that change on few of its runs: "  # advice reads
@@ -448,10 +452,10 @@ def annotate(finder: _Finder, found: list[Mechanism]) -> list[Mechanism]:
         if m.kind in NOT_LOOPS or m.share < MIN_SHARE or key not in at:
             out.append(m)
             continue
-        rows = loops[at[key]]
-        inner = [r for nested in natural_loops.nested_in(loops, rows) for r in nested]
-        found_work = read(p, finder.op, rows, inner,
-                          natural_loops.entries(p, finder.facts, rows))
+        loop = loops[at[key]]
+        inner = [r for nested in natural_loops.nested_in(loops, loop) for r in nested.rows]
+        found_work = read(p, finder.op, loop.head, loop.rows, inner,
+                          natural_loops.entries(p, finder.facts, loop.rows))
         out.append(m if found_work is None else replace(
             m, metrics=(*m.metrics, *metrics(found_work, p.total)),
             checks=(*m.checks, *checks(found_work, p.asm, lambda r: int(p.pc[r])))))

@@ -1,12 +1,14 @@
 """The loops of a profile as an engineer reads them: each back edge's natural loop (the rows
 that reach it without passing the head, blocks placed after the back edge included), two heads
-of one cycle as one loop, a ``continue`` into the middle of a loop as part of it, and a loop
-nested in another taken out of the outer one's rows. Only warm loops are read."""
+of one cycle that the way in can bypass as one loop, a ``continue`` into the middle of a loop
+as part of it, and a loop nested in another (its body inside the other's) taken out of the
+outer one's rows; and the cycles inside one loop. Only warm loops are read."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -20,13 +22,26 @@ LOOP_MAX_ROWS = 512  # a longer range is a function's outer loop, not one loop
 NESTED = 2.0  # head runs per outer head run from which an inner loop is a loop of its own
 
 
-def loops(profile: Profile, facts: CodeFacts, regions: np.ndarray | None = None) -> list[list[int]]:
-    """Each warm loop's own rows: the natural loop of every back edge to one head (the rows
-    that reach a back edge without passing the head), less the rows of loops nested in it.
-    A loop inside another whose head runs less than NESTED times as often is not nested but
-    a jump back into the middle of the same loop (a ``continue``): its rows stay the outer
-    loop's. A loop stays inside one window, or one of ``regions`` (per row, such as the
-    function codes: a loop split over two windows is one loop of its function)."""
+@dataclass(frozen=True)
+class Loop:
+    """One warm loop: its head (the row its iterations are counted at), its own rows and its
+    whole body (the rows of the loops nested in it included)."""
+
+    head: int
+    rows: list[int]  # address order; the rows of the loops nested in it left out
+    body: frozenset[int]
+
+
+def loops(profile: Profile, facts: CodeFacts, regions: np.ndarray | None = None) -> list[Loop]:
+    """Each warm loop: the natural loop of every back edge to one head (the rows that reach
+    a back edge without passing the head), its own rows being those not in a loop nested in
+    it. A back edge whose head does not reach it (a jump back to an exit block) makes no
+    loop. A loop whose body lies in another's is nested in it only when it is entered from
+    that one's rows alone and its head runs at least NESTED times as often; else it is the
+    same loop: a jump back into its middle (a ``continue``), or a second head of one cycle
+    that the way in can bypass (the loop's head is then the busier one). A loop stays inside
+    one window, or one of ``regions`` (per row, such as the function codes: a loop split over
+    two windows is one loop of its function)."""
     win = (profile.window if regions is None else regions).astype(np.int64)
     branches, heads = backward_branches(profile, facts, win)
     prefix = np.concatenate(([0.0], np.cumsum(profile.value, dtype=np.float64)))
@@ -35,34 +50,61 @@ def loops(profile: Profile, facts: CodeFacts, regions: np.ndarray | None = None)
     by_head: dict[int, list[int]] = defaultdict(list)
     for b, h in zip(branches[keep].tolist(), heads[keep].tolist(), strict=True):
         by_head[h].append(b)
-    bodies: dict[int, set[int]] = {}
-    seen: set[frozenset[int]] = set()
+    bodies: dict[int, frozenset[int]] = {}
     for h in sorted(by_head):
         ends = by_head[h]
         if prefix[max(ends) + 1] - prefix[h] < floor:
             continue
-        body = _natural_loop(profile, facts, win, h, ends)
-        if frozenset(body) not in seen:  # two heads of one cycle: one loop
-            seen.add(frozenset(body))
+        body, cycles = _natural_loop(profile, facts, win, h, ends)
+        if cycles:
             bodies[h] = body
     counts = profile.samples
-    kept = {h: body for h, body in bodies.items()  # a subset entered as often: a re-entry
-            if not any(body < other and counts[h] < NESTED * counts[g]
-                       for g, other in bodies.items() if g != h)}
+    head_of = {h: h for h in bodies}
+    same: set[int] = set()  # loops that are part of another
+    for h, body in bodies.items():
+        entered = None
+        for g, other in bodies.items():
+            if g == h or not body < other:
+                continue
+            entered = _entered_from(profile, facts, win, body) if entered is None else entered
+            bypassed = not entered <= other  # a way in passes g's rows by: g's head too
+            if bypassed or counts[h] < NESTED * counts[g]:
+                same.add(h)
+            if bypassed and counts[head_of[h]] > counts[head_of[g]]:
+                head_of[g] = head_of[h]  # its iterations pass the busier head
+    kept = {h: body for h, body in bodies.items() if h not in same}
     out = []
     for h, body in kept.items():
         inner = set().union(*(other for g, other in kept.items() if g != h and other < body))
         rows = sorted((body - inner) | {h})
         if float(profile.value[rows].sum()) >= floor:
-            out.append(rows)
+            out.append(Loop(head_of[h], rows, body))
     return out
 
 
+def _entered_from(profile: Profile, facts: CodeFacts, win: np.ndarray,
+                  body: frozenset[int]) -> set[int]:
+    """The rows of ``body``'s window outside it from which control goes into it: a jump to
+    one of its rows, a row falling into one."""
+    rows = np.fromiter(sorted(body), dtype=np.int64)
+    region = np.flatnonzero(win == win[rows[0]])
+    outside = np.setdiff1d(region, rows)
+    jumps = outside[np.isin(facts.target[outside], profile.pc[rows].astype(np.int64))
+                    & ~facts.call[outside]]
+    before = rows - 1
+    falls = [int(r) for r in before[before >= 0] if int(r) not in body and win[r] == win[r + 1]
+             and int(profile.pc[r + 1]) == int(profile.pc[r]) + 4
+             and not isa.ends_flow(facts.names[facts.canon[r]])]
+    return {*jumps.tolist(), *falls}
+
+
 def _natural_loop(profile: Profile, facts: CodeFacts, win: np.ndarray, head: int,
-                  ends: list[int]) -> set[int]:
+                  ends: list[int]) -> tuple[frozenset[int], bool]:
     """The head and every row of its window (up to LOOP_MAX_ROWS on) that reaches a back
     edge without passing the head, following fall-through and direct jumps: blocks placed
-    after the back edge that jump back in are part of the loop."""
+    after the back edge that jump back in are part of the loop; and whether they make a
+    cycle through the head: it goes on into them, or to a register jump (``br``: an
+    interpreter's dispatch reaches its handlers' jumps back that way)."""
     hi = min(head + LOOP_MAX_ROWS, len(profile) - 1)
     while win[hi] != win[head]:
         hi -= 1
@@ -70,13 +112,19 @@ def _natural_loop(profile: Profile, facts: CodeFacts, win: np.ndarray, head: int
     targets = facts.target[head:hi + 1]
     to = head + np.searchsorted(pcs, targets)
     preds: dict[int, list[int]] = defaultdict(list)
+    succ: dict[int, list[int]] = defaultdict(list)
+    jumps: set[int] = set()  # register jumps: where they go is not known
     for k, r in enumerate(range(head, hi + 1)):
         m = facts.names[facts.canon[r]]
         t = int(to[k])
         if targets[k] >= 0 and not facts.call[r] and t <= hi and pcs[t - head] == targets[k]:
             preds[t].append(r)
+            succ[r].append(t)
         if not isa.ends_flow(m) and r < hi and pcs[k + 1] == pcs[k] + 4:
             preds[r + 1].append(r)
+            succ[r].append(r + 1)
+        if isa.is_indirect(m) and not isa.is_call(m):
+            jumps.add(r)
     body = {head}
     stack = [e for e in ends if e != head]
     while stack:
@@ -85,7 +133,13 @@ def _natural_loop(profile: Profile, facts: CodeFacts, win: np.ndarray, head: int
             continue
         body.add(r)
         stack.extend(p for p in preds[r] if p not in body)
-    return body
+    reached, stack = {head}, [head]
+    while stack:
+        for r in succ[stack.pop()]:
+            if r not in reached:
+                reached.add(r)
+                stack.append(r)
+    return frozenset(body), head in ends or bool(reached & (body - {head} | jumps))
 
 
 TIGHT_ROWS = 64  # executed rows of a contiguous loop body read as one tight loop
@@ -194,15 +248,11 @@ def _components(succ: list[list[int]]) -> list[int]:
 
 
 
-def nested_in(loops: list[list[int]], outer: list[int]) -> list[list[int]]:
-    """The loops of ``loops`` (each its own rows, head first, as ``loops`` makes them)
-    nested in ``outer``: their head lies between ``outer``'s head and its last row, and is
-    not one of its own rows."""
-    own = set(outer)
-    return [rows for rows in loops
-            if outer[0] < rows[0] < outer[-1] and rows[0] not in own]
+def nested_in(loops: list[Loop], outer: Loop) -> list[Loop]:
+    """The loops of ``loops`` nested in ``outer``: their body lies in its body."""
+    return [loop for loop in loops if loop.body < outer.body]
 
 
-def loop_at(loops: list[list[int]]) -> dict[int, int]:
+def loop_at(loops: list[Loop]) -> dict[int, int]:
     """Per row of ``loops``: the position of the loop whose own row it is."""
-    return {r: i for i, rows in enumerate(loops) for r in rows}
+    return {r: i for i, loop in enumerate(loops) for r in loop.rows}

@@ -94,7 +94,9 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 # 29: recomputed and clamped work's checks list every instruction in address order; a
 #     gather-branch mechanism counts its bucket scatters' keys and its loops' inner cycles
 # 30: recomputed work's checks say which rows the loop's instructions per iteration count
-FORMAT_VERSION = 30
+# 31: loops: two heads of one cycle entered apart are one loop, nesting is body containment,
+#     a jump back to an exit block is no loop; inner cycles found once (strongly connected)
+FORMAT_VERSION = 31
 Progress = Callable[[str], None]
 
 
