@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 
 from test_loop_shapes import WORK, mechanisms_of, of_kind
+from test_natural_loops import two_heads
 from test_store_shapes import as_dict
 
-from pcscope.core import invariant_work, loop_nests
+from pcscope.core import invariant_work, loop_nests, natural_loops
 from pcscope.core.backends.advice import advise
 from pcscope.core.mechanism_finder import _Finder
 from pcscope.core.patterns import code_facts, find_patterns
@@ -242,3 +243,19 @@ def test_a_select_of_a_constant_short_of_the_compared_bound_is_no_clamp(tmp_path
                                                 clamped_relaxation("cmp w1, #9")), WORK])
     (m,) = of_kind(table, "struct-relaxation")
     assert not any(c.startswith(invariant_work.CLAMPED) for c in m.checks)
+
+
+def test_a_loop_entered_below_its_head_counts_its_entries_where_they_come_in(tmp_path):
+    """The loop of two heads (test_natural_loops.two_heads) is counted at its busier head
+    (0x1010), entered at 0x100c and 0x103c: its entries are the 1000 runs of the code before
+    it, not what reaches the head from outside its cycle."""
+    rows = two_heads()
+    rows[5] = (20000, "ldr w1, [x2, #0x10]")  # a fixed slot: changes only on entry
+    profile, _ = mechanisms_of(tmp_path, [("f", 0x1000, rows)])
+    facts = code_facts(profile)
+    finder = _Finder(profile, find_patterns(profile, facts), facts)
+    (loop,) = finder.function_loops
+    work = invariant_work.read(profile, finder.op, loop.head, loop.rows, (),
+                               natural_loops.entries(profile, facts, loop.rows))
+    assert work is not None and work.iterations == 20000 and work.entries == 1000
+    assert work.rows == (profile.row_of(0x1014),)
