@@ -79,3 +79,17 @@ def test_a_jump_back_to_an_exit_block_is_no_loop(tmp_path):
             (10000, "ldr x5, [x1], #8"), (10000, "cmp x5, x2"), (10000, "b.eq #0x1008"),
             (9900, "add x3, x3, x5"), (9900, "subs x4, x4, #1"), (9900, "b.ne #0x1010")]
     assert loops_of(tmp_path, rows) == [(0x1010, [0x1010 + 4 * i for i in range(6)])]
+
+
+def test_a_block_of_an_inner_loop_laid_out_far_away_keeps_it_nested(tmp_path):
+    """An inner loop's rare path placed past the end of the function's code (beyond the
+    rows a loop is read over) jumps back into it: that is no way into the inner loop from
+    outside the outer one (only the inner loop reaches it), so the inner loop stays nested."""
+    far = 0x102c + 4 * 519  # after the return and 519 rows of other code
+    rows = [(100, "mov w1, #0"), (100, "nop"),
+            (10000, "ldr w2, [x0], #4"), (10000, "cmp w2, #0"), (10000, f"b.lt #{far:#x}"),
+            (10000, "add w3, w3, w2"), (10000, "subs w4, w4, #1"), (10000, "b.ne #0x1008"),
+            (100, "subs w5, w5, #1"), (100, "b.ne #0x1000"), (1, "ret"),
+            *[(0, "nop")] * 519, (50, "neg w2, w2"), (50, "b #0x1014")]
+    assert loops_of(tmp_path, rows) == [(0x1000, [0x1000, 0x1004, 0x1020, 0x1024]),
+                                        (0x1008, [0x1008 + 4 * i for i in range(6)])]

@@ -67,7 +67,10 @@ def loops(profile: Profile, facts: CodeFacts, regions: np.ndarray | None = None)
             if g == h or not body < other:
                 continue
             entered = _entered_from(profile, facts, win, body) if entered is None else entered
-            bypassed = not entered <= other  # a way in passes g's rows by: g's head too
+            # a way in passes g's rows by (g's head too): from the region's first row, not
+            # only through g (a block of h laid out far away jumps back in from h's rows)
+            bypassed = bool(entered - other) and \
+                bool(_reached_avoiding(profile, facts, win, body, other) & (entered - other))
             if bypassed or counts[h] < NESTED * counts[g]:
                 same.add(h)
             if bypassed and counts[head_of[h]] > counts[head_of[g]]:
@@ -80,6 +83,35 @@ def loops(profile: Profile, facts: CodeFacts, regions: np.ndarray | None = None)
         if float(profile.value[rows].sum()) >= floor:
             out.append(Loop(head_of[h], rows, body))
     return out
+
+
+def _reached_avoiding(profile: Profile, facts: CodeFacts, win: np.ndarray,
+                      body: frozenset[int], avoid: frozenset[int]) -> set[int]:
+    """The rows of ``body``'s region that control reaches from the region's first row
+    without running a row of ``avoid`` (following fall-through and direct jumps)."""
+    region = np.flatnonzero(win == win[min(body)])
+    first, last = int(region[0]), int(region[-1])
+    if first in avoid:
+        return set()
+    pcs = profile.pc[first:last + 1].astype(np.int64)
+    targets = facts.target[first:last + 1]
+    to = first + np.searchsorted(pcs, targets)
+    reached, stack = {first}, [first]
+    while stack:
+        r = stack.pop()
+        k = r - first
+        nxt = []
+        t = int(to[k])
+        if targets[k] >= 0 and not facts.call[r] and t <= last and pcs[t - first] == targets[k]:
+            nxt.append(t)
+        if r < last and pcs[k + 1] == pcs[k] + 4 and win[r + 1] == win[r] and \
+                not isa.ends_flow(facts.names[facts.canon[r]]):
+            nxt.append(r + 1)
+        for n in nxt:
+            if n not in reached and n not in avoid:
+                reached.add(n)
+                stack.append(n)
+    return reached
 
 
 def _entered_from(profile: Profile, facts: CodeFacts, win: np.ndarray,
