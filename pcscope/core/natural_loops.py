@@ -36,10 +36,11 @@ def loops(profile: Profile, facts: CodeFacts, regions: np.ndarray | None = None)
     """Each warm loop: the natural loop of every back edge to one head (the rows that reach
     a back edge without passing the head), its own rows being those not in a loop nested in
     it. A back edge whose head does not reach it (a jump back to an exit block) makes no
-    loop. A loop whose body lies in another's is nested in it only when it is entered from
-    that one's rows alone and its head runs at least NESTED times as often; else it is the
-    same loop: a jump back into its middle (a ``continue``), or a second head of one cycle
-    that the way in can bypass (the loop's head is then the busier one). A loop stays inside
+    loop. A loop whose body lies in another's is nested in it only when every way into it
+    that the function's code reaches goes through that one's rows and its head runs at least
+    NESTED times as often; else it is the same loop: a jump back into its middle (a
+    ``continue``), or a second head of one cycle that the way in can bypass (the loop's head
+    is then the busier one, which its iterations pass). A loop stays inside
     one window, or one of ``regions`` (per row, such as the function codes: a loop split over
     two windows is one loop of its function)."""
     win = (profile.window if regions is None else regions).astype(np.int64)
