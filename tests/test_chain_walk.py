@@ -254,6 +254,36 @@ def test_a_wrap_size_from_a_constant_gives_the_table_size(tmp_path):
     assert "at most 4,096 entries of 8 bytes (32 KiB), within L1D" in rec
 
 
+def test_a_wrap_size_from_a_shifted_move_gives_the_table_size(tmp_path):
+    """`movz w7, #0x1, lsl #16` sets w7 to 65,536: the shift is part of the value."""
+    m = chase(tmp_path, cyclic_tree(size_set="movz w7, #0x1, lsl #16"))
+    assert figures(m)["wrapped table size"] == 65536 * 8
+
+
+def test_a_mask_set_before_a_call_is_not_the_walks_mask(tmp_path):
+    """A call between `mov w12, #0x7fff` and the walk may change w12 (caller-saved): the
+    call is what last sets it, its value not in the code; not so for the callee-saved w20."""
+    lines = search()
+    lines[1], lines[3] = (10, "mov w12, #0x7fff"), (10, "bl 0x4000")
+    m = chase(tmp_path, lines)
+    assert "table size" not in figures(m)
+    assert said(m, chain_walk.MASKED).endswith(
+        "set before the walk by `bl 0x4000` at 0x100c, value not in the code")
+    kept = [(n, asm.replace("w12", "w20")) for n, asm in lines]
+    assert figures(chase(tmp_path, kept))["table size"] == 32768 * 2
+
+
+def test_a_register_set_on_another_path_before_the_walk_is_no_argument(tmp_path):
+    """Code ending in a `ret` before the walk does not run into it: w7's setter is not
+    known, and it is not called an argument."""
+    lines = cyclic_tree(size_set="mov w7, #0x1000")
+    lines[3] = (100, "ret")  # instead of the jump into the walk
+    m = chase(tmp_path, lines)
+    wrap = said(m, chain_walk.WRAPPED)
+    assert "wrapped table size" not in figures(m)
+    assert wrap is not None and wrap.endswith("set outside the rows read, value not in the code")
+
+
 def test_a_conditional_add_without_a_compare_on_it_is_no_wrap(tmp_path):
     """`csel` between i and i + w7 while the walk compares with another register: a
     conditional step, not a wrap; nothing bounds the table."""

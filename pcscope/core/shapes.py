@@ -18,7 +18,7 @@ assembly by hand.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -290,21 +290,31 @@ def target_producer(ops: list[Op], k: int) -> Op | None:
 CALL_CLOBBERED = frozenset(f"x{n}" for n in range(19))
 
 
-def setter(op: Callable[[int], Op], rows: Iterable[int], reg: str) -> int | None:
-    """The row that last sets ``reg`` for a read, looking back through ``rows`` (the rows
-    before the read, latest first; the caller bounds them): the first that writes it. A W
-    write sets the X register (it clears the upper half; Op names both X), a call the
-    registers it may clobber (CALL_CLOBBERED). None when no row control falls through to
-    the read from writes it: looking back ends at an unconditional branch or a return (what
-    is before it reaches the read only by a jump); a conditional branch falls through."""
+def setter(op: Callable[[int], Op], rows: Iterable[int], reg: str, read: int) -> int | None:
+    """The row that last sets ``reg`` for a read at PC ``read`` (of a span of code: its last
+    PC), looking back through ``rows`` (the rows before it, latest first; the caller bounds
+    them) as far as control goes on from them to it (falls_through): the first that writes
+    it. A W write sets the X register (it clears the upper half; Op names both X), a call
+    the registers it may clobber (CALL_CLOBBERED). None when none of them does."""
+    for r in falls_through(op, rows, read):
+        o = op(r)
+        if reg in o.dest or (isa.is_call(o.mnemonic) and reg in CALL_CLOBBERED):
+            return r
+    return None
+
+
+def falls_through(op: Callable[[int], Op], rows: Iterable[int], read: int) -> Iterator[int]:
+    """``rows`` (before the PC ``read``, latest first) up to one that does not go on towards
+    it: a return, a register branch or a ``b`` elsewhere than forward to at most ``read`` (a
+    jump into a loop's test still reaches the loop; what is before any other reaches the
+    read only by another jump). A conditional branch falls through; a call returns."""
     for r in rows:
         o = op(r)
         m = o.mnemonic
-        if reg in o.dest or (isa.is_call(m) and reg in CALL_CLOBBERED):
-            return r
-        if isa.is_branch(m) and not isa.is_conditional_branch(m) and not isa.is_call(m):
-            return None
-    return None
+        if isa.is_branch(m) and not isa.is_conditional_branch(m) and not isa.is_call(m) and \
+                not (m == "b" and o.target is not None and o.pc < o.target <= read):
+            return
+        yield r
 
 
 def constant(asm: str, signed: bool = False) -> int | None:
