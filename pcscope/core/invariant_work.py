@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from pcscope.core import isa, natural_loops
+from pcscope.core import isa, natural_loops, shapes
 from pcscope.core.loop_dataflow import FLAGS, immediate, reads, writes
 from pcscope.core.mechanisms import Mechanism, Metric
 from pcscope.core.profile import Profile
@@ -241,6 +241,7 @@ _ORDERED = {"hi": (True, True), "gt": (True, True), "hs": (True, False), "cs": (
             "ls": (False, False), "le": (False, False)}  # condition: (above, strict)
 _INVERSE = {"hi": "ls", "ls": "hi", "gt": "le", "le": "gt", "hs": "lo", "lo": "hs", "cs": "cc",
             "cc": "cs", "ge": "lt", "lt": "ge"}
+_SIGNED = frozenset(("gt", "ge", "lt", "le"))  # conditions comparing signed numbers
 _MIN_MAX = {"umin": True, "smin": True, "umax": False, "smax": False}  # True: clamps above
 
 
@@ -269,7 +270,7 @@ def _clamp(profile: Profile, r: int, op: Callable[[int], Op],
     if reach[r].get(x) != reach[cmp].get(x):  # the compared value is the one selected
         return None
     for var, const, const_when in ((first, second, _INVERSE[cond]), (second, first, cond)):
-        value = _constant(profile, reach[r].get(const or "", frozenset()), op)
+        value = _constant(profile, reach[r].get(const or "", frozenset()), cond in _SIGNED)
         if var != x or value is None:
             continue
         above, strict = _ORDERED[const_when]
@@ -280,16 +281,13 @@ def _clamp(profile: Profile, r: int, op: Callable[[int], Op],
     return None
 
 
-def _constant(profile: Profile, writers: frozenset[int], op: Callable[[int], Op]) -> int | None:
-    """The immediate a single ``mov``/``movz`` reaching a read wrote (None otherwise)."""
+def _constant(profile: Profile, writers: frozenset[int], signed: bool) -> int | None:
+    """The value a single move of an immediate reaching a read wrote (shapes.constant;
+    ``signed``: read as a signed number, for a signed compare), None otherwise."""
     if len(writers) != 1 or ENTRY in writers:
         return None
     (w,) = writers
-    raw = profile.asm(w).split(None, 1)[0] if w < len(profile) else ""
-    o = op(w)
-    if raw not in ("mov", "movz") or len(o.operands) != 2:
-        return None
-    return immediate(o.operands[1])
+    return shapes.constant(profile.asm(w), signed) if w < len(profile) else None
 
 
 def _inner_cycles(rows: Sequence[int], op: Callable[[int], Op],
