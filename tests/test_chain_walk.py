@@ -12,7 +12,7 @@ from pcscope.core import chain_walk, invariant_work
 from pcscope.core.backends.advice import advise
 from pcscope.core.engine.tools import _mechanism_data
 from pcscope.core.mechanism_finder import find_mechanisms
-from pcscope.core.patterns import code_facts, find_patterns
+from pcscope.core.patterns import Code, code_facts, find_patterns
 from pcscope.core.readers.profile_csv import read_profile
 
 
@@ -291,3 +291,20 @@ def test_a_conditional_add_without_a_compare_on_it_is_no_wrap(tmp_path):
     assert said(m, chain_walk.WRAPPED) is None
     assert "Nothing in the code bounds" in advise(_mechanism_data(m), "executions",
                                                   None).recommendation
+
+
+def test_a_compare_reads_no_load_a_call_clobbers_before_it(tmp_path):
+    """`ldrb w5` then a call: the call may change w5 (caller-saved), so `cmp w5, w10` does
+    not compare the loaded byte; with the callee-saved w20 it does."""
+    for reg, compared in (("w5", None), ("w20", 0)):
+        path = tmp_path / "p.csv"
+        with open(path, "w", newline="") as f:
+            out = csv.writer(f)
+            out.writerow(["function", "window", "pc", "samples", "asm"])
+            for i, asm in enumerate((f"ldrb {reg}, [x2]", "bl 0x4000", f"cmp {reg}, w10",
+                                     "b.ne 0x1000")):
+                out.writerow(["walk", "walk", hex(0x1000 + 4 * i), 10, asm])
+        profile = read_profile(path)
+        reader = chain_walk._Reader(profile, Code(profile).op, [0, 1, 2, 3], frozenset())
+        got = reader.compared_load(3)
+        assert (got[0] if got else None) == compared, reg

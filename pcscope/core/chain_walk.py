@@ -83,11 +83,10 @@ class _Reader:
         return self.writes.get(reg, 0) <= RARE * runs
 
     def writer(self, row: int, reg: str) -> int | None:
-        """The last row before ``row`` (within LOOK_BACK, in address order) writing ``reg``."""
-        for w in range(row - 1, max(self.rows[0], row - LOOK_BACK) - 1, -1):
-            if reg in self.op(w).dest:
-                return w
-        return None
+        """What last sets ``reg`` before ``row`` (shapes.setter over the walk's LOOK_BACK
+        rows before it, in address order)."""
+        return shapes.setter(self.op, range(row - 1, max(self.rows[0], row - LOOK_BACK) - 1, -1),
+                             reg, int(self.p.pc[row]))
 
     def compared_load(self, branch: int) -> tuple[int, str] | None:
         """For ``cmp a, b; b.cond``: the narrow load of one side and the other register."""
