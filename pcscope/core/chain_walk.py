@@ -303,21 +303,10 @@ def masked(profile: Profile, op: Callable[[int], Op], rows: list[int],
         fixed = [reg for reg in o.src if reg not in written]
         if o.mnemonic != "and" or o.dest != index or len(o.src) != 2 or len(fixed) != 1:
             continue
-        setter = shapes.setter(op, _before(profile, rows[0]), fixed[0],
+        setter = shapes.setter(op, profile.rows_before(rows[0], LOOK_BEFORE), fixed[0],
                                int(profile.pc[max(rows)]))
         return Mask(row, setter, None if setter is None else shapes.constant(profile.asm(setter)))
     return None
-
-
-def _before(profile: Profile, row: int) -> list[int]:
-    """The rows of ``row``'s function before it, latest first, at most LOOK_BEFORE."""
-    fn = profile.function[row]
-    out: list[int] = []
-    for q in range(row - 1, max(-1, row - 1 - LOOK_BEFORE), -1):
-        if profile.function[q] != fn:
-            break
-        out.append(q)
-    return out
 
 
 def mask_metrics(mask: Mask | None, entry_bytes: int) -> list[Metric]:
@@ -375,7 +364,7 @@ def wrapped(profile: Profile, op: Callable[[int], Op], rows: list[int],
         strides = [s for key in keys if (s := _stride(op, writer, key, wrap_rows[-1]))]
         if not compares or not strides:
             continue
-        before = _before(profile, inside[0])
+        before = profile.rows_before(inside[0], LOOK_BEFORE)
         reached = list(shapes.falls_through(op, before, int(profile.pc[inside[-1]])))
         setter = shapes.setter(op, reached, bound, int(profile.pc[inside[-1]]))
         start = reached[-1] if reached else inside[0]

@@ -28,7 +28,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import takewhile
 
 from pcscope.core import shapes
 from pcscope.core.mechanisms import Metric
@@ -38,7 +37,7 @@ MIN_KEYS = 4  # different constant keys, each looked up on most entries, that ma
 MOST = 0.5  # part of the caller's entries a key's call site must run on
 PART = 0.05  # part of all the calls' lookups a caller must make to be named
 KEY_REGISTERS = ("x1", "x0")  # where a lookup's key is passed (after the table, else first)
-LOOK_BACK = 8  # instructions before a call searched for its key's adrp/add
+LOOK_BACK = 8  # rows of the caller before a call searched for its key's adrp/add
 CHECK = ("a caller passes a different address constant (adrp; add) as the key at each of "
          "its call sites: ")  # the check naming that caller (the advice reads it)
 
@@ -90,9 +89,7 @@ def _constant_key(profile: Profile, op: Callable[[int], shapes.Op], call: int) -
     sets it before the call (shapes.setter, over the LOOK_BACK rows of the caller before
     it) is ``add reg, reg, #off`` and what sets it before that ``adrp reg, #page``; None
     otherwise."""
-    fn = profile.function[call]
-    before = list(takewhile(lambda r: profile.function[r] == fn,
-                            range(call - 1, max(call - 1 - LOOK_BACK, -1), -1)))
+    before = profile.rows_before(call, LOOK_BACK)
     for reg in KEY_REGISTERS:
         add = shapes.setter(op, before, reg, int(profile.pc[call]))
         if add is None or op(add).mnemonic != "add" or op(add).operands[:2] != (reg, reg):
