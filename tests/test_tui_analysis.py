@@ -3,16 +3,7 @@ are kept across reopening, runs can be cancelled, evidence links jump, reports e
 
 from __future__ import annotations
 
-import pytest
-from tui_support import (
-    analyze_all,
-    build_index,
-    fresh_session,
-    gatekeeper_batch,
-    ready,
-    screen_text,
-    until,
-)
+from tui_support import analyze_all, gatekeeper_batch, ready, screen_text, until
 
 from pcscope.core.engine import events as ev
 from pcscope.core.engine.session_store import SessionStore
@@ -21,16 +12,6 @@ from pcscope.tui.analysis import AnalysisController
 from pcscope.tui.run_model import RunView
 
 WIDE = (160, 48)
-
-
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory):
-    return build_index(tmp_path_factory.mktemp("analysis"))
-
-
-@pytest.fixture
-def indexed(shared, tmp_path):
-    return fresh_session(shared, tmp_path)
 
 
 async def test_offline_analysis_shows_calls_and_findings(indexed) -> None:

@@ -7,19 +7,9 @@ Every test posts its whole burst before the first key is handled (``tui_support.
 from __future__ import annotations
 
 import pytest
-from tui_support import analyze_all, build_index, burst, fresh_session, ready, until
+from tui_support import analyze_all, burst, ready, until
 
 WIDE = (160, 48)
-
-
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory):
-    return build_index(tmp_path_factory.mktemp("bursts"))
-
-
-@pytest.fixture
-def indexed(shared, tmp_path):
-    return fresh_session(shared, tmp_path)
 
 
 async def test_filter_typed_with_f(indexed) -> None:
