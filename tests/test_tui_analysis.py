@@ -3,6 +3,8 @@ are kept across reopening, runs can be cancelled, evidence links jump, reports e
 
 from __future__ import annotations
 
+import sqlite3
+
 from tui_support import analyze_all, gatekeeper_batch, ready, screen_text, until
 
 from pcscope.core.engine import events as ev
@@ -71,6 +73,25 @@ async def test_accepted_idea_and_note_are_restored_on_reopen(indexed) -> None:
         verdict = ideas.verdict_of(first)
         assert (verdict.verdict, verdict.note) == ("accepted", "check the BTB")
         assert screen.analysis.run.calls  # and its calls
+
+
+async def test_a_verdict_the_session_store_cannot_save_is_reported(indexed,
+                                                                   monkeypatch) -> None:
+    """The session store writes on its own thread; a write that fails reaches the app's
+    one error handler, as a failed worker does."""
+    def failing(*_args, **_kwargs) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await analyze_all(pilot, screen)
+        monkeypatch.setattr(SessionStore, "set_verdict", failing)
+        await pilot.press("4", "y")
+        await until(pilot, lambda: any(n.title == "save verdict failed" and
+                                       "disk I/O error" in str(n.message)
+                                       for n in app._notifications),
+                    "the failed save to be reported")
 
 
 async def test_rejecting_and_undeciding_an_idea(indexed) -> None:
