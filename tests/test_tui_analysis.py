@@ -310,6 +310,23 @@ async def test_call_detail_belongs_to_the_current_run(indexed) -> None:
         assert current is None or current.raw != "OLD RAW"
 
 
+async def test_a_call_record_the_session_store_cannot_read_is_reported(indexed,
+                                                                      monkeypatch) -> None:
+    def failing(*_args, **_kwargs) -> None:
+        raise sqlite3.OperationalError("database disk image is malformed")
+
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await analyze_all(pilot, screen)
+        monkeypatch.setattr(SessionStore, "call", failing)
+        await pilot.press("5", "down", "down")
+        assert screen.calls.selected is not None
+        await until(pilot, lambda: any("malformed" in str(n.message)
+                                       for n in app._notifications),
+                    "the failed read to be reported")
+
+
 async def test_export_keeps_the_triage_and_leaves_rejected_ideas_out(indexed, tmp_path) -> None:
     import json
 

@@ -22,6 +22,7 @@ from pcscope.tui import render
 from pcscope.tui.keymap import bindings
 from pcscope.tui.run_model import CallView, RunView
 from pcscope.tui.widgets.keys_in_order import KeysInOrder
+from pcscope.tui.work import surface
 
 STATUS_MARK = {"queued": "·", "running": "▶", "ok": "✓", "rejected": "✗", "failed": "!",
                "cancelled": "∅", "skipped": "–"}
@@ -236,7 +237,9 @@ class CallsView(Horizontal):
         call = self.run_view.calls.get(self.selected) if self.run_view and self.selected else None
         if call is not None and call.raw is None and call.status not in ("queued", "running"):
             call.raw = ""  # asked once
-            self.fetch_record(call.id).add_done_callback(
+            fetching = self.fetch_record(call.id)
+            surface(self, fetching, name="load the call's record", group="session")
+            fetching.add_done_callback(
                 lambda done: self.post_message(self.RecordLoaded(call, done)))  # any thread
 
     class RecordLoaded(Message):
