@@ -320,7 +320,7 @@ class MainScreen(Screen):
                 pane = _pane_of(target)
                 if pane is not None:
                     self.action_show_pane(pane)
-                target.focus()
+                self._focus(target)  # now: an action moving the focus on has the last word
             await target.run_action(spec.action)
 
         return run
