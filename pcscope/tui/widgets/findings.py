@@ -153,9 +153,9 @@ class EvidenceList(VirtualList):
         super().__init__(id="evidence-list")
         self.store = store
         self.ids: list[str] = []
-        self._resolved: dict[str, tuple[str, str]] = {}  # ID -> (title, style) of ids
+        self._resolved: dict[str, tuple[str, str]] = {}  # shown ID -> title, ID style
         self._resolving: Worker | None = None
-        self._waiting: list[str] = []  # the IDs it resolves
+        self._waiting: list[str] = []  # IDs the worker resolves (parts not loaded)
 
     def set_ids(self, ids: list[str]) -> None:
         self.ids = list(ids)
@@ -173,7 +173,7 @@ class EvidenceList(VirtualList):
         if event.worker is not self._resolving:
             return
         if event.state == WorkerState.SUCCESS:
-            self._resolved.update(event.worker.result)
+            self._resolved.update(event.worker.result or {})
         elif event.state == WorkerState.ERROR:  # the app's handler has said why
             self._resolved.update((i, ("(not loaded)", "evidence--missing"))
                                   for i in self._waiting)
