@@ -187,6 +187,10 @@ def test_a_lookup_without_constant_key_callers_has_no_modelled_upside(tmp_path):
     assert advise(_mechanism_data(m), "executions", None).removes is None
 
 
+COMPARE = [("plt", 0x4000, 10, STUB), ("plt", 0x4010, 1200, STUB),
+           ("strcmp", 0x5000, 1200, LONG_STRCMP)]  # the compare the lookups call
+
+
 def found_lookup(test: str) -> list:
     """A lookup entered 1,000 times comparing 1,200 names: the compare's result is tested
     by ``test`` right after the call; 300 lookups end at the zero result (a hit)."""
@@ -197,19 +201,34 @@ def found_lookup(test: str) -> list:
             ("lookup", 0x1020, 700, ["movz x0, #0", "b 0x102c"]),
             ("lookup", 0x1028, 300, ["mov x0, x19"]),
             ("lookup", 0x102c, 1000, ["ldp x29, x30, [sp], #0x20", "ret"]),
-            ("plt", 0x4000, 10, STUB), ("plt", 0x4010, 1200, STUB),
-            ("strcmp", 0x5000, 1200, LONG_STRCMP)]
+            *COMPARE]
 
 
-@pytest.mark.parametrize(("test", "hits"), [
-    ("cbz w0, 0x1028", 30.0),  # a zero result jumps to the hit: 300 of 1,000 lookups
-    ("cmp w0, #0", None),  # no branch on the result right after the call: not known
-])  # fmt: skip
-def test_the_hit_rate_of_a_lookup_is_read_from_the_test_of_the_compare(tmp_path, test, hits):
+def found_lookup_on_nonzero() -> list:
+    """The same lookup with its test the other way round: a non-zero result branches on to
+    the next name (``cbnz``, taken 900 of 1,200 times) and the zero result falls through to
+    the hit, again in 300 lookups (read as ``cbz`` the branch would give 900 hits)."""
+    return [("lookup", 0x1000, 1000, ["stp x29, x30, [sp, #-0x20]!", "mov x19, x0",
+                                      "ldr x1, [x19]"]),
+            ("lookup", 0x100c, 1200, ["mov x0, x20", "bl 0x4010", "cbnz w0, 0x1020"]),
+            ("lookup", 0x1018, 300, ["mov x0, x19", "b 0x102c"]),
+            ("lookup", 0x1020, 900, ["ldr x1, [x19, #0x28]!", "cbnz x1, 0x100c"]),
+            ("lookup", 0x1028, 700, ["movz x0, #0"]),
+            ("lookup", 0x102c, 1000, ["ldp x29, x30, [sp], #0x20", "ret"]),
+            *COMPARE]
+
+
+@pytest.mark.parametrize(("blocks", "hits"), [
+    (found_lookup("cbz w0, 0x1028"), 30.0),  # a zero result jumps to the hit: 300 of 1,000
+    (found_lookup_on_nonzero(), 30.0),  # a non-zero one jumps past it: the same 300
+    (found_lookup("cmp w0, #0"), None),  # no branch on the result right after the call
+], ids=["cbz", "cbnz", "no-branch"])  # fmt: skip
+def test_the_hit_rate_of_a_lookup_is_read_from_the_test_of_the_compare(tmp_path, blocks,
+                                                                        hits):
     from pcscope.core.backends.advice import advise
     from pcscope.core.engine.tools import _mechanism_data
 
-    m = libc_of(tmp_path, found_lookup(test))
+    m = libc_of(tmp_path, blocks)
     assert {x.name: x.value for x in m.metrics}.get("lookups finding their key") == hits
     claim = advise(_mechanism_data(m), "executions", None).claim
     assert ("a lookup compares 1.20 names on average" in claim) is (hits is not None)
