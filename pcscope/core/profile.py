@@ -282,6 +282,10 @@ class Profile:
     samples: np.ndarray
     cycles: np.ndarray | None
     asm_column: StringColumn
+    # Per row, the number of its asm text among the distinct texts, numbered in row order
+    # of first appearance (int32): what is read from a text is read once per distinct text
+    # (a quarter to a half of the rows).
+    asm_code: np.ndarray
     mnemonic: np.ndarray
     mnemonics: list[str]
     function: np.ndarray
@@ -312,6 +316,13 @@ class Profile:
 
     def __len__(self) -> int:
         return len(self.pc)
+
+    def asm_firsts(self) -> np.ndarray:
+        """The first row of each distinct asm text, ascending (``asm_code`` numbers them)."""
+        if not len(self.asm_code):
+            return np.zeros(0, dtype=np.int64)
+        seen = np.maximum.accumulate(self.asm_code)
+        return np.flatnonzero(np.concatenate(([True], seen[1:] > seen[:-1])))
 
     def asm(self, row: int) -> str:
         return self.asm_column[row]

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from pcscope.core.asmtext import distinct_rows
 from pcscope.core.columns import StringColumn
 from pcscope.core.errors import InputError
 from pcscope.core.profile import Profile
@@ -361,13 +362,14 @@ def _build(
             module, window_label = module[picked], window_label[picked]
             del picked
         window, label_code = _windows(pcs, function, module, window_label)
-        asm_column, extras = texts.result()
+        asm_column, asm_code, extras = texts.result()
     return Profile(
         path=path,
         pc=pcs,
         samples=samples,
         cycles=cycles,
         asm_column=asm_column,
+        asm_code=asm_code,
         mnemonic=mnemonic,
         mnemonics=mnemonics,
         function=function,
@@ -383,13 +385,16 @@ def _build(
 
 
 def _text_columns(text: pl.DataFrame, picked: np.ndarray | None) -> tuple[
-        StringColumn, dict[str, StringColumn]]:
-    """The asm column and the extra columns (named without their prefix), each of the rows
-    ``picked`` in that order (None: every row as read)."""
+        StringColumn, np.ndarray, dict[str, StringColumn]]:
+    """The asm column, each row's number among the distinct asm texts (Profile.asm_code)
+    and the extra columns (named without their prefix), each of the rows ``picked`` in that
+    order (None: every row as read)."""
     if picked is not None:
         text = text[picked]
     extras = {c.removeprefix("extra."): _strings(text[c]) for c in text.columns[1:]}
-    return _strings(text.drop_in_place("asm_text")), extras
+    asm = text.drop_in_place("asm_text")
+    _, asm_code = distinct_rows(asm, asm.hash().to_numpy())
+    return _strings(asm), asm_code, extras
 
 
 def _check_sum(path: str, what: str, counts: np.ndarray, lines: np.ndarray) -> None:
