@@ -103,6 +103,21 @@ def test_callers_reaching_the_lookup_through_a_tail_call_are_named(tmp_path, for
                      f"times, through forwarder, which tail-calls it)"]) is named
 
 
+@pytest.mark.parametrize(("other", "named"), [
+    ([], True),  # the lookup's stub runs as often as the lookup is entered: the way in
+    # another function is entered as often too: which one the stub leads to is not known
+    ([("other", 0x8000, 1000, ["ret"])], False),
+])  # fmt: skip
+def test_callers_reaching_the_lookup_through_its_stub_are_named_when_the_count_tells(
+        tmp_path, other, named):
+    # `requests` makes the lookup's 1,000 entries with 8 constant keys through the stub at
+    # 0x4020; the lookup itself compares 1,200 names through strcmp's stub at 0x4010
+    m = libc_of(tmp_path, [*found_lookup("cbz w0, 0x1028"), ("plt", 0x4020, 1000, STUB),
+                           ("requests", 0x3000, ENTRIES, keyed_calls(KEYS, to=0x4020) + ["ret"]),
+                           *other])
+    assert any(c.endswith(": requests") for c in m.checks) is named
+
+
 def test_lookups_of_a_per_operation_tree_link_both_ideas(tmp_path):
     from pcscope.core.backends.advice import advise
     from pcscope.core.engine.tools import _mechanism_data

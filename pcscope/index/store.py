@@ -94,8 +94,10 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 # 29: recomputed and clamped work's checks list every instruction in address order; a
 #     gather-branch mechanism counts its bucket scatters' keys and its loops' inner cycles
 # 30: recomputed work's checks say which rows the loop's instructions per iteration count
-# 31: each row's number among the distinct asm texts (asm_code.npy): texts are read once
-FORMAT_VERSION = 31
+# 31: a mechanism carries a per-operation tree's callers and allocator split as typed values
+#     (its ``tree``), which the advice reads instead of parsing the checks back
+# 32: each row's number among the distinct asm texts (asm_code.npy): texts are read once
+FORMAT_VERSION = 32
 Progress = Callable[[str], None]
 
 
