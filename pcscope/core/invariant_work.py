@@ -105,17 +105,21 @@ class Saturated:
     # address order
 
 
-def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
-         inner: Sequence[int] = ()) -> Recomputed | None:
-    """The recomputed work of the loop made of ``rows`` (address order, its head first;
-    ``inner``: the rows of loops nested in it, whose writes count but which are not its
-    work), or None when there is none."""
+def read(profile: Profile, op: Callable[[int], Op], head: int, rows: Sequence[int],
+         inner: Sequence[int] = (), entered_at: frozenset[int] = frozenset()) -> Recomputed | None:
+    """The recomputed work of the loop made of ``rows`` (address order) whose iterations
+    pass ``head`` (``inner``: the rows of loops nested in it, whose writes count but which
+    are not its work; ``entered_at``: the pcs control enters its rows at,
+    natural_loops.entries), or None when there is none."""
     def count(r: int) -> int:
         return int(profile.samples[r]) if r < len(profile) else 0
 
     row_of = profile.row_of
-    head = rows[0]
-    cycles = _inner_cycles(rows, op, row_of)
+    # the cycles inside it that avoid its head and entries: loops nested in it that
+    # natural_loops keeps as its own rows (their head runs less often than NESTED times the
+    # loop's)
+    cycle, _ = natural_loops.inner_cycles([op(r) for r in rows], entered_at | {op(head).pc})
+    cycles = {r for r, c in zip(rows, cycle, strict=True) if c >= 0}
     own = [r for r in rows if r not in cycles]
     inner_rows = {*inner, *cycles}
     rows = sorted({*rows, *inner})
@@ -124,8 +128,11 @@ def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
     if not iterations:
         return None
     preds = _predecessors(rows, op, row_of, body)
-    reach = _reaching(rows, op, preds, head)
-    entries = max(0, iterations - sum(_taken(r, op, count, head) for r in preds[head]))
+    # where values from before the loop come in: its head, and the rows entered from outside
+    starts = {head} | {r for r in own if op(r).pc in entered_at}
+    reach = _reaching(rows, op, preds, starts)
+    entries = sum(max(0, count(s) - sum(_goes(p, s, op, count) for p in preds[s]))
+                  for s in sorted(starts))
     # a value an inner loop computes changes with that loop's trips and exits, which the
     # changes of its writers do not bound: it may change on every run of its readers
     moving = inner_rows | _fed_by(own, op, reach, inner_rows)
@@ -133,7 +140,7 @@ def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
     limit = RARE * iterations
     chain = _chain(own, op, count, reach, change, limit)
     saturated = _saturated(profile, own, op, count, reach, rows, moving, entries, limit,
-                           chain)
+                           chain, iterations)
     if not any(op(r).load for r in chain):  # only constants or addresses rebuilt
         if saturated is None:
             return None
@@ -174,7 +181,7 @@ def _chain(own: Sequence[int], op: Callable[[int], Op], count: Callable[[int], i
 def _saturated(profile: Profile, own: Sequence[int], op: Callable[[int], Op],
                count: Callable[[int], int], reach: dict[int, dict[str, frozenset[int]]],
                rows: Sequence[int], moving: set[int], entries: int, limit: float,
-               chain: set[int]) -> Saturated | None:
+               chain: set[int], iterations: int) -> Saturated | None:
     """The work beyond ``chain`` that no longer changes once the loop's clamps saturate:
     the same reading of the counts with each clamp's result fixed at its constant."""
     clamps = tuple(c for r in own if (c := _clamp(profile, r, op, reach)) is not None)
@@ -191,7 +198,6 @@ def _saturated(profile: Profile, own: Sequence[int], op: Callable[[int], Op],
         _chain(rest, op, count, reach, free, limit) - chain
     if not any(op(r).load for r in more):
         return None
-    iterations = count(rows[0])
     executions = sum(count(r) for r in more)
     used = tuple(c for c in clamps if any(c.row in w for r in more
                                            for w in reach[r].values()))
@@ -292,34 +298,6 @@ def _constant(profile: Profile, writers: frozenset[int], op: Callable[[int], Op]
     return immediate(o.operands[1])
 
 
-def _inner_cycles(rows: Sequence[int], op: Callable[[int], Op],
-                  row_of: Callable[[int], int | None]) -> set[int]:
-    """The rows of cycles inside the loop ``rows`` (head first) that pass neither its head
-    nor a row going to it: loops nested in it that natural_loops keeps as its own rows when
-    their head runs less often than NESTED times the outer head (an extension loop most
-    entries leave on its first compares reads like a ``continue`` by counts alone)."""
-    body = set(rows)
-    preds = _predecessors(rows, op, row_of, body)
-    head = rows[0]
-    to_head = set(preds[head])
-    out: set[int] = set()
-    for end in rows:
-        target = op(end).target
-        top = row_of(target) if target is not None and not isa.is_call(op(end).mnemonic) \
-            else None
-        if top is None or top not in body or top == head or top > end:
-            continue
-        cycle, todo = {top, end}, [end] if end != top else []
-        while todo:  # the rows reaching the back edge without passing its target
-            for p in preds[todo.pop()]:
-                if p not in cycle:
-                    cycle.add(p)
-                    todo.append(p)
-        if head not in cycle and not cycle & to_head:
-            out |= cycle
-    return out
-
-
 def _fed_by(rows: Sequence[int], op: Callable[[int], Op],
             reach: dict[int, dict[str, frozenset[int]]], sources: set[int]) -> set[int]:
     """The rows of ``rows`` reading a value one of ``sources`` writes."""
@@ -328,10 +306,11 @@ def _fed_by(rows: Sequence[int], op: Callable[[int], Op],
 
 
 def _movable(o: Op) -> bool:
-    """Work that can move: not a store, call or unconditional jump, and not a reload from
-    the stack (a spill: moving it needs a free register, not a new place)."""
+    """Work that can move: not a store, a call or an instruction control does not fall
+    through (a jump, a return, a trap), and not a reload from the stack (a spill: moving it
+    needs a free register, not a new place)."""
     m = o.mnemonic
-    return not (isa.is_store(m) or isa.is_call(m) or m == "b" or isa.is_return(m)
+    return not (isa.is_store(m) or isa.is_call(m) or isa.ends_flow(m)
                 or m.startswith("prfm") or (o.load and set(o.addr) & _STACK))
 
 
@@ -357,8 +336,7 @@ def _predecessors(rows: Sequence[int], op: Callable[[int], Op],
         to = row_of(o.target) if o.target is not None and not isa.is_call(m) else None
         if to in body:
             preds[to].append(r)
-        ends = m == "b" or isa.is_return(m) or m in ("br", "braa", "brab")
-        if not ends and r + 1 in body and op(r + 1).pc == o.pc + 4:
+        if not isa.ends_flow(m) and r + 1 in body and op(r + 1).pc == o.pc + 4:
             preds[r + 1].append(r)
     return preds
 
@@ -372,9 +350,10 @@ def _defines(o: Op) -> tuple[str, ...]:
 
 
 def _reaching(rows: Sequence[int], op: Callable[[int], Op], preds: dict[int, list[int]],
-              head: int) -> dict[int, dict[str, frozenset[int]]]:
+              starts: set[int]) -> dict[int, dict[str, frozenset[int]]]:
     """Per row, per register: the rows whose write of it may reach the row (ENTRY: from
-    before the loop), iterated over the loop's graph until nothing changes."""
+    before the loop, at the ``starts``), iterated over the loop's graph until nothing
+    changes."""
     read_any = {x for q in rows for x in reads(op(q))}
     out: dict[int, dict[str, frozenset[int]]] = {r: {} for r in rows}
     after: dict[int, dict[str, frozenset[int]]] = {r: {} for r in rows}
@@ -387,7 +366,7 @@ def _reaching(rows: Sequence[int], op: Callable[[int], Op], preds: dict[int, lis
                 for reg, ws in after[p].items():
                     held.setdefault(reg, set()).update(ws)
             into = {reg: frozenset(ws) for reg, ws in held.items()}
-            if r == head:  # values from before the loop, for every register read
+            if r in starts:  # values from before the loop, for every register read
                 into = {reg: into.get(reg, frozenset()) | {ENTRY}
                         for reg in {*into, *read_any}}
             if into != out[r]:
@@ -430,13 +409,15 @@ def _changes(rows: Sequence[int], op: Callable[[int], Op], count: Callable[[int]
     return change
 
 
-def _taken(r: int, op: Callable[[int], Op], count: Callable[[int], int], head: int) -> int:
-    """How often the row ``r`` goes on to ``head``: a conditional branch to it on its runs
-    less those of the instruction after it, anything else on all its runs."""
+def _goes(r: int, to: int, op: Callable[[int], Op], count: Callable[[int], int]) -> int:
+    """How often the row ``r`` goes on to the row ``to`` (the fall-through row of a
+    conditional branch reached only that way): a conditional branch's jump on its runs less
+    those of the instruction after it, its fall-through on that instruction's runs, anything
+    else on all its runs."""
     o = op(r)
     if not isa.is_conditional_branch(o.mnemonic) or not count(r + 1) or op(r + 1).pc != o.pc + 4:
         return count(r)
-    return max(0, count(r) - count(r + 1))
+    return count(r + 1) if to == r + 1 else max(0, count(r) - count(r + 1))
 
 
 CHECK = "recomputed on each run from inputs that change on few of its runs: "  # advice reads
@@ -471,9 +452,10 @@ def annotate(finder: _Finder, found: list[Mechanism]) -> list[Mechanism]:
         if m.kind in NOT_LOOPS or m.share < MIN_SHARE or key not in at:
             out.append(m)
             continue
-        rows = loops[at[key]]
-        inner = [r for nested in natural_loops.nested_in(loops, rows) for r in nested]
-        found_work = read(p, finder.op, rows, inner)
+        loop = loops[at[key]]
+        inner = [r for nested in natural_loops.nested_in(loops, loop) for r in nested.rows]
+        found_work = read(p, finder.op, loop.head, loop.rows, inner,
+                          natural_loops.entries(p, finder.facts, loop.rows))
         out.append(m if found_work is None else replace(
             m, metrics=(*m.metrics, *metrics(found_work, p.total)),
             checks=(*m.checks, *checks(found_work, p.asm, lambda r: int(p.pc[r])))))

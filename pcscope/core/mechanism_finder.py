@@ -892,10 +892,10 @@ class _Finder:
     @cached_property
     def loop_rows(self) -> list[list[int]]:
         """Each warm loop's own rows (pcscope.core.natural_loops)."""
-        return natural_loops.loops(self.p, self.facts)
+        return [loop.rows for loop in natural_loops.loops(self.p, self.facts)]
 
     @cached_property
-    def function_loops(self) -> list[list[int]]:
+    def function_loops(self) -> list[natural_loops.Loop]:
         """Each warm loop's own rows within its function, across windows."""
         return natural_loops.loops(self.p, self.facts, self.p.function)
 

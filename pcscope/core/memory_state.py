@@ -206,7 +206,7 @@ class _Paths:
                                              not isa.is_call(o.mnemonic)):
                 self.next.append([self.end])  # where it goes is unknown: the iteration ends
                 continue
-            ways = [] if o.mnemonic == "b" else [o.pc + 4]
+            ways = [] if isa.ends_flow(o.mnemonic) else [o.pc + 4]
             if o.target is not None and not isa.is_call(o.mnemonic):
                 ways.append(o.target)
             self.next.append([self.end if at.get(pc, 0) == 0 else at[pc] for pc in ways

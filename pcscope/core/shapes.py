@@ -91,21 +91,14 @@ def ops_of(lines: list[tuple[int, str]]) -> list[Op]:
     return [Op.of(pc, asm) for pc, asm in lines]
 
 
-def leaves_loop(mnemonic: str) -> bool:
-    """A return or a register branch (not a call): control cannot come back."""
-    return isa.is_return(mnemonic) or mnemonic in ("br", "braa", "brab", "braaz", "brabz")
-
-
 def is_loop_body(body: list[Op]) -> bool:
-    """Control can run from the first instruction to the last one's branch back: no return
-    or register branch before the end, and every ``b`` before the end stays inside."""
+    """Control can run from the first instruction to the last one's branch back: every
+    instruction before the end that control does not fall through (isa.ends_flow) is a ``b``
+    that stays inside (a return, register jump or trap there ends the body)."""
     first, last = body[0].pc, body[-1].pc
-    for op in body[:-1]:
-        if leaves_loop(op.mnemonic):
-            return False
-        if op.mnemonic == "b" and (op.target is None or not first <= op.target <= last):
-            return False
-    return True
+    return not any(isa.ends_flow(op.mnemonic) and not (
+        op.mnemonic == "b" and op.target is not None and first <= op.target <= last)
+        for op in body[:-1])
 
 
 def _writer(body: list[Op], i: int, reg: str) -> int | None:
