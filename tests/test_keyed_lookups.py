@@ -46,6 +46,15 @@ def test_caller_with_one_constant_key_per_call_site_is_named(tmp_path):
     assert any(c.endswith(": requests") for c in m.checks)
 
 
+def test_a_key_set_before_a_conditional_branch_reaches_the_call(tmp_path):
+    """A test between the key's adrp/add and its call falls through to the call: the key
+    is still the constant (a call between would clobber x1: no key, as the look-alikes)."""
+    m = libc_of(tmp_path, table_with([
+        (0x3000, ENTRIES, keyed_calls("adrp x1, 0x30000; add x1, x1, #{i}0; cbz x22, 0x3f00")
+         + ["ret"])]))
+    assert {x.name: x.value for x in m.metrics}["constant keys"] == 8
+
+
 @pytest.mark.parametrize("caller", [
     # the same constant key at every call site
     [(0x3000, ENTRIES, keyed_calls("adrp x1, 0x30000; add x1, x1, #0x10") + ["ret"])],
@@ -53,6 +62,9 @@ def test_caller_with_one_constant_key_per_call_site_is_named(tmp_path):
     [(0x3000, ENTRIES, keyed_calls("ldr x1, [x22, #{i}8]") + ["ret"])],
     # the adrp/add goes to another register than the key's
     [(0x3000, ENTRIES, keyed_calls("adrp x2, 0x30000; add x2, x2, #{i}0") + ["ret"])],
+    # a call between the adrp/add and the lookup's call may change x1
+    [(0x3000, ENTRIES, keyed_calls("adrp x1, 0x30000; add x1, x1, #{i}0; bl 0x3f00")
+      + ["ret"])],
     # one call site in a loop, 8 iterations per entry, with one key register
     [(0x3000, ENTRIES, ["stp x29, x30, [sp, #-0x20]!", "movz x22, #8"]),
      (0x3008, 8 * ENTRIES, ["adrp x1, 0x30000", "add x1, x1, #0x10", "mov x0, x21",

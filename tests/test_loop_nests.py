@@ -219,6 +219,15 @@ def test_work_reading_a_length_only_through_a_saturating_clamp_is_hoisted_too(tm
     assert rec.index("Hoist also") < rec.index("structure of arrays")
 
 
+def test_a_maximum_with_minus_one_from_movn_is_a_clamp(tmp_path):
+    """`movn w0, #0` writes -1: max(w1, -1) by a signed select is -1 for w1 ≤ -1."""
+    _profile, table = mechanisms_of(tmp_path, [("optimum", 0x1000, clamped_relaxation(
+        "cmp w1, #0", "movn w0, #0", "csel w0, w1, w0, ge")), WORK])
+    (m,) = of_kind(table, "struct-relaxation")
+    assert f"{invariant_work.CLAMPED}`csel w0, w1, w0, ge` at 0x1018 is -1 for w1 ≤ -1 " \
+        "(`cmp w1, #0`)" in m.checks
+
+
 def test_a_select_against_a_changing_bound_makes_nothing_invariant(tmp_path):
     _profile, table = mechanisms_of(tmp_path, [("optimum", 0x1000,
                                                 clamped_relaxation("cmp w1, w17")), WORK])

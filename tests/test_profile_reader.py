@@ -365,3 +365,11 @@ def test_derived_windows_match_the_rule_whether_modules_interleave_or_not(
         f"{fn},{mod},{pc:#x},1,nop\n" for pc, fn, mod in pcs)
     p = read_profile(write(tmp_path_factory.mktemp("win"), text))
     assert windows_of(p) == reference_windows(pcs)
+
+
+def test_rows_before_a_row_stay_in_its_function_latest_first(tmp_path):
+    profile = read_profile(write(tmp_path, SEED_EXAMPLE))
+    assert list(profile.rows_before(2, 8)) == [1, 0]
+    assert list(profile.rows_before(2, 1)) == [1]
+    assert list(profile.rows_before(4, 8)) == [3]  # not into <unknown_01>
+    assert list(profile.rows_before(5, 8)) == []  # the first row of its function

@@ -340,6 +340,14 @@ class Profile:
     def function_rows(self, f: int) -> np.ndarray:
         return self.functions.groups.members(f)
 
+    def rows_before(self, row: int, limit: int) -> range:
+        """The rows before ``row`` down to its function's first, latest first, at most
+        ``limit`` (what a look-back for a register's setter reads)."""
+        first = row
+        while first > 0 and row - first < limit and self.function[first - 1] == self.function[row]:
+            first -= 1
+        return range(row - 1, first - 1, -1)
+
     def share(self, row: int) -> float:
         return int(self.value[row]) / self.total if self.total else 0.0
 
