@@ -98,7 +98,8 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 #     (its ``tree``), which the advice reads instead of parsing the checks back
 # 32: loops: two heads of one cycle entered apart are one loop, nesting is body containment,
 #     a jump back to an exit block is no loop; inner cycles found once (strongly connected)
-FORMAT_VERSION = 32
+# 33: each row's number among the distinct asm texts (asm_code.npy): texts are read once
+FORMAT_VERSION = 33
 Progress = Callable[[str], None]
 
 
