@@ -103,9 +103,12 @@ def test_regex(engine, pattern, field, expected, total):
     assert (result.kind, result.field, result.query) == ("regex", field, pattern)
 
 
-def test_distinct_rows_number_every_row_even_on_a_hash_collision():
+@pytest.mark.parametrize("slice_rows", [1 << 17, 2])  # checked in one slice, or several
+def test_distinct_rows_number_every_row_even_on_a_hash_collision(slice_rows, monkeypatch):
     import numpy as np
     import polars as pl
+
+    monkeypatch.setattr("pcscope.core.asmtext._CHECK_ROWS", slice_rows)
 
     rows = pl.Series(["ldr x0", "add", "ldr x0", "nop", "add"])
     first, codes = distinct_rows(rows, rows.hash().to_numpy())
@@ -113,6 +116,8 @@ def test_distinct_rows_number_every_row_even_on_a_hash_collision():
     first, codes = distinct_rows(rows, np.zeros(len(rows), dtype=np.uint64))
     assert rows.gather(first[codes]).to_list() == rows.to_list()  # each row its own text
     assert first.tolist() == codes.tolist() == [0, 1, 2, 3, 4]
+    late = np.array([1, 2, 1, 3, 3], dtype=np.uint64)  # only the last row collides
+    assert distinct_rows(rows, late)[1].tolist() == [0, 1, 2, 3, 4]
     first, codes = distinct_rows(rows.clear(), np.zeros(0, dtype=np.uint64))
     assert len(first) == len(codes) == 0
 

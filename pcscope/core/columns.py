@@ -6,6 +6,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
+_TAKE_ROWS = 1 << 15  # rows StringColumn.take gathers at once (~1 MB of text)
+
 
 class StringColumn:
     """Row ``i`` is ``blob[offsets[i]:offsets[i + 1]]`` decoded. Reopens from a memory map."""
@@ -44,14 +46,21 @@ class StringColumn:
         return StringColumn(self.blob[int(offsets[0]) : int(offsets[-1])], offsets - offsets[0])
 
     def take(self, rows: np.ndarray) -> StringColumn:
-        """The texts of some rows (an integer array), gathered with numpy."""
+        """The texts of some rows (an integer array), gathered with numpy a slice of rows
+        at a time: the index of the bytes gathered is 8 bytes a byte (three such arrays
+        at once: ~180 MB for the distinct texts of a million rows in one go)."""
         starts = self.offsets[rows].astype(np.int64)
         lengths = self.offsets[rows + 1].astype(np.int64) - starts
         offsets = np.zeros(len(rows) + 1, dtype=np.uint64)
         np.cumsum(lengths, out=offsets[1:])
-        picks = np.repeat(starts - offsets[:-1].astype(np.int64), lengths) + np.arange(
-            int(offsets[-1]))
-        return StringColumn(self.blob[picks], offsets)
+        at = offsets.astype(np.int64)
+        blob = np.empty(int(at[-1]), dtype=np.uint8)
+        for lo in range(0, len(rows), _TAKE_ROWS):
+            hi = min(lo + _TAKE_ROWS, len(rows))
+            picks = np.repeat(starts[lo:hi] - at[lo:hi], lengths[lo:hi])
+            picks += np.arange(at[lo], at[hi])
+            blob[at[lo]:at[hi]] = self.blob[picks]
+        return StringColumn(blob, offsets)
 
     def to_list(self) -> list[str]:
         data = self.blob.tobytes()

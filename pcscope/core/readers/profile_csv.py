@@ -393,8 +393,9 @@ def _text_columns(text: pl.DataFrame, picked: np.ndarray | None) -> tuple[
         text = text[picked]
     extras = {c.removeprefix("extra."): _strings(text[c]) for c in text.columns[1:]}
     asm = text.drop_in_place("asm_text")
+    column = _strings(asm)  # before the numbering: its joined copy then finds the most memory free
     _, asm_code = distinct_rows(asm, asm.hash().to_numpy())
-    return _strings(asm), asm_code, extras
+    return column, asm_code, extras
 
 
 def _check_sum(path: str, what: str, counts: np.ndarray, lines: np.ndarray) -> None:
