@@ -98,7 +98,9 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 #     (its ``tree``), which the advice reads instead of parsing the checks back
 # 32: loops: two heads of one cycle entered apart are one loop, nesting is body containment,
 #     a jump back to an exit block is no loop; inner cycles found once (strongly connected)
-FORMAT_VERSION = 32
+# 33: a loop's entries are the runs of the edges coming into it from outside, read from exact
+#     counts edge by edge (a jump into a row a branch of the loop also falls into counted)
+FORMAT_VERSION = 33
 Progress = Callable[[str], None]
 
 
