@@ -149,6 +149,9 @@ def test_parse_register(token, register):
         ("bl #0x55000021b4", ("x30",), (), None),
         ("blr x3", ("x30",), ("x3",), None),
         ("ret", (), ("x30",), None),
+        # FEAT_PAuth_LR: authenticated with SP and a PC (a label's, or one in a register)
+        ("retaasppc #-0x8", (), ("x30",), None),
+        ("retabsppcr x16", (), ("x16", "x30"), None),
         ("cbz x0, 0x1f0", (), ("x0",), None),
         ("ld1 {v0.16b, v1.16b}, [x0], #32", ("v0", "v1", "x0"), ("x0",), "x0"),
         ("mov wzr, w1", (), ("x1",), None),
@@ -271,6 +274,10 @@ def test_families(mnemonic, family):
         ("braaz", (False, False, False, False, False, False, False, True, False)),
         ("blrab", (False, False, False, False, False, False, False, True, False)),
         ("retab", (False, False, False, False, False, False, False, False, True)),
+        ("retaasppc", (False, False, False, False, False, False, False, False, True)),
+        ("retabsppc", (False, False, False, False, False, False, False, False, True)),
+        ("retaasppcr", (False, False, False, False, False, False, False, False, True)),
+        ("retabsppcr", (False, False, False, False, False, False, False, False, True)),
         ("ldr", (True, False, True, False, False, False, False, False, False)),
     ],
 )  # fmt: skip
@@ -310,6 +317,8 @@ def test_validator_asks_isa():
     ("braaz x16", True), ("brabz x16", True),  # register jumps, authenticated or not
     ("ret", True), ("ret x1", True), ("retaa", True), ("retab", True),
     ("eret", True), ("eretaa", True), ("eretab", True),
+    ("retaasppc #-0x8", True), ("retabsppc 0x1000", True),
+    ("retaasppcr x16", True), ("retabsppcr x16", True),  # FEAT_PAuth_LR returns
     ("brk #0x3e8", True), ("udf #0", True),  # traps: the exception returns to the trap
     ("b.ne 0x1000", False), ("bcs 0x1000", False), ("bc.eq 0x1000", False),
     ("cbz x0, 0x1000", False), ("cbnz w1, 0x1000", False),

@@ -268,3 +268,73 @@ def test_a_loop_entered_below_its_head_counts_its_entries_where_they_come_in(tmp
                                natural_loops.entries(profile, facts, loop.rows))
     assert work is not None and work.iterations == 20000 and work.entries == 1000
     assert work.rows == (profile.row_of(0x1014),)
+
+
+def chain_search(above: str = "b #0x1018") -> list[tuple[int, str]]:
+    """A chain walk laid out as a compiler lays out a hash chain search: the code before it
+    jumps (``above``) to the candidate test at 0x1018, which a conditional branch of the
+    walk's step (the budget's ``b.eq`` exit at 0x1014) falls into too. 100 entries, 1000
+    tests: 950 step on (the ``b.ne`` back to 0x1008), 50 match; 50 steps run out."""
+    return [(100, "mov w6, #8"), (100, above),
+            (950, "and w1, w1, w12"), (950, "ldrh w1, [x11, x1, lsl #1]"),
+            (950, "subs w6, w6, #1"), (950, "b.eq #0x1028"),
+            (1000, "ldrb w5, [x2, #0x10]"), (1000, "cmp w5, w1"), (1000, "b.ne #0x1008"),
+            (50, "mov w0, w1"), (100, "ret")]
+
+
+def recomputed_work(tmp_path, rows: list[tuple[int, str]]) -> invariant_work.Recomputed:
+    profile, _ = mechanisms_of(tmp_path, [("f", 0x1000, rows)])
+    facts = code_facts(profile)
+    finder = _Finder(profile, find_patterns(profile, facts), facts)
+    (loop,) = finder.function_loops
+    work = invariant_work.read(profile, finder.op, loop.head, loop.rows, (),
+                               natural_loops.entries(profile, facts, loop.rows))
+    assert work is not None
+    return work
+
+
+def test_a_loop_entered_by_a_jump_to_a_row_a_branch_falls_into_counts_that_jump(tmp_path):
+    """The jump from outside (100 runs) comes in at a row the walk's exit test also falls
+    into: the entries are that jump's runs, not the candidate test's count less all of it
+    taken as the fall-through of the branch above (0)."""
+    work = recomputed_work(tmp_path, chain_search())
+    assert work.iterations == 950 and work.entries == 100
+
+
+def test_a_branch_both_of_whose_sides_enter_the_loop_counts_all_its_runs(tmp_path):
+    """The code before the walk jumps to the candidate test on 70 of its 100 runs and falls
+    into the walk's step on 30: both sides come in, so the entries are its 100 runs (not 30,
+    the step's count less the back edge's, with the test's runs all taken from the step)."""
+    rows = chain_search("b.hi #0x1018")
+    rows[2:6] = [(980, "and w1, w1, w12"), (980, "ldrh w1, [x11, x1, lsl #1]"),
+                 (980, "subs w6, w6, #1"), (980, "b.eq #0x1028")]
+    assert recomputed_work(tmp_path, rows).entries == 100
+
+
+def split_entry(leave: str = "ret") -> list[tuple[int, str]]:
+    """A walk whose candidate test (0x1020) a branch before it (0x1004) jumps to on 60 of its
+    70 runs; its other 10 fall to 0x1008, a row the first branch jumps to on 30 of its 100
+    runs (so 0x1008's count mixes the two paths), which ends with ``leave``."""
+    return [(100, "cbz w4, #0x1008"), (70, "cbz w3, #0x1020"),
+            (40, "add w0, w0, #1"), (40, leave),
+            (950, "and w1, w1, w12"), (950, "ldrh w1, [x11, x1, lsl #1]"),
+            (950, "subs w6, w6, #1"), (950, "b.eq #0x1030"),
+            (960, "ldrb w5, [x2, #0x10]"), (960, "cmp w5, w1"), (960, "b.ne #0x1010"),
+            (10, "mov w0, w1"), (60, "ret")]
+
+
+def test_a_branch_whose_other_side_joins_another_path_is_counted_through_that_path(tmp_path):
+    """0x1008's count mixes the two branches' paths, but the first branch's fall-through row
+    is reached only from it (70 of 100: it jumps 30), so 0x1004 falls 40 - 30 = 10 times and
+    jumps into the walk 60 times: 60 entries (not 0, the test's count less all of it taken
+    as the fall-through of the walk's exit test above it)."""
+    assert recomputed_work(tmp_path, split_entry()).entries == 60
+
+
+def test_entries_the_counts_cannot_tell_keep_the_loops_own_answer(tmp_path):
+    """The same code leaving through a register jump (``br``, which may reach any row of the
+    function, the walk's test too): no row's count is its edges in, so how often 0x1004 jumps
+    into the walk is not known; the entries stay what the loop's own rows say (its heads'
+    counts less what the loop sends them, here 0), not a difference of mixed counts. A guard:
+    it passes on the code before entry_runs too."""
+    assert recomputed_work(tmp_path, split_entry("br x9")).entries == 0

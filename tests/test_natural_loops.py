@@ -36,6 +36,18 @@ def test_a_register_jump_is_no_way_into_the_next_row(tmp_path):
                                                   0x101c])]
 
 
+def test_a_pauth_lr_return_is_no_way_into_the_next_row(tmp_path):
+    """An early return inside a loop signed with FEAT_PAuth_LR (``retaasppc``, whose operand
+    is the label of the signing ``paciasppc``, not where it goes) leaves it like ``ret``: the
+    row after it is reached only by the jump to it."""
+    loop = [(1000, "add x0, x0, #1"), (1000, "cmp x0, x1"), (1000, "b.ne #0x1014"),
+            (10, "mov x0, #0"), (10, "retaasppc #-0x1010"),
+            (990, "add x3, x3, x0"), (990, "subs x4, x4, #1"), (990, "b.ne #0x1000"),
+            (10, "ret")]
+    assert loops_of(tmp_path, loop) == [(0x1000, [0x1000, 0x1004, 0x1008, 0x1014, 0x1018,
+                                                  0x101c])]
+
+
 def two_heads(into_large: int = 400) -> list[tuple[int, str]]:
     """A loop over lengths that prices a distance two ways, laid out as xz's encoder does:
     the entry picks the small-distance path (0x100c, falling into the per-length body at

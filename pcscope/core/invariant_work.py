@@ -158,8 +158,11 @@ def read(profile: Profile, op: Callable[[int], Op], head: int, rows: Sequence[in
     # where values from before the loop come in: its head, and the rows entered from outside
     starts = {head} | {r for r in own if op(r).pc in entered_at}
     t = _Tables.of(rows, op, _reaching(rows, op, preds, starts))
-    entries = sum(max(0, count(s) - sum(_goes(p, s, op, count) for p in preds[s]))
-                  for s in sorted(starts))
+    entries = natural_loops.entry_runs(profile, op, body)
+    if entries is None:  # an edge's runs unknown: each start's count less what the loop
+        # sends it (a conditional branch's fall-through taken as all of the next row's runs)
+        entries = sum(max(0, count(s) - sum(_goes(p, s, op, count) for p in preds[s]))
+                      for s in sorted(starts))
     # a value an inner loop computes changes with that loop's trips and exits, which the
     # changes of its writers do not bound: it may change on every run of its readers
     moving = inner_rows | _fed_by(own, t, inner_rows)

@@ -39,7 +39,10 @@ HINTS = {
 UNDECODED = frozenset((".byte", ".inst", ".word", ".long"))
 
 CALLS = frozenset(("bl", "blr", "blraa", "blrab", "blraaz", "blrabz"))
-RETURNS = frozenset(("ret", "retaa", "retab", "eret", "eretaa", "eretab"))
+# FEAT_PAuth_LR returns: x30 authenticated with SP and a PC (a label's, the operand, or one
+# held in the register operand), then returned to; their operand is no return address.
+PAUTH_LR_RETURNS = frozenset(("retaasppc", "retabsppc", "retaasppcr", "retabsppcr"))
+RETURNS = frozenset(("ret", "retaa", "retab", "eret", "eretaa", "eretab")) | PAUTH_LR_RETURNS
 INDIRECT = frozenset(("br", "braa", "brab", "braaz", "brabz", "blr", "blraa", "blrab",
                       "blraaz", "blrabz"))  # fmt: skip
 CONDITIONAL = frozenset(("cbz", "cbnz", "tbz", "tbnz"))  # plus every b.<cond> / bc.<cond>
@@ -433,7 +436,7 @@ def _source_registers(m: str, operands: list[str]) -> tuple[str, ...]:
     for pos, op in enumerate(operands):
         if pos not in written or op.startswith("["):
             out.extend(_registers_in(op))
-    if m in RETURNS and not operands:
+    if m in RETURNS and (not operands or m in PAUTH_LR_RETURNS):
         out.append("x30")
     return tuple(dict.fromkeys(r for r in out if r != "xzr"))
 

@@ -7,12 +7,12 @@ outer one's rows; and the cycles inside one loop. Only warm loops are read."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from pcscope.core import isa
+from pcscope.core import edge_runs, isa
 from pcscope.core.patterns import CodeFacts, backward_branches
 from pcscope.core.profile import Profile
 from pcscope.core.shapes import Op
@@ -217,6 +217,39 @@ def entries(profile: Profile, facts: CodeFacts, rows: Sequence[int]) -> frozense
                      and (r == 0 or profile.function[r - 1] != fn or
                           int(pcs[r - 1]) == int(pcs[r]) - 4 and
                           not isa.ends_flow(facts.names[facts.canon[r - 1]])))
+
+
+def entry_runs(profile: Profile, op: Callable[[int], Op], body: Collection[int]) -> int | None:
+    """How often control comes into the rows ``body`` from the other rows of its function,
+    read from exact counts (pcscope.core.edge_runs): per row of it entered from outside, the
+    runs of the edges coming in from outside; else (their runs left open by the counts) its
+    count less the runs of the edges coming from inside, when those are known and no row of
+    ``body`` jumps through a register. None when neither is known for some row: a conditional
+    branch whose taken runs the counts cannot tell (the rows after it and at its target are
+    reached by other paths too, so their counts mix them). Jumps into the function from other
+    functions are not read, but for callers at its first row."""
+    rows = sorted(body)
+    region = profile.function_rows(int(profile.function[rows[0]])).tolist()
+    edges = edge_runs.read(profile, op, region)
+    if edges is None:
+        return None
+    first = region[0]
+    total = 0
+    for s in rows:
+        into = edges.into(s)
+        outside = [e for e in into if edges.source[e] not in body]
+        if s != first and not outside:
+            continue
+        runs = [edges.runs[e] for e in outside]
+        inside = [edges.runs[e] for e in into if edges.source[e] in body]
+        if s != first and None not in runs:
+            total += sum(r for r in runs if r is not None)
+        elif None not in inside and edges.table_jumps.isdisjoint(body) and \
+                int(profile.samples[s]) >= sum(r for r in inside if r is not None):
+            total += int(profile.samples[s]) - sum(r for r in inside if r is not None)
+        else:
+            return None
+    return total
 
 
 def inner_cycles(ops: Sequence[Op], entries: frozenset[int]) -> tuple[list[int],

@@ -99,7 +99,10 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 # 32: loops: two heads of one cycle entered apart are one loop, nesting is body containment,
 #     a jump back to an exit block is no loop; inner cycles found once (strongly connected)
 # 33: each row's number among the distinct asm texts (asm_code.npy): texts are read once
-FORMAT_VERSION = 33
+# 34: a loop's entries are the runs of the edges coming into it from outside, read from exact
+#     counts edge by edge (a jump into a row a branch of the loop also falls into counted);
+#     FEAT_PAuth_LR returns (retaasppc…) are returns
+FORMAT_VERSION = 34
 Progress = Callable[[str], None]
 
 
