@@ -94,7 +94,9 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 # 29: recomputed and clamped work's checks list every instruction in address order; a
 #     gather-branch mechanism counts its bucket scatters' keys and its loops' inner cycles
 # 30: recomputed work's checks say which rows the loop's instructions per iteration count
-FORMAT_VERSION = 30
+# 31: mechanisms carry the categories of register spills, loop state in memory, string
+#     routines, hardening, narrow accesses and loop overhead (were store-forwarding or other)
+FORMAT_VERSION = 31
 Progress = Callable[[str], None]
 
 
