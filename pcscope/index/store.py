@@ -96,7 +96,9 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 # 30: recomputed work's checks say which rows the loop's instructions per iteration count
 # 31: mechanisms carry the categories of register spills, loop state in memory, string
 #     routines, hardening, narrow accesses and loop overhead (were store-forwarding or other)
-FORMAT_VERSION = 31
+# 32: a pointer-chase mechanism names the second random access of each step (a load the link
+#     of the same step addresses, with a base no link's address uses)
+FORMAT_VERSION = 32
 Progress = Callable[[str], None]
 
 
