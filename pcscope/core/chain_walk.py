@@ -76,6 +76,7 @@ class Walk:
     # second accesses, hottest first: each the load's row, then its path back to the chained
     # load whose link addresses it (that load last)
     second: tuple[tuple[int, ...], ...] = ()
+    also_from: tuple[int, ...] = ()  # other links addressing the first one (other paths)
     branched: int | None = None  # the compare of the first one's value before a branch
 
 
@@ -164,10 +165,10 @@ def read(profile: Profile, op: Callable[[int], Op], rows: list[int], keys: tuple
         if len(rejects) > 1 and _adjacent(r, rejects[0], rejects[1]):
             paired = rejects[1] - 1
     steps, bits, entry = _extension(r), *_footprint(r, keys)
-    second = _second_accesses(r, keys)
+    second, others = _second_accesses(r, keys)
     branched = _branched_on(r, second[0][0]) if second else None
     return Walk(reject, rejected, paired, steps[0], steps[1], steps[2], bits, entry, second,
-                branched)
+                others, branched)
 
 
 def _trace(r: _Reader, row: int, regs: tuple[str, ...], keys: tuple[int, ...],
@@ -192,22 +193,22 @@ def _trace(r: _Reader, row: int, regs: tuple[str, ...], keys: tuple[int, ...],
     return path, frozenset(bases)
 
 
-def _addresses(r: _Reader, load: int) -> bool:
-    """The value ``load`` fetches reaches, through registers, the address of a load of the
-    walk (itself included, in the next step): it is a link."""
-    rows = {load}
+def _addressed(r: _Reader, load: int) -> frozenset[int]:
+    """The loads of the walk (``load`` itself included, in the next step) whose address the
+    value ``load`` fetches reaches through registers: a link's are not empty."""
+    rows, reached = {load}, set[int]()
     for _ in range(4):  # until nothing new: a few passes reach the next step's uses
-        before = len(rows)
+        before = len(rows), len(reached)
         for row in r.rows:
             o = r.op(row)
             if o.load and not isa.is_prefetch(o.mnemonic) and \
                     any(rows & _defs(r, row, reg) for reg in o.addr):
-                return True
+                reached.add(row)
             if not o.load and o.dest and any(rows & _defs(r, row, reg) for reg in o.src):
                 rows.add(row)
-        if len(rows) == before:
+        if (len(rows), len(reached)) == before:
             break
-    return False
+    return frozenset(reached)
 
 
 _OUTSIDE = -1  # a definition before the walk's rows
@@ -247,10 +248,13 @@ def _defs(r: _Reader, row: int, reg: str) -> set[int]:
     return out
 
 
-def _second_accesses(r: _Reader, keys: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+def _second_accesses(r: _Reader, keys: tuple[int, ...]
+                     ) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
     """The walk's loads that are no link (their value addresses nothing), not off the stack,
-    addressed by a link of the same step with a base no link's address uses, hottest first."""
-    links = tuple(k for k in keys if _addresses(r, k))
+    addressed by a link of the same step with a base no link's address uses, hottest first;
+    and the other links whose value reaches the first one's address (on other paths)."""
+    addressed = {k: _addressed(r, k) for k in keys}
+    links = tuple(k for k in keys if addressed[k])
     chain_bases = {b for k in links for b in _trace(r, k, r.op(k).addr, links)[1]}
     found = []
     for row in r.rows:
@@ -261,7 +265,10 @@ def _second_accesses(r: _Reader, keys: tuple[int, ...]) -> tuple[tuple[int, ...]
         path, bases = _trace(r, row, o.addr, links)
         if path is not None and bases - chain_bases:
             found.append((row, *path))
-    return tuple(sorted(found, key=lambda p: (-r.count(p[0]), p[0])))
+    ranked = tuple(sorted(found, key=lambda p: (-r.count(p[0]), p[0])))
+    others = tuple(k for k in links if ranked and k != ranked[0][-1] and
+                   ranked[0][0] in addressed[k])
+    return ranked, others
 
 
 def _branched_on(r: _Reader, load: int) -> int | None:
@@ -402,6 +409,8 @@ def checks(walk: Walk, asm: Callable[[int], str], pc: Callable[[int], int]) -> l
     if walk.second:
         load, *through, key = walk.second[0]
         via = f" through {', '.join(at(q) for q in reversed(through))}" if through else ""
+        via += f" (on other paths from {', '.join(at(k) for k in walk.also_from)})" \
+            if walk.also_from else ""
         on = f"; its value is branched on ({at(walk.branched)})" if walk.branched is not None \
             else ""
         more = f"; also {', '.join(at(p[0]) for p in walk.second[1:])}" if walk.second[1:] \

@@ -462,6 +462,7 @@ def _second_access(m: dict) -> str:
         return ""
     first, *rest = said.split("; ")
     load, origin = first.split(", from ", 1)
+    origin, _, others = origin.partition(" (on other paths from ")
     key, _, through = origin.partition(" through ")
     branch = next((p.removeprefix("its value is branched on (").rstrip(")") for p in rest
                    if p.startswith("its value is branched on (")), None)
@@ -470,6 +471,7 @@ def _second_access(m: dict) -> str:
     return (f" Each step also makes a second random access: {load} takes its address from "
             f"the link {key} loaded in the same step" + (f" (through {through})" if through
                                                          else "")
+            + (f" or, on other paths, from {others.removesuffix(')')}" if others else "")
             + ", with a base no link's address uses, so it reads another structure at a place "
               "the link picks"
             + (f" ({more} more load(s) addressed the same way are in the checks)" if more
