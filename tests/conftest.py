@@ -1,6 +1,6 @@
 """Test data found one way: the real programs of the shared corpus, located beside the
-repository (``<repo>/../shared/corpus/real``) and skipped with a reason when absent, and the
-samples and guides bundled with pcscope."""
+repository (``<repo>/../shared/corpus/real``) and skipped with a reason when absent, the
+samples and guides bundled with pcscope, and the explorer tests' index."""
 
 from __future__ import annotations
 
@@ -66,3 +66,25 @@ def planted_sample() -> BundledSample:
 @pytest.fixture(scope="session")
 def bundled_guides() -> list[Path]:
     return guides()
+
+
+@pytest.fixture(scope="session")
+def tui_index(tmp_path_factory):
+    """The explorer tests' fixed inputs (tui_data), indexed once for the whole run.
+
+    Tests only read it: a reopen adds just what any open adds on first use (the text
+    index, the mechanisms), and other inputs (``indexed.app(guides=…)``) get an index of
+    their own beside it. A test that changes the inputs or the index files builds its own
+    (``tui_support.build_index``)."""
+    from tui_support import build_index
+
+    return build_index(tmp_path_factory.mktemp("tui-index"))
+
+
+@pytest.fixture
+def indexed(tui_index, tmp_path):
+    """The shared index with a session store of this test's own: no state leaks from one
+    test into the next."""
+    from tui_support import fresh_session
+
+    return fresh_session(tui_index, tmp_path)

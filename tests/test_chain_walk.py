@@ -12,7 +12,7 @@ from pcscope.core import chain_walk, invariant_work
 from pcscope.core.backends.advice import advise
 from pcscope.core.engine.tools import _mechanism_data
 from pcscope.core.mechanism_finder import find_mechanisms
-from pcscope.core.patterns import code_facts, find_patterns
+from pcscope.core.patterns import Code, code_facts, find_patterns
 from pcscope.core.readers.profile_csv import read_profile
 
 
@@ -254,6 +254,36 @@ def test_a_wrap_size_from_a_constant_gives_the_table_size(tmp_path):
     assert "at most 4,096 entries of 8 bytes (32 KiB), within L1D" in rec
 
 
+def test_a_wrap_size_from_a_shifted_move_gives_the_table_size(tmp_path):
+    """`movz w7, #0x1, lsl #16` sets w7 to 65,536: the shift is part of the value."""
+    m = chase(tmp_path, cyclic_tree(size_set="movz w7, #0x1, lsl #16"))
+    assert figures(m)["wrapped table size"] == 65536 * 8
+
+
+def test_a_mask_set_before_a_call_is_not_the_walks_mask(tmp_path):
+    """A call between `mov w12, #0x7fff` and the walk may change w12 (caller-saved): the
+    call is what last sets it, its value not in the code; not so for the callee-saved w20."""
+    lines = search()
+    lines[1], lines[3] = (10, "mov w12, #0x7fff"), (10, "bl 0x4000")
+    m = chase(tmp_path, lines)
+    assert "table size" not in figures(m)
+    assert said(m, chain_walk.MASKED).endswith(
+        "set before the walk by `bl 0x4000` at 0x100c, value not in the code")
+    kept = [(n, asm.replace("w12", "w20")) for n, asm in lines]
+    assert figures(chase(tmp_path, kept))["table size"] == 32768 * 2
+
+
+def test_a_register_set_on_another_path_before_the_walk_is_no_argument(tmp_path):
+    """Code ending in a `ret` before the walk does not run into it: w7's setter is not
+    known, and it is not called an argument."""
+    lines = cyclic_tree(size_set="mov w7, #0x1000")
+    lines[3] = (100, "ret")  # instead of the jump into the walk
+    m = chase(tmp_path, lines)
+    wrap = said(m, chain_walk.WRAPPED)
+    assert "wrapped table size" not in figures(m)
+    assert wrap is not None and wrap.endswith("set outside the rows read, value not in the code")
+
+
 def test_a_conditional_add_without_a_compare_on_it_is_no_wrap(tmp_path):
     """`csel` between i and i + w7 while the walk compares with another register: a
     conditional step, not a wrap; nothing bounds the table."""
@@ -294,3 +324,20 @@ def test_a_field_of_the_node_the_link_points_at_is_no_second_access(tmp_path):
     lines = [(10, "mov x0, x1"), (500, "ldr x0, [x0, #8]"), (500, "ldr w4, [x0, #16]"),
              (500, "add w5, w5, w4"), (500, "cbnz x0, 0x1004"), (10, "ret")]
     assert said(chase(tmp_path, lines), chain_walk.SECOND) is None
+
+
+def test_a_compare_reads_no_load_a_call_clobbers_before_it(tmp_path):
+    """`ldrb w5` then a call: the call may change w5 (caller-saved), so `cmp w5, w10` does
+    not compare the loaded byte; with the callee-saved w20 it does."""
+    for reg, compared in (("w5", None), ("w20", 0)):
+        path = tmp_path / "p.csv"
+        with open(path, "w", newline="") as f:
+            out = csv.writer(f)
+            out.writerow(["function", "window", "pc", "samples", "asm"])
+            for i, asm in enumerate((f"ldrb {reg}, [x2]", "bl 0x4000", f"cmp {reg}, w10",
+                                     "b.ne 0x1000")):
+                out.writerow(["walk", "walk", hex(0x1000 + 4 * i), 10, asm])
+        profile = read_profile(path)
+        reader = chain_walk._Reader(profile, Code(profile).op, [0, 1, 2, 3], frozenset())
+        got = reader.compared_load(3)
+        assert (got[0] if got else None) == compared, reg

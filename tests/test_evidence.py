@@ -73,6 +73,19 @@ def test_registered_evidence_resolves(store):
     assert store.resolve("note:1").text.startswith("the loop")
 
 
+def test_ids_of_a_part_not_loaded_yet_do_not_resolve_now(store):
+    """The explorer draws evidence on its UI thread only when resolving it loads nothing
+    (the rest it resolves in a worker)."""
+    now = ["pc:0x1004", "win:0x1000", "fn:run", "pat:division:0x2000", "finding:f1"]
+    later = ["mca:0x2000", "guide:uarch/branch-prediction/indirect-branches",
+             "mech:indirect-call:0x1008"]
+    assert all(store.resolves_now(i) for i in now)
+    assert not any(store.resolves_now(i) for i in later)
+    for evidence_id in later:
+        store.exists(evidence_id)  # loads the part its kind resolves from
+    assert all(store.resolves_now(i) for i in later)
+
+
 def test_asm_around_stays_in_module_and_reports_shares(store):
     view = store.asm_around(0x2000, before=2, after=2)
     assert [i.pc for i in view.instructions] == [0x1004, 0x1008, 0x2000]

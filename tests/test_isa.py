@@ -302,3 +302,22 @@ def test_validator_asks_isa():
     assert supports("indirect-branch", "braaz x3", [])
     assert supports("atomic-llsc", "stlxp w1, x2, x3, [x0]", [])
     assert supports("acquire-release", "ldapr w0, [x1]", [])
+
+
+@pytest.mark.parametrize(("text", "ends"), [
+    ("b 0x1000", True),  # unconditional, no link
+    ("br x16", True), ("braa x16, x17", True), ("brab x16, sp", True),
+    ("braaz x16", True), ("brabz x16", True),  # register jumps, authenticated or not
+    ("ret", True), ("ret x1", True), ("retaa", True), ("retab", True),
+    ("eret", True), ("eretaa", True), ("eretab", True),
+    ("brk #0x3e8", True), ("udf #0", True),  # traps: the exception returns to the trap
+    ("b.ne 0x1000", False), ("bcs 0x1000", False), ("bc.eq 0x1000", False),
+    ("cbz x0, 0x1000", False), ("cbnz w1, 0x1000", False),
+    ("tbz w1, #3, 0x1000", False), ("tbnz x1, #63, 0x1000", False),  # conditional
+    ("bl 0x1000", False), ("blr x8", False), ("blraa x8, x9", False),
+    ("blraaz x8", False), ("blrabz x8", False),  # calls come back
+    ("svc #0", False), ("hlt #0xf000", False),  # return to the next instruction
+    ("nop", False), ("add x0, x0, #1", False), ("ldr x16, [x17]", False),
+])  # fmt: skip
+def test_ends_flow(text, ends):
+    assert isa.ends_flow(isa.canonical(text)[0]) is ends

@@ -46,6 +46,15 @@ def test_caller_with_one_constant_key_per_call_site_is_named(tmp_path):
     assert any(c.endswith(": requests") for c in m.checks)
 
 
+def test_a_key_set_before_a_conditional_branch_reaches_the_call(tmp_path):
+    """A test between the key's adrp/add and its call falls through to the call: the key
+    is still the constant (a call between would clobber x1: no key, as the look-alikes)."""
+    m = libc_of(tmp_path, table_with([
+        (0x3000, ENTRIES, keyed_calls("adrp x1, 0x30000; add x1, x1, #{i}0; cbz x22, 0x3f00")
+         + ["ret"])]))
+    assert {x.name: x.value for x in m.metrics}["constant keys"] == 8
+
+
 @pytest.mark.parametrize("caller", [
     # the same constant key at every call site
     [(0x3000, ENTRIES, keyed_calls("adrp x1, 0x30000; add x1, x1, #0x10") + ["ret"])],
@@ -53,6 +62,9 @@ def test_caller_with_one_constant_key_per_call_site_is_named(tmp_path):
     [(0x3000, ENTRIES, keyed_calls("ldr x1, [x22, #{i}8]") + ["ret"])],
     # the adrp/add goes to another register than the key's
     [(0x3000, ENTRIES, keyed_calls("adrp x2, 0x30000; add x2, x2, #{i}0") + ["ret"])],
+    # a call between the adrp/add and the lookup's call may change x1
+    [(0x3000, ENTRIES, keyed_calls("adrp x1, 0x30000; add x1, x1, #{i}0; bl 0x3f00")
+      + ["ret"])],
     # one call site in a loop, 8 iterations per entry, with one key register
     [(0x3000, ENTRIES, ["stp x29, x30, [sp, #-0x20]!", "movz x22, #8"]),
      (0x3008, 8 * ENTRIES, ["adrp x1, 0x30000", "add x1, x1, #0x10", "mov x0, x21",
@@ -101,6 +113,21 @@ def test_callers_reaching_the_lookup_through_a_tail_call_are_named(tmp_path, for
     more = [c for c in m.checks if c.startswith(MORE_CHECK)]
     assert (more == [f"{MORE_CHECK}requests (4 keys, 4.00 lookups per entry, entered 125 "
                      f"times, through forwarder, which tail-calls it)"]) is named
+
+
+@pytest.mark.parametrize(("other", "named"), [
+    ([], True),  # the lookup's stub runs as often as the lookup is entered: the way in
+    # another function is entered as often too: which one the stub leads to is not known
+    ([("other", 0x8000, 1000, ["ret"])], False),
+])  # fmt: skip
+def test_callers_reaching_the_lookup_through_its_stub_are_named_when_the_count_tells(
+        tmp_path, other, named):
+    # `requests` makes the lookup's 1,000 entries with 8 constant keys through the stub at
+    # 0x4020; the lookup itself compares 1,200 names through strcmp's stub at 0x4010
+    m = libc_of(tmp_path, [*found_lookup("cbz w0, 0x1028"), ("plt", 0x4020, 1000, STUB),
+                           ("requests", 0x3000, ENTRIES, keyed_calls(KEYS, to=0x4020) + ["ret"]),
+                           *other])
+    assert any(c.endswith(": requests") for c in m.checks) is named
 
 
 def test_lookups_of_a_per_operation_tree_link_both_ideas(tmp_path):
@@ -160,6 +187,10 @@ def test_a_lookup_without_constant_key_callers_has_no_modelled_upside(tmp_path):
     assert advise(_mechanism_data(m), "executions", None).removes is None
 
 
+COMPARE = [("plt", 0x4000, 10, STUB), ("plt", 0x4010, 1200, STUB),
+           ("strcmp", 0x5000, 1200, LONG_STRCMP)]  # the compare the lookups call
+
+
 def found_lookup(test: str) -> list:
     """A lookup entered 1,000 times comparing 1,200 names: the compare's result is tested
     by ``test`` right after the call; 300 lookups end at the zero result (a hit)."""
@@ -170,19 +201,34 @@ def found_lookup(test: str) -> list:
             ("lookup", 0x1020, 700, ["movz x0, #0", "b 0x102c"]),
             ("lookup", 0x1028, 300, ["mov x0, x19"]),
             ("lookup", 0x102c, 1000, ["ldp x29, x30, [sp], #0x20", "ret"]),
-            ("plt", 0x4000, 10, STUB), ("plt", 0x4010, 1200, STUB),
-            ("strcmp", 0x5000, 1200, LONG_STRCMP)]
+            *COMPARE]
 
 
-@pytest.mark.parametrize(("test", "hits"), [
-    ("cbz w0, 0x1028", 30.0),  # a zero result jumps to the hit: 300 of 1,000 lookups
-    ("cmp w0, #0", None),  # no branch on the result right after the call: not known
-])  # fmt: skip
-def test_the_hit_rate_of_a_lookup_is_read_from_the_test_of_the_compare(tmp_path, test, hits):
+def found_lookup_on_nonzero() -> list:
+    """The same lookup with its test the other way round: a non-zero result branches on to
+    the next name (``cbnz``, taken 900 of 1,200 times) and the zero result falls through to
+    the hit, again in 300 lookups (read as ``cbz`` the branch would give 900 hits)."""
+    return [("lookup", 0x1000, 1000, ["stp x29, x30, [sp, #-0x20]!", "mov x19, x0",
+                                      "ldr x1, [x19]"]),
+            ("lookup", 0x100c, 1200, ["mov x0, x20", "bl 0x4010", "cbnz w0, 0x1020"]),
+            ("lookup", 0x1018, 300, ["mov x0, x19", "b 0x102c"]),
+            ("lookup", 0x1020, 900, ["ldr x1, [x19, #0x28]!", "cbnz x1, 0x100c"]),
+            ("lookup", 0x1028, 700, ["movz x0, #0"]),
+            ("lookup", 0x102c, 1000, ["ldp x29, x30, [sp], #0x20", "ret"]),
+            *COMPARE]
+
+
+@pytest.mark.parametrize(("blocks", "hits"), [
+    (found_lookup("cbz w0, 0x1028"), 30.0),  # a zero result jumps to the hit: 300 of 1,000
+    (found_lookup_on_nonzero(), 30.0),  # a non-zero one jumps past it: the same 300
+    (found_lookup("cmp w0, #0"), None),  # no branch on the result right after the call
+], ids=["cbz", "cbnz", "no-branch"])  # fmt: skip
+def test_the_hit_rate_of_a_lookup_is_read_from_the_test_of_the_compare(tmp_path, blocks,
+                                                                        hits):
     from pcscope.core.backends.advice import advise
     from pcscope.core.engine.tools import _mechanism_data
 
-    m = libc_of(tmp_path, found_lookup(test))
+    m = libc_of(tmp_path, blocks)
     assert {x.name: x.value for x in m.metrics}.get("lookups finding their key") == hits
     claim = advise(_mechanism_data(m), "executions", None).claim
     assert ("a lookup compares 1.20 names on average" in claim) is (hits is not None)

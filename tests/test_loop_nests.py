@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 
 from test_loop_shapes import WORK, mechanisms_of, of_kind
+from test_natural_loops import two_heads
 from test_store_shapes import as_dict
 
-from pcscope.core import invariant_work, loop_nests
+from pcscope.core import invariant_work, loop_nests, natural_loops
 from pcscope.core.backends.advice import advise
 from pcscope.core.mechanism_finder import _Finder
 from pcscope.core.patterns import code_facts, find_patterns
@@ -80,6 +81,20 @@ def test_the_per_iteration_total_names_the_inner_cycles_and_calls_it_leaves_out(
     assert f"{invariant_work.COUNTED}0x1000–0x1078 (28 rows, the rarer paths included; not " \
         "the inner cycle at 0x1064 (1.2 per iteration) nor the callees of its 1 call)" \
         in [c for m in table for c in m.checks]
+
+
+def test_an_inner_loop_entered_at_its_test_is_an_inner_cycle_too(tmp_path):
+    """A store loop entered by a jump to its test at the bottom (``b`` to the ``cmp``, as a
+    ``while`` compiles unrotated) is a cycle of its own inside the loop, though its back
+    edge's natural loop reaches the outer head through that jump."""
+    n, advances = 10000, 2000
+    rows = priced_relaxation(advances)
+    rows = [*rows[:21], (n, "b.ne #0x1070"), *rows[22:24], (advances, "b #0x1068"),
+            (advances, "str w5, [x1], #0x2c"), (2 * advances, "cmp x1, x3"),
+            (2 * advances, "b.ne #0x1064"), *rows[24:]]
+    _profile, table = mechanisms_of(tmp_path, [("optimum", 0x1000, rows), WORK])
+    assert f"{invariant_work.COUNTED}0x1000–0x1078 (28 rows, the rarer paths included; not " \
+        "the inner cycle at 0x1064 (1 per iteration))" in [c for m in table for c in m.checks]
 
 
 def test_an_index_advancing_on_every_iteration_recomputes_nothing(tmp_path):
@@ -204,6 +219,15 @@ def test_work_reading_a_length_only_through_a_saturating_clamp_is_hoisted_too(tm
     assert rec.index("Hoist also") < rec.index("structure of arrays")
 
 
+def test_a_maximum_with_minus_one_from_movn_is_a_clamp(tmp_path):
+    """`movn w0, #0` writes -1: max(w1, -1) by a signed select is -1 for w1 ≤ -1."""
+    _profile, table = mechanisms_of(tmp_path, [("optimum", 0x1000, clamped_relaxation(
+        "cmp w1, #0", "movn w0, #0", "csel w0, w1, w0, ge")), WORK])
+    (m,) = of_kind(table, "struct-relaxation")
+    assert f"{invariant_work.CLAMPED}`csel w0, w1, w0, ge` at 0x1018 is -1 for w1 ≤ -1 " \
+        "(`cmp w1, #0`)" in m.checks
+
+
 def test_a_select_against_a_changing_bound_makes_nothing_invariant(tmp_path):
     _profile, table = mechanisms_of(tmp_path, [("optimum", 0x1000,
                                                 clamped_relaxation("cmp w1, w17")), WORK])
@@ -228,3 +252,19 @@ def test_a_select_of_a_constant_short_of_the_compared_bound_is_no_clamp(tmp_path
                                                 clamped_relaxation("cmp w1, #9")), WORK])
     (m,) = of_kind(table, "struct-relaxation")
     assert not any(c.startswith(invariant_work.CLAMPED) for c in m.checks)
+
+
+def test_a_loop_entered_below_its_head_counts_its_entries_where_they_come_in(tmp_path):
+    """The loop of two heads (test_natural_loops.two_heads) is counted at its busier head
+    (0x1010), entered at 0x100c and 0x103c: its entries are the 1000 runs of the code before
+    it, not what reaches the head from outside its cycle."""
+    rows = two_heads()
+    rows[5] = (20000, "ldr w1, [x2, #0x10]")  # a fixed slot: changes only on entry
+    profile, _ = mechanisms_of(tmp_path, [("f", 0x1000, rows)])
+    facts = code_facts(profile)
+    finder = _Finder(profile, find_patterns(profile, facts), facts)
+    (loop,) = finder.function_loops
+    work = invariant_work.read(profile, finder.op, loop.head, loop.rows, (),
+                               natural_loops.entries(profile, facts, loop.rows))
+    assert work is not None and work.iterations == 20000 and work.entries == 1000
+    assert work.rows == (profile.row_of(0x1014),)

@@ -360,3 +360,18 @@ def test_reopen_checks_the_profile(tmp_path):
     other = write_profile(tmp_path, [("f", 0x2000, 1, "dmb ish"), ("f", 0x2004, 1, "nop")], "o.csv")
     with pytest.raises(ValueError):
         PatternTable.from_arrays(arrays, other)
+
+
+def test_a_repeated_text_is_read_once_and_its_facts_go_to_every_row(tmp_path):
+    """Rows with one text share its number (first appearance in PC order) and its facts;
+    a relative branch target still depends on each row's own PC."""
+    texts = ["ldr x1, [x2, #8]!", "b #-0x8", "add x0, x0, #1", "ldr x1, [x2, #8]!", "b #-0x8",
+             "b 0x100"]
+    profile = write_profile(tmp_path, [("f", 0x100 + 4 * i, 1, t) for i, t in enumerate(texts)])
+    assert profile.asm_code.tolist() == [0, 1, 2, 0, 1, 3]
+    assert profile.asm_firsts().tolist() == [0, 1, 2, 5]
+    facts = code_facts(profile)
+    assert facts.target.tolist() == [-1, 0xfc, -1, -1, 0x108, 0x100]
+    assert facts.base.tolist()[::3] == [register_code("x2")] * 2
+    assert facts.writeback.tolist() == [True, False, False, True, False, False]
+    assert facts.dest[:, 0].tolist() == [register_code("x1"), -1, 0, register_code("x1"), -1, -1]

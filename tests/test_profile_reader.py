@@ -121,6 +121,12 @@ def test_window_labels_group_rows_and_blank_labels_are_derived(tmp_path):
     assert windows_of(p) == {"win:0x1000": [0x1000, 0x9000], "win:0x1004": [0x1004, 0x1008]}
 
 
+def test_an_all_empty_cycles_column_counts_as_absent(tmp_path):
+    text = "pc,samples,cycles,asm\n0x10,100,,nop\n0x200,1,  ,nop\n"
+    p = read_profile(write(tmp_path, text))
+    assert p.cycles is None and p.basis == "samples" and p.total == 101
+
+
 def test_weights_use_cycles_when_present(tmp_path):
     text = "pc,samples,cycles,asm\n0x10,100,1,nop\n0x200,1,3,nop\n"
     p = read_profile(write(tmp_path, text))
@@ -359,3 +365,11 @@ def test_derived_windows_match_the_rule_whether_modules_interleave_or_not(
         f"{fn},{mod},{pc:#x},1,nop\n" for pc, fn, mod in pcs)
     p = read_profile(write(tmp_path_factory.mktemp("win"), text))
     assert windows_of(p) == reference_windows(pcs)
+
+
+def test_rows_before_a_row_stay_in_its_function_latest_first(tmp_path):
+    profile = read_profile(write(tmp_path, SEED_EXAMPLE))
+    assert list(profile.rows_before(2, 8)) == [1, 0]
+    assert list(profile.rows_before(2, 1)) == [1]
+    assert list(profile.rows_before(4, 8)) == [3]  # not into <unknown_01>
+    assert list(profile.rows_before(5, 8)) == []  # the first row of its function

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pcscope.core.asmtext import distinct_texts
+from pcscope.core.asmtext import distinct_rows
 from pcscope.core.errors import UsageError
 from pcscope.core.patterns import find_patterns
 from pcscope.core.readers.profile_csv import read_profile
@@ -103,17 +103,18 @@ def test_regex(engine, pattern, field, expected, total):
     assert (result.kind, result.field, result.query) == ("regex", field, pattern)
 
 
-def test_distinct_texts_index_every_row_even_on_a_hash_collision():
+def test_distinct_rows_number_every_row_even_on_a_hash_collision():
     import numpy as np
     import polars as pl
 
     rows = pl.Series(["ldr x0", "add", "ldr x0", "nop", "add"])
-    texts, codes = distinct_texts(rows, rows.hash().to_numpy())
-    assert len(texts) == 3 and texts.gather(codes).to_list() == rows.to_list()
-    collided, codes = distinct_texts(rows, np.zeros(len(rows), dtype=np.uint64))
-    assert collided.gather(codes).to_list() == rows.to_list()  # each row its own text
-    empty, codes = distinct_texts(rows.clear(), np.zeros(0, dtype=np.uint64))
-    assert len(empty) == len(codes) == 0
+    first, codes = distinct_rows(rows, rows.hash().to_numpy())
+    assert first.tolist() == [0, 1, 3] and codes.tolist() == [0, 1, 0, 2, 1]
+    first, codes = distinct_rows(rows, np.zeros(len(rows), dtype=np.uint64))
+    assert rows.gather(first[codes]).to_list() == rows.to_list()  # each row its own text
+    assert first.tolist() == codes.tolist() == [0, 1, 2, 3, 4]
+    first, codes = distinct_rows(rows.clear(), np.zeros(0, dtype=np.uint64))
+    assert len(first) == len(codes) == 0
 
 
 def test_regex_mnemonic_matches_canonical_spelling(tmp_path):

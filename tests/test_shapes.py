@@ -127,3 +127,61 @@ def test_outline_atomic_helper():
     flag_only = body("adrp x16, 0x99000", "ldrb w16, [x16, #0x7a8]", "cbz w16, 0x1010",
                      "add x0, x0, #1", "ret")
     assert not shapes.outline_atomic_helper(flag_only)
+
+
+# -- the setter of a register before a read ------------------------------------------------
+def setter_of(reg: str, *lines: str) -> int | None:
+    """The setter of ``reg`` for a read right after ``lines``, looking back through all."""
+    ops = body(*lines)
+    return shapes.setter(ops.__getitem__, range(len(ops) - 1, -1, -1), reg, 0x1000 + 4 * len(ops))
+
+
+def test_the_setter_is_the_last_write_and_a_w_write_sets_the_x_register():
+    assert setter_of("x12", "mov w12, #0xffff", "add x3, x3, #1", "ldr w12, [x0, #0x58]",
+                     "add x4, x4, #1") == 2
+    assert setter_of("x12", "mov w12, #0xffff", "add x3, x3, #1") == 0
+    assert setter_of("x12", "add x3, x3, #1") is None
+
+
+def test_a_conditional_branch_falls_through_to_the_read():
+    assert setter_of("x7", "mov w7, #0x1000", "cbz x0, 0x2000", "b.ne 0x2000") == 0
+
+
+@pytest.mark.parametrize("end", ["b 0x2000", "b 0x1000", "ret", "br x16"])
+def test_code_before_an_unconditional_branch_does_not_set_the_register(end):
+    assert setter_of("x7", "mov w7, #0x1000", end, "add x3, x3, #1") is None
+
+
+def test_a_jump_forward_to_the_read_still_reaches_it():
+    """A rotated loop's entry: ``b`` to its test, past the rows it skips."""
+    assert setter_of("x7", "mov w7, #0x1000", "b 0x100c", "add x3, x3, #1") == 0
+
+
+def test_a_call_sets_the_registers_it_may_clobber_not_the_callee_saved_ones():
+    lines = ("mov w7, #0x1000", "mov w19, #0x10", "bl 0x4000", "add x3, x3, #1")
+    assert setter_of("x7", *lines) == 2  # x0-x18: AAPCS64 lets the callee change them
+    assert setter_of("x19", *lines) == 1
+
+
+@pytest.mark.parametrize(("asm", "value"), [
+    ("mov w7, #0x1000", 0x1000), ("movz w7, #4096", 4096),
+    ("movz w7, #0x1, lsl #16", 0x10000), ("movz x7, #0x2, lsl #32", 0x2 << 32),
+    ("movn w7, #0x2f", 0xffffffd0), ("movn x7, #0", (1 << 64) - 1),
+    ("mov w7, #-1", 0xffffffff), ("orr w7, wzr, #0xff", 0xff),
+    ("mov w7, w3", None), ("movk w7, #0x1, lsl #16", None), ("ldr w7, [x0]", None),
+    ("orr w7, w3, #0xff", None), ("add w7, wzr, #3", None),
+])  # fmt: skip
+def test_the_constant_a_move_writes(asm, value):
+    assert shapes.constant(asm) == value
+
+
+def test_a_constant_read_as_signed_in_its_register_width():
+    assert shapes.constant("movn w7, #0x2f", signed=True) == -0x30
+    assert shapes.constant("mov x7, #-1", signed=True) == -1
+    assert shapes.constant("movz w7, #0x8000, lsl #16", signed=True) == -(1 << 31)
+    assert shapes.constant("movz w7, #5", signed=True) == 5
+
+
+def test_the_rows_falling_through_to_a_read_end_at_an_unconditional_branch():
+    ops = body("mov w7, #1", "b 0x2000", "cbz x0, 0x2000", "bl 0x4000", "add x3, x3, #1")
+    assert list(shapes.falls_through(ops.__getitem__, range(4, -1, -1), 0x1014)) == [4, 3, 2]

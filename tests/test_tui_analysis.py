@@ -3,34 +3,21 @@ are kept across reopening, runs can be cancelled, evidence links jump, reports e
 
 from __future__ import annotations
 
-import pytest
-from tui_support import (
-    analyze_all,
-    build_index,
-    fresh_session,
-    gatekeeper_batch,
-    ready,
-    screen_text,
-    until,
-)
+import sqlite3
+import threading
+
+from tui_support import analyze_all, gatekeeper_batch, ready, screen_text, until
 
 from pcscope.core.engine import events as ev
 from pcscope.core.engine.session_store import SessionStore
 from pcscope.core.ids import parse_pc
 from pcscope.tui.analysis import AnalysisController
+from pcscope.tui.app import PcscopeApp
+from pcscope.tui.config import TuiConfig
+from pcscope.tui.launch import reopen
 from pcscope.tui.run_model import RunView
 
 WIDE = (160, 48)
-
-
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory):
-    return build_index(tmp_path_factory.mktemp("analysis"))
-
-
-@pytest.fixture
-def indexed(shared, tmp_path):
-    return fresh_session(shared, tmp_path)
 
 
 async def test_offline_analysis_shows_calls_and_findings(indexed) -> None:
@@ -90,6 +77,61 @@ async def test_accepted_idea_and_note_are_restored_on_reopen(indexed) -> None:
         verdict = ideas.verdict_of(first)
         assert (verdict.verdict, verdict.note) == ("accepted", "check the BTB")
         assert screen.analysis.run.calls  # and its calls
+
+
+async def test_a_recorded_runs_evidence_resolves_off_the_ui_thread(indexed) -> None:
+    """Reopened on a recorded run, the first idea's evidence shows at once and its ALP
+    record and mechanism resolve in a worker: the UI thread neither decodes the ALP nor
+    reads the mechanisms, nor waits while a worker does."""
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        await analyze_all(pilot, await ready(pilot))
+    request = indexed.request()
+    prepared = reopen(request)  # as `pcscope open` does before the UI starts
+    assert prepared is not None
+    workload = prepared.workload
+    gate = threading.Event()  # the loads finish once the explorer has drawn without them
+    on_ui: list[str] = []
+    waited: list[bool] = []
+    for part in ("alp_loader", "mechanism_loader"):
+        load = getattr(workload, part)
+
+        def held(load=load, part=part):
+            if threading.current_thread() is threading.main_thread():
+                on_ui.append(part)
+            waited.append(gate.wait(timeout=5.0))  # False: nobody drew meanwhile
+            return load()
+
+        setattr(workload, part, held)
+    reopened = PcscopeApp(request, TuiConfig(path=None), prepared)
+    async with reopened.run_test(size=WIDE) as pilot:
+        await ready(pilot, settle=False)
+        await until(pilot, lambda: "alp:0x2004  …" in screen_text(reopened),
+                    "the evidence drawn before the ALP has loaded")
+        gate.set()
+        await until(pilot, lambda: "ALP at 0x2004" in screen_text(reopened),
+                    "the ALP record's title")
+        assert "indirect-call mechanism, own share" in screen_text(reopened)
+    assert on_ui == [] and waited and all(waited)
+
+
+async def test_a_verdict_the_session_store_cannot_save_is_reported(indexed,
+                                                                   monkeypatch) -> None:
+    """The session store writes on its own thread; a write that fails reaches the app's
+    one error handler, as a failed worker does."""
+    def failing(*_args, **_kwargs) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await analyze_all(pilot, screen)
+        monkeypatch.setattr(SessionStore, "set_verdict", failing)
+        await pilot.press("4", "y")
+        await until(pilot, lambda: any(n.title == "save verdict failed" and
+                                       "disk I/O error" in str(n.message)
+                                       for n in app._notifications),
+                    "the failed save to be reported")
 
 
 async def test_rejecting_and_undeciding_an_idea(indexed) -> None:
@@ -266,6 +308,23 @@ async def test_call_detail_belongs_to_the_current_run(indexed) -> None:
         screen.calls.on_calls_view_record_loaded(screen.calls.RecordLoaded(stale, done))
         current = screen.calls.run_view.calls.get(before.id)
         assert current is None or current.raw != "OLD RAW"
+
+
+async def test_a_call_record_the_session_store_cannot_read_is_reported(indexed,
+                                                                      monkeypatch) -> None:
+    def failing(*_args, **_kwargs) -> None:
+        raise sqlite3.OperationalError("database disk image is malformed")
+
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await analyze_all(pilot, screen)
+        monkeypatch.setattr(SessionStore, "call", failing)
+        await pilot.press("5", "down", "down")
+        assert screen.calls.selected is not None
+        await until(pilot, lambda: any("malformed" in str(n.message)
+                                       for n in app._notifications),
+                    "the failed read to be reported")
 
 
 async def test_export_keeps_the_triage_and_leaves_rejected_ideas_out(indexed, tmp_path) -> None:

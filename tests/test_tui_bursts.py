@@ -7,19 +7,9 @@ Every test posts its whole burst before the first key is handled (``tui_support.
 from __future__ import annotations
 
 import pytest
-from tui_support import analyze_all, build_index, burst, fresh_session, ready, until
+from tui_support import analyze_all, burst, ready, until
 
 WIDE = (160, 48)
-
-
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory):
-    return build_index(tmp_path_factory.mktemp("bursts"))
-
-
-@pytest.fixture
-def indexed(shared, tmp_path):
-    return fresh_session(shared, tmp_path)
 
 
 async def test_filter_typed_with_f(indexed) -> None:
@@ -189,3 +179,28 @@ async def test_enter_and_back_in_findings_give_the_keys_after_them_to_the_new_li
         burst(app, "h", "j")
         await pilot.pause()
         assert ideas.has_focus and ideas.cursor == 1 and evidence.cursor == 0
+
+
+async def test_a_palette_command_that_moves_the_focus_keeps_it_there(indexed) -> None:
+    """A command run from the palette focuses its widget at once, before its action runs:
+    an action that moves the focus on (Back to ideas, from the evidence) has the last word
+    (a focus queued behind it took the evidence list back)."""
+    from textual.command import CommandPalette
+    from textual.widgets import Input
+
+    app = indexed.app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await ready(pilot)
+        await analyze_all(pilot, screen)
+        ideas = screen.findings.ideas
+        assert len(ideas.ideas) > 1
+        burst(app, "ctrl+p", *"back to ideas")
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette)
+                    and app.screen.query_one(Input).value == "back to ideas",
+                    "the palette's query")
+        burst(app, "enter")
+        await until(pilot, lambda: app.screen is screen, "the palette to close")
+        await pilot.pause()
+        assert ideas.has_focus
+        await pilot.press("j")
+        assert ideas.cursor == 1

@@ -11,7 +11,6 @@ import time
 import uuid
 
 import pytest
-from tui_support import build_index
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None,
                                 reason="tmux is not installed: no real terminal to drive")
@@ -61,13 +60,12 @@ def tmux(tmp_path):
     session.run("kill-session", "-t", session.name)
 
 
-def test_explore_a_profile_in_a_real_terminal(tmux, tmp_path) -> None:
-    indexed = build_index(tmp_path)
+def test_explore_a_profile_in_a_real_terminal(tmux, tmp_path, indexed) -> None:
     inputs = indexed.inputs
     command = [
         sys.executable, "-m", "pcscope", "open", str(inputs.profile), "--alp", str(inputs.alp),
         "--guide", str(inputs.guide), "--index-dir", str(indexed.index_dir),
-        "--session", str(tmp_path / "session.sqlite"),
+        "--session", str(indexed.session),
     ]
     env = {"TERM": "xterm-256color", "XDG_CONFIG_HOME": str(tmp_path / "config"),
            "PYTHONPATH": os.pathsep.join(sys.path)}
@@ -100,16 +98,15 @@ def test_explore_a_profile_in_a_real_terminal(tmux, tmp_path) -> None:
     assert not tmux.alive(), "q did not quit the explorer"
 
 
-def test_search_goto_guides_triage_and_copy_in_a_real_terminal(tmux, tmp_path) -> None:
+def test_search_goto_guides_triage_and_copy_in_a_real_terminal(tmux, tmp_path, indexed) -> None:
     """The keys an engineer types over SSH: a search refined while it runs (F3), : with a
     symbol, a guide search, an accepted idea exported with its verdict, a copied PC."""
-    indexed = build_index(tmp_path)
     inputs = indexed.inputs
     report = tmp_path / "triaged.md"
     command = [
         sys.executable, "-m", "pcscope", "open", str(inputs.profile), "--alp", str(inputs.alp),
         "--guide", str(inputs.guide), "--index-dir", str(indexed.index_dir),
-        "--session", str(tmp_path / "session.sqlite"),
+        "--session", str(indexed.session),
     ]
     env = {"TERM": "xterm-256color", "XDG_CONFIG_HOME": str(tmp_path / "config"),
            "PYTHONPATH": os.pathsep.join(sys.path)}

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-from tui_support import build_index, burst, fresh_session, ready, screen_text, until
+from tui_support import burst, ready, screen_text, until
 
 from pcscope.tui.config import TuiConfig, read_config
 from pcscope.tui.keymap import MOTIONS, SPECS
@@ -11,16 +10,6 @@ from pcscope.tui.screens.help import HelpScreen
 
 WIDE = (160, 48)
 SMALL = (80, 24)
-
-
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory):
-    return build_index(tmp_path_factory.mktemp("flows"))
-
-
-@pytest.fixture
-def indexed(shared, tmp_path):
-    return fresh_session(shared, tmp_path)
 
 
 async def test_drill_from_hot_window_to_pc(indexed) -> None:

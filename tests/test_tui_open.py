@@ -99,11 +99,10 @@ def test_no_color_is_honoured(monkeypatch, tmp_path) -> None:
     assert app.no_color
 
 
-async def test_palette_opens_with_a_function_key(tmp_path) -> None:
+async def test_palette_opens_with_a_function_key(indexed) -> None:
     from textual.command import CommandPalette
-    from tui_support import build_index
 
-    app = build_index(tmp_path).app()
+    app = indexed.app()
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
         await pilot.press("f2")
@@ -111,10 +110,8 @@ async def test_palette_opens_with_a_function_key(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("theme", ["pcscope-dark", "pcscope-light", "pcscope-high-contrast"])
-async def test_every_theme_opens(tmp_path, theme) -> None:
-    from tui_support import build_index
-
-    app = build_index(tmp_path).app(TuiConfig(path=None, theme=theme))
+async def test_every_theme_opens(indexed, theme) -> None:
+    app = indexed.app(TuiConfig(path=None, theme=theme))
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
         assert app.theme == theme

@@ -10,22 +10,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from tui_support import build_index, fresh_session, gatekeeper_batch, ready, until
+from tui_support import gatekeeper_batch, ready, until
 
 from pcscope.tui.config import TuiConfig
 
 SMALL = (80, 24)
 WIDE = (160, 48)
-
-
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory):
-    return build_index(tmp_path_factory.mktemp("snapshots"))
-
-
-@pytest.fixture
-def indexed(shared, tmp_path):
-    return fresh_session(shared, tmp_path)
 
 
 def app_of(indexed, **config):

@@ -1,5 +1,6 @@
-"""Shared setup of the explorer's Pilot tests: inputs indexed once per module (under the
-test's tmp dir, never ~/.cache), an app with a fixed config, and waiting helpers."""
+"""Shared setup of the explorer's Pilot tests: inputs indexed (under a tmp dir, never
+~/.cache; once per run by conftest's ``tui_index``), an app with a fixed config, and
+waiting helpers."""
 
 from __future__ import annotations
 

@@ -52,15 +52,19 @@ def asm_series(column: StringColumn, name: str = "asm") -> pl.Series:
     return series
 
 
-def distinct_texts(texts: pl.Series, hashes: np.ndarray) -> tuple[pl.Series, np.ndarray]:
-    """The distinct texts, and each row's index among them: rows grouped by ``hashes``
-    (numpy's sort of 64-bit keys is 4x faster than polars' string Enum cast), then
-    checked, so a collision costs only speed: then every row stands for itself."""
-    _, first, codes = np.unique(hashes, return_index=True, return_inverse=True)
-    distinct = texts.gather(first)
-    if not (distinct.gather(codes) == texts).all():
-        return texts.rechunk(), np.arange(len(texts))
-    return distinct.rechunk(), codes.reshape(-1)
+def distinct_rows(texts: pl.Series, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first row of each distinct text (ascending), and each row's number among them
+    (int32, numbered in that order). Rows are grouped by ``hashes`` (numpy's sort of 64-bit
+    keys is 4x faster than polars' string Enum cast), then checked, so a collision costs
+    only speed: then every row stands for itself."""
+    _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    number = np.empty(len(first), dtype=np.int32)
+    number[order] = np.arange(len(first), dtype=np.int32)
+    first, codes = first[order], number[inverse.reshape(-1)]
+    if not (texts.gather(first[codes]) == texts).all():
+        return np.arange(len(texts)), np.arange(len(texts), dtype=np.int32)
+    return first, codes
 
 
 class _Text:
@@ -140,9 +144,10 @@ class AsmScan:
         close[opened] = span.first("]", bracket[opened])
         return base, close
 
-    def branch_targets(self, rows: np.ndarray, pcs: np.ndarray) -> np.ndarray:
-        """Target of the direct branch in each of ``rows``: its last operand as hex (``#``,
-        ``0x`` optional; ``<symbol>`` ignored); negative = relative to ``pcs``; -1 none."""
+    def branch_operands(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Target operand of the direct branch in each of ``rows``: its last operand as hex
+        (``#``, ``0x`` optional; ``<symbol>`` ignored; -1 none), and whether it was written
+        negative, that is relative to the branch's PC (the target is the PC minus it)."""
         span = self.rows.take(rows)
         symbol = span.first("<")
         span.end = np.where(symbol >= 0, symbol, span.end)
@@ -152,8 +157,7 @@ class AsmScan:
         negative = span.byte(pos) == ord("-")
         pos = np.where(negative, pos + 1, pos)
         prefixed = (span.byte(pos) == ord("0")) & (span.byte(pos + 1) == ord("x"))
-        value = span.hex_at(np.where(prefixed, pos + 2, pos))
-        return np.where(negative & (value >= 0), pcs.astype(np.int64) - value, value)
+        return span.hex_at(np.where(prefixed, pos + 2, pos)), negative
 
 
 OTHER_REGISTER = 33  # the bit every register that is not general shares (vector, predicate)

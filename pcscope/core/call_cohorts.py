@@ -69,13 +69,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from pcscope.core import code_character, isa
+from pcscope.core import code_character, isa, shapes
 from pcscope.core.ids import is_hidden_name
 from pcscope.core.mechanisms import Metric
 from pcscope.core.member_calls import Callees
 from pcscope.core.patterns import CodeFacts
 from pcscope.core.profile import Profile
 from pcscope.core.stub_targets import entry_counts
+from pcscope.core.tree_values import Caller, PairedAllocation, TreeValues
 
 CALLER_PART = 0.01  # part of the calls a caller must make to be named (trees, lookups)
 COHORT_FUNCTIONS = 8  # members that make a per-operation tree
@@ -111,8 +112,8 @@ PAIR_CHECK = "create/destroy pairs entered equally often per operation"  # the a
 SETUP_CALLERS_CHECK = "members calling the set-up on every entry"  # the advice reads it
 ONE_SHOT_CHECK = "one-shot calls whose streaming parts are members too"  # the advice reads it
 CALLERS_CHECK = "entered from outside the tree by"  # the advice reads it
-PAIRED_CHECK = "allocator calls of the create/destroy pairs"  # the advice reads it
-OWN_MODULE, OTHER_MODULE = "its own module", "another module"  # the advice reads them
+PAIRED_CHECK = "allocator calls of the create/destroy pairs"
+OWN_MODULE, OTHER_MODULE = "its own module", "another module"
 _STREAM_PARTS = ("init", "update", "final")  # a streaming API's parts, after the one-shot's name
 # the suffixes of an object's making and releasing routines by C naming convention (OpenSSL's
 # EVP_MD_CTX_new/EVP_MD_CTX_free, GLib's g_hash_table_new/g_hash_table_destroy): both entered
@@ -195,36 +196,6 @@ class Member:
 
 
 @dataclass(frozen=True)
-class Caller:
-    """A function outside the tree whose calls lead into it: where operations are entered."""
-
-    name: str
-    module: str  # its module ("" when the profile names none)
-    entries: int  # its entry count (far fewer than its calls: it calls from a loop)
-    calls: int  # its calls leading into the tree (exact counts)
-    entered: tuple[str, ...]  # the members its calls lead to, where one call leads to one
-    # its call sites through a PLT stub whose count matches several members (which one it
-    # leads to is not in the profile)
-    unresolved: int
-    entered_modules: tuple[str, ...]  # the modules of the members its calls may lead to
-
-
-@dataclass(frozen=True)
-class PairedAllocation:
-    """The allocator calls (with their helpers and wrappers) the create/destroy pairs'
-    members make on every entry, and where the others start."""
-
-    # instructions per operation of the allocator members' calls made for the pairs; None
-    # when the profile cannot tell (``unknown`` says why)
-    instructions: float | None
-    makers: tuple[str, ...]  # the pairs' members making allocator calls on every entry
-    # where the other allocator calls begin: the members outside the pairs calling an
-    # allocator member on every entry, and the allocator members entered by no such call
-    others: tuple[str, ...]
-    unknown: str = ""
-
-
-@dataclass(frozen=True)
 class Cohort:
     operations: int
     members: tuple[Member, ...]
@@ -238,6 +209,11 @@ class Cohort:
     @property
     def rows(self) -> list[int]:
         return [r for m in self.members for r in m.rows]
+
+    @property
+    def allocator(self) -> float:
+        """Instructions per operation of the members that are, help or wrap the allocator."""
+        return sum(m.per_operation * m.per_call for m in self.members if m.allocator is not None)
 
     @property
     def deletable(self) -> float:
@@ -293,12 +269,21 @@ def bases(entries: np.ndarray) -> list[int]:
     return [base for _n, base in sorted(runs, key=lambda run: (-run[0], run[1]))]
 
 
-def find(profile: Profile, facts: CodeFacts, owner: np.ndarray) -> list[Cohort]:
+def callees(profile: Profile, facts: CodeFacts, found: Routines,
+            stubs: frozenset[int]) -> Callees:
+    """Where the calls of the routines ``found`` lead (pcscope.core.member_calls), read
+    through the PLT stubs and veneers starting at the rows ``stubs``."""
+    return Callees.of(profile, facts, found.order[found.starts[:-1]], found.code,
+                      found.entries, stubs)
+
+
+def find(profile: Profile, op: Callable[[int], shapes.Op], owner: np.ndarray,
+         found: Routines, callees: Callable[[], Callees]) -> list[Cohort]:
     """Every per-operation tree whose plumbing holds COHORT_SHARE of the total, its members
-    the functions' routines; ``owner`` gives per row the position of the other mechanism
-    counting it (-1: none), so a row is counted once and a member's other rows are named
-    with their owner."""
-    found = routines(profile, facts)
+    the routines ``found`` (``callees()``: where their calls lead, asked for only when a
+    tree is found; ``op``: a row's instruction); ``owner`` gives per row the position of
+    the other mechanism counting it (-1: none), so a row is counted once and a member's
+    other rows are named with their owner."""
     entries, work = found.entries, found.work
     own = _Unclaimed.of(profile, found, owner)
     small = (work <= PLUMBING * entries) & own.has_rows
@@ -313,22 +298,21 @@ def find(profile: Profile, facts: CodeFacts, owner: np.ndarray) -> list[Cohort]:
         # most bases make no tree: the test reads per-routine sums, so their members are
         # never built
         if own.makes_tree(picked, k, base, profile.total):
-            members = _with_helpers(profile, [_member(profile, found, i, int(k[i]), owner)
+            members = _with_helpers(profile, [_member(profile, op, found, i, int(k[i]), owner)
                                               for i in np.flatnonzero(picked).tolist()])
             out.append(Cohort(base, tuple(members),
                               int(own.executions[picked].sum())))
             trees.append(set(np.flatnonzero(near).tolist()))
-    out = _with_shared(profile, out, found, free, owner)
+    out = _with_shared(profile, op, out, found, free, owner)
     if not out:
         return out
-    callees = Callees.of(profile, facts, found.order[found.starts[:-1]], found.code,
-                         found.entries)
     trees = [tree | {m.routine for m in cohort.members}
              for tree, cohort in zip(trees, out, strict=True)]
     inside = np.zeros(len(profile.pc), dtype=bool)  # a row of any tree
     for i in set().union(*trees):
         inside[found.rows(i)] = True
-    return [_with_callers(profile, _with_roles(cohort, callees, found), tree, callees, found,
+    calls = callees()
+    return [_with_callers(profile, _with_roles(cohort, calls, found), tree, calls, found,
                           ~inside)
             for cohort, tree in zip(out, trees, strict=True)]
 
@@ -367,8 +351,8 @@ def _with_callers(profile: Profile, cohort: Cohort, tree: set[int], callees: Cal
                    other_callers=(len(rest), sum(c.calls for c in rest)))
 
 
-def _with_shared(profile: Profile, cohorts: list[Cohort], found: Routines, free: np.ndarray,
-                 owner: np.ndarray) -> list[Cohort]:
+def _with_shared(profile: Profile, op: Callable[[int], shapes.Op], cohorts: list[Cohort],
+                 found: Routines, free: np.ndarray, owner: np.ndarray) -> list[Cohort]:
     """``cohorts`` with their shared callees: a small function in no tree entered
     ``k1 × N1 + k2 × N2`` times (up to BASE_SPREAD more) for exactly one pair of trees and
     multiples (openssl's hidden memset: 3 per digest and 1 per AES-GCM operation) joins the
@@ -392,7 +376,7 @@ def _with_shared(profile: Profile, cohorts: list[Cohort], found: Routines, free:
         a, ka, b, kb = fit[0]
         if ka * cohorts[a].operations < kb * cohorts[b].operations:
             a, ka, b, kb = b, kb, a, ka
-        member = _member(profile, found, i, ka, owner)
+        member = _member(profile, op, found, i, ka, owner)
         part = ka * cohorts[a].operations / (ka * cohorts[a].operations
                                               + kb * cohorts[b].operations)
         if member.rows:
@@ -404,7 +388,8 @@ def _with_shared(profile: Profile, cohorts: list[Cohort], found: Routines, free:
             for n, c in enumerate(cohorts)]
 
 
-def _member(profile: Profile, found: Routines, i: int, k: int, owner: np.ndarray) -> Member:
+def _member(profile: Profile, op: Callable[[int], shapes.Op], found: Routines, i: int, k: int,
+            owner: np.ndarray) -> Member:
     """Routine ``i`` of ``found`` as a member entered ``k`` times per operation."""
     code, rows, entries = int(found.code[i]), found.rows(i), int(found.entries[i])
     counts = profile.samples[rows].astype(np.int64)
@@ -416,16 +401,16 @@ def _member(profile: Profile, found: Routines, i: int, k: int, owner: np.ndarray
     match = _ALLOCATOR.match(name)
     return Member(code, i, name, k, tuple(rows[mine].tolist()),
                   round(int(counts[mine].sum()) / entries, 1), elsewhere,
-                  match.group(1) if match else None, entries, _live(profile, rows),
+                  match.group(1) if match else None, entries, _live(profile, op, rows),
                   _is_setup(profile, found, i, k))
 
 
-def _live(profile: Profile, rows: np.ndarray) -> int:
+def _live(profile: Profile, op: Callable[[int], shapes.Op], rows: np.ndarray) -> int:
     """The entries of the routine of ``rows`` that pass a null check on its first
     instruction (``cbz x0`` returning at once, as ``free(NULL)`` does): the next row's
     count; all its entries without such a check."""
-    first = profile.asm(int(rows[0])).split()
-    if len(rows) > 1 and first[:2] in (["cbz", "x0,"], ["cbz", "w0,"]) and \
+    first = op(int(rows[0]))
+    if len(rows) > 1 and first.mnemonic == "cbz" and first.src == ("x0",) and \
             int(profile.pc[rows[1]]) == int(profile.pc[rows[0]]) + 4:
         return int(profile.samples[rows[1]])
     return int(profile.samples[rows[0]])
@@ -590,6 +575,11 @@ def metrics(cohort: Cohort) -> list[Metric]:
     ]
 
 
+def values(cohort: Cohort) -> TreeValues:
+    """What the advice addresses to whom (pcscope.core.tree_values), as the checks say it."""
+    return TreeValues(cohort.callers, cohort.allocator, cohort.paired)
+
+
 def checks(cohort: Cohort, owner: Callable[[int], str]) -> list[str]:
     """The checks naming the tree's shape, its heaviest members (their instructions per
     call counted here, and how many more per call the mechanism ``owner(position)``
@@ -623,16 +613,15 @@ def _callers(cohort: Cohort) -> list[str]:
                       f"through {c.unresolved} PLT stubs whose counts match several members: "
                       f"which one each leads to is not in the profile")
         where = ""
-        if c.module and all(c.entered_modules):
-            reached = " and ".join(c.entered_modules)
-            where = f"; the members it reaches are in {reached}, " + \
-                (OWN_MODULE if c.module in c.entered_modules else OTHER_MODULE)
+        if c.reached:
+            where = f"; the members it reaches are in {' and '.join(c.reached)}, " + \
+                (OWN_MODULE if c.own_module else OTHER_MODULE)
         items.append(f"`{c.name}`" + (f" in {c.module}" if c.module else "")
                      + f" (entered {c.entries:,} time{'' if c.entries == 1 else 's'}, "
                        f"{c.calls:,} calls, "
                        f"{c.calls / cohort.operations:.2f} per operation, "
                      f"{' and '.join(to)}{where})")
-    more, calls = cohort.other_callers  # parse_callers reads the items back
+    more, calls = cohort.other_callers
     return [f"{CALLERS_CHECK} (exact call counts, direct or through a PLT stub): "
             + ", ".join(items)
             + (f"; {more} more functions, {calls:,} calls (each under {CALLER_PART:.0%} of "
@@ -669,7 +658,6 @@ def _allocations(cohort: Cohort) -> list[str]:
                    key=lambda m: (m.helper, m.wrapper, _ALLOCATOR_ROUTINES.index(m.allocator)))
     if not found:
         return []
-    instructions = sum(m.per_operation * m.per_call for m in found)
     routines = " + ".join(f"{m.per_operation} {m.allocator}" for m in found
                           if not m.helper and not m.wrapper)
     helpers = ", ".join(f"{m.per_operation} × {m.name}" for m in found if m.helper)
@@ -681,7 +669,7 @@ def _allocations(cohort: Cohort) -> list[str]:
                f"({helpers})" if helpers else "")
             + (f", and the program's wrappers calling them, or another wrapper, on every "
                f"entry in at most {WRAPPER} instructions ({wrappers})" if wrappers else "")
-            + f" = {instructions:,.0f} instructions"]
+            + f" = {cohort.allocator:,.0f} instructions"]
 
 
 def _setups(cohort: Cohort) -> list[str]:
@@ -751,9 +739,7 @@ def _paired(cohort: Cohort) -> list[str]:
         return []
     if p.instructions is None:
         return [f"{PAIRED_CHECK}: not in the profile ({p.unknown})"]
-    total = round(sum(m.per_operation * m.per_call for m in cohort.members
-                      if m.allocator is not None))
-    paired = round(p.instructions)
+    total, paired = round(cohort.allocator), round(p.instructions)
     return [f"{PAIRED_CHECK} (their members' calls on every entry, directly or through "
             f"wrappers, followed down to the allocator): {paired:,} of {total:,} instructions "
             f"per operation, made by {', '.join(p.makers) or 'none'}; the other "
@@ -777,57 +763,3 @@ def _one_shot(cohort: Cohort) -> list[str]:
     if not found:
         return []
     return [f"{ONE_SHOT_CHECK} (by symbol name): " + ", ".join(found)]
-
-
-@dataclass(frozen=True)
-class CallerText:
-    """A caller as the callers check names it (for the advice, which sees the checks)."""
-
-    name: str
-    module: str  # "" when the profile names none
-    entries: str  # its entry count, as written (digits and commas)
-    per_operation: str  # its calls per operation, as written
-    reached: str  # the modules of the members it reaches ("" when not known)
-    own_module: bool  # whether its module is one of them
-
-
-_CALLER_ITEM = re.compile(r"`([^`]+)`(?: in (\S+))? \(entered ([\d,]+) times?, [\d,]+ calls, "
-                          r"([\d.]+) per operation, "
-                          r"[^()]*?(?:; the members it reaches are in ([^()]*?), "
-                          f"({OWN_MODULE}|{OTHER_MODULE}))?\\)")
-
-
-def parse_callers(check: str) -> list[CallerText]:
-    """The callers named by a check that ``_callers`` wrote."""
-    return [CallerText(name, module or "", entries, k, reached or "", where == OWN_MODULE)
-            for name, module, entries, k, reached, where in _CALLER_ITEM.findall(check)]
-
-
-@dataclass(frozen=True)
-class PairedText:
-    """The split of the allocator's instructions per operation as the check gives it (for
-    the advice, which sees the checks): all figures as written."""
-
-    paired: str | None  # None: not in the profile
-    total: str
-    rest: str
-    makers: tuple[str, ...]
-    others: tuple[str, ...]
-    unknown: str
-
-
-_PAIRED = re.compile(r": ([\d,]+) of ([\d,]+) instructions per operation, made by (.*); the "
-                     r"other ([\d,]+) begin outside the pairs' own calls, at (.*)$")
-
-
-def parse_paired(check: str) -> PairedText:
-    """The split a check that ``_paired`` wrote gives."""
-    found = _PAIRED.search(check)
-    if found is None:
-        return PairedText(None, "", "", (), (), check.split("(", 1)[-1].removesuffix(")"))
-    paired, total, makers, rest, others = found.groups()
-
-    def names(listed: str) -> tuple[str, ...]:
-        return () if listed == "none" else tuple(listed.split(", "))
-
-    return PairedText(paired, total, rest, names(makers), names(others), "")

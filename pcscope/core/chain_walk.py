@@ -36,7 +36,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pcscope.core import isa
+from pcscope.core import isa, shapes
 from pcscope.core.mechanisms import Metric
 from pcscope.core.profile import Profile
 from pcscope.core.shapes import NARROW_LOADS, Op
@@ -50,7 +50,6 @@ EXTENDS = "unrolled compare steps with per-step exits extend each candidate: "
 MASKED = "the link is masked by a register the walk does not write: "
 LOOK_BEFORE = 64  # rows looked back from the walk for what sets its mask register
 _WIDTH = {"ldrb": 8, "ldurb": 8, "ldrh": 16, "ldurh": 16}
-_CONSTANT = re.compile(r"^movz? \w+, #(0x[0-9a-f]+|\d+)$")  # not ``movn``: it inverts
 _COPIES = frozenset(("mov", "sxtw", "uxtw"))  # the same value (an index) in another form
 _SHIFT = re.compile(r"lsl #(\d+)\]$")
 _SCALED = re.compile(r"(?:lsl|[su]xt[wx]) #(\d+)")  # an index operand's shift
@@ -98,11 +97,10 @@ class _Reader:
         return self.writes.get(reg, 0) <= RARE * runs
 
     def writer(self, row: int, reg: str) -> int | None:
-        """The last row before ``row`` (within LOOK_BACK, in address order) writing ``reg``."""
-        for w in range(row - 1, max(self.rows[0], row - LOOK_BACK) - 1, -1):
-            if reg in self.op(w).dest:
-                return w
-        return None
+        """What last sets ``reg`` before ``row`` (shapes.setter over the walk's LOOK_BACK
+        rows before it, in address order)."""
+        return shapes.setter(self.op, range(row - 1, max(self.rows[0], row - LOOK_BACK) - 1, -1),
+                             reg, int(self.p.pc[row]))
 
     def compared_load(self, branch: int) -> tuple[int, str] | None:
         """For ``cmp a, b; b.cond``: the narrow load of one side and the other register."""
@@ -431,8 +429,8 @@ class Mask:
 def masked(profile: Profile, op: Callable[[int], Op], rows: list[int],
            keys: tuple[int, ...]) -> Mask | None:
     """The mask on the index of the chain's first load (``and`` with one register the walk
-    does not write), with what sets that register before the walk (address order, the same
-    function, LOOK_BEFORE rows); None when the index is not masked that way."""
+    does not write), with what sets that register before the walk (shapes.setter over the
+    function's LOOK_BEFORE rows before it); None when the index is not masked that way."""
     index = op(keys[0]).addr[1:2]
     written = {reg for row in rows for reg in op(row).dest}
     for row in rows:
@@ -440,11 +438,9 @@ def masked(profile: Profile, op: Callable[[int], Op], rows: list[int],
         fixed = [reg for reg in o.src if reg not in written]
         if o.mnemonic != "and" or o.dest != index or len(o.src) != 2 or len(fixed) != 1:
             continue
-        fn = profile.function[rows[0]]
-        setter = next((q for q in range(rows[0] - 1, max(-1, rows[0] - 1 - LOOK_BEFORE), -1)
-                       if profile.function[q] == fn and fixed[0] in op(q).dest), None)
-        constant = None if setter is None else _CONSTANT.match(profile.asm(setter))
-        return Mask(row, setter, None if constant is None else int(constant.group(1), 0))
+        setter = shapes.setter(op, profile.rows_before(rows[0], LOOK_BEFORE), fixed[0],
+                               int(profile.pc[max(rows)]))
+        return Mask(row, setter, None if setter is None else shapes.constant(profile.asm(setter)))
     return None
 
 
@@ -503,16 +499,15 @@ def wrapped(profile: Profile, op: Callable[[int], Op], rows: list[int],
         strides = [s for key in keys if (s := _stride(op, writer, key, wrap_rows[-1]))]
         if not compares or not strides:
             continue
-        fn, start = profile.function[inside[0]], inside[0]
-        while start > 0 and profile.function[start - 1] == fn and \
-                inside[0] - start < LOOK_BEFORE:
-            start -= 1
-        setter = next((q for q in range(inside[0] - 1, start - 1, -1)
-                       if bound in op(q).dest), None)
-        constant = None if setter is None else _CONSTANT.match(profile.asm(setter))
-        entered = start == 0 or profile.function[start - 1] != fn  # read from its first row
+        before = profile.rows_before(inside[0], LOOK_BEFORE)
+        reached = list(shapes.falls_through(op, before, int(profile.pc[inside[-1]])))
+        setter = shapes.setter(op, reached, bound, int(profile.pc[inside[-1]]))
+        start = reached[-1] if reached else inside[0]
+        # read from the function's first row, which falls through to the walk
+        entered = len(reached) == len(before) and \
+            (start == 0 or profile.function[start - 1] != profile.function[start])
         return Wrap(wrap_rows, spelled, compares, max(strides), setter,
-                    None if constant is None else int(constant.group(1), 0),
+                    None if setter is None else shapes.constant(profile.asm(setter)),
                     setter is None and entered)
     return None
 

@@ -52,6 +52,10 @@ class AsmView:
     instructions: list[Instruction]
 
 
+# The workload part that IDs of a kind resolve from, where it loads on first use.
+LOADED_FROM = {"alp": "alp", "mca": "mca", "mech": "mechanisms", "guide": "guides"}
+
+
 @dataclass
 class EvidenceStore:
     """Resolves IDs against one workload; the engine registers ``finding:``/``note:``/``set:``."""
@@ -151,6 +155,12 @@ class EvidenceStore:
         if found is None:
             raise EvidenceError(f"evidence id does not resolve: {evidence_id}")
         return found
+
+    def resolves_now(self, evidence_id: str) -> bool:
+        """Whether ``resolve`` answers from what is in memory, with no part of the workload
+        to load first (an ALP to decode, mechanisms to read or build)."""
+        part = LOADED_FROM.get(evidence_id.partition(":")[0])
+        return part is None or evidence_id in self.registered or self.workload.loaded(part)
 
     def _resolve(self, kind: str, evidence_id: str) -> Evidence | None:
         if evidence_id in self.registered:

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pcscope.core import isa, loop_dataflow
+from pcscope.core import isa, loop_dataflow, natural_loops
 from pcscope.core.mechanisms import Mechanism, Metric
 from pcscope.core.profile import Profile
 from pcscope.core.shapes import Op
@@ -132,32 +132,22 @@ def find(finder: _Finder, claimed: np.ndarray) -> list[Mechanism]:
     ``claimed`` are left out."""
     p = finder.p
     by_fn: dict[int, list[GatherLoop]] = {}
-    for rows in finder.function_loops:
+    for found in finder.function_loops:
+        rows = found.rows
         fn = int(p.function[rows[0]])
         if fn < 0 or finder._libc_names[fn] is not None or finder.share(rows) < MIN_SHARE:
             continue
-        nested = frozenset(int(p.pc[r]) for inner in finder.function_loops
-                           if rows[0] < min(inner) and max(inner) <= max(rows) for r in inner)
+        nested = frozenset(int(p.pc[r]) for inner in
+                           natural_loops.nested_in(finder.function_loops, found)
+                           for r in inner.rows)
         loop = gather_loop([finder.op(r) for r in rows], rows, [finder.count(r) for r in rows],
-                           nested, _entries(finder, rows))
+                           nested, natural_loops.entries(p, finder.facts, rows))
         if loop is None or claimed[[*loop.gathers, *loop.indexed, *loop.branches]].any():
             continue
         own = replace(loop, rows=tuple(r for r in loop.rows if not claimed[r]))
         if finder.share(own.rows) >= MIN_SHARE:
             by_fn.setdefault(fn, []).append(own)
     return [_mechanism(finder, loops) for loops in by_fn.values()]
-
-
-def _entries(finder: _Finder, rows: list[int]) -> frozenset[int]:
-    """The pcs of a loop's rows that control reaches from outside it: the row after one
-    outside that falls into it, a function's first row, a jump's target from outside."""
-    p, inside = finder.p, set(rows)
-    fn = p.function[rows[0]]
-    outside = np.setdiff1d(np.flatnonzero(p.function == fn), rows)
-    jumped = set(finder.facts.target[outside].tolist())
-    return frozenset(int(p.pc[r]) for r in rows if int(p.pc[r]) in jumped or r - 1 not in inside
-                     and (r == 0 or p.function[r - 1] != fn or int(p.pc[r - 1]) == int(p.pc[r]) - 4
-                          and not _ends_flow(finder.op(r - 1))))
 
 
 def gather_loop(ops: list[Op], rows: list[int], counts: list[int], nested: frozenset[int],
@@ -189,7 +179,7 @@ def gather_loop(ops: list[Op], rows: list[int], counts: list[int], nested: froze
                        *(_sources_of(ops, flow, i, ops[i].addr) for i in scatters))
     keys = {g for g in gathers & consumed if not flow.sources[g] & gathers}
     indexed = gathers - keys
-    cycle, heads = _cycles(ops, entries or frozenset((ops[0].pc,)))
+    cycle, heads = natural_loops.inner_cycles(ops, entries or frozenset((ops[0].pc,)))
     return GatherLoop(
         tuple(rows), tuple(rows[i] for i in used), tuple(rows[i] for i in sorted(keys)),
         tuple(rows[i] for i in sorted(indexed)),
@@ -300,7 +290,7 @@ def _roles(ops: list[Op], at: list[int], nested: frozenset[int], cycle: list[int
     """The role of each branch ``ops[i]`` for ``i`` in ``at``. A loop may hold cycles of
     its own that natural_loops keeps in it (a partition's second scan is entered less often
     than the loop head: a ``continue`` into the middle): each row belongs to the cycle it
-    runs in (pcscope.core.gather_partition._cycles), and a side entering another cycle
+    runs in (pcscope.core.natural_loops.inner_cycles), and a side entering another cycle
     leaves the branch's loop as surely as a side leaving the function's loop."""
     by_pc = {o.pc: i for i, o in enumerate(ops)}
     return [_role(ops, by_pc, nested, cycle, heads[cycle[i]], i) for i in at]
@@ -352,73 +342,12 @@ def _paths(ops: list[Op], by_pc: dict[int, int], nested: frozenset[int], cycle: 
             out.append(_Path((*path, pc), "a call"))
         else:
             o, here = ops[i], (*path, pc)
-            after = () if _ends_flow(o) else (pc + 4,)
+            after = () if isa.ends_flow(o.mnemonic) else (pc + 4,)
             nxt = (*after, *(() if o.target is None else (o.target,)))
             if not nxt:
                 out.append(_Path(here, EXIT))
             todo.extend((n, here) for n in nxt)
     return out
-
-
-def _cycles(ops: list[Op], entries: frozenset[int]) -> tuple[list[int],
-                                                             dict[int, frozenset[int]]]:
-    """Per row, the cycle it runs in: -1 for the loop's own (through its heads, the rows
-    control enters it at: ``entries``), else the id of a cycle that stays clear of them (the
-    strongly connected parts of the loop's flow without its back edges); and per cycle its
-    heads, the rows entered from outside it. A block placed before the loop's entry that
-    jumps into it (a ``continue`` path laid out first) is the loop's own, not a cycle."""
-    by_pc = {o.pc: i for i, o in enumerate(ops)}
-    succ = [[by_pc[t] for t in (() if _ends_flow(o) else (o.pc + 4,)) +
-             (() if o.target is None or isa.is_call(o.mnemonic) else (o.target,))
-             if t in by_pc and t not in entries] for o in ops]
-    comp = _components(succ)
-    sizes = np.bincount(np.asarray(comp))
-    cycle = [c if sizes[c] > 1 or i in succ[i] else -1 for i, c in enumerate(comp)]
-    heads: dict[int, set[int]] = {-1: set(entries)}
-    for i, nxt in enumerate(succ):
-        for j in nxt:
-            if cycle[j] != -1 and cycle[j] != cycle[i]:
-                heads.setdefault(cycle[j], set()).add(ops[j].pc)
-    return cycle, {c: frozenset(h) for c, h in heads.items()} | {
-        c: frozenset() for c in set(cycle) - heads.keys()}
-
-
-def _components(succ: list[list[int]]) -> list[int]:
-    """Tarjan's strongly connected components of the graph ``succ``, iteratively: the
-    component id of each node."""
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    comp = [-1] * len(succ)
-    stack: list[int] = []
-    count = 0
-    for root in range(len(succ)):
-        if root in index:
-            continue
-        work = [(root, 0)]
-        while work:
-            v, k = work.pop()
-            if k == 0:
-                index[v] = low[v] = len(index)
-                stack.append(v)
-            if k < len(succ[v]):
-                work.append((v, k + 1))
-                w = succ[v][k]
-                if w not in index:
-                    work.append((w, 0))
-                elif comp[w] < 0:
-                    low[v] = min(low[v], index[w])
-                continue
-            if low[v] == index[v]:
-                while True:
-                    w = stack.pop()
-                    comp[w] = count
-                    if w == v:
-                        break
-                count += 1
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[v])
-    return comp
 
 
 def _stream(o: Op, stride: int | None) -> bool:
@@ -448,15 +377,9 @@ def taken_share(finder: _Finder, row: int) -> float | None:
     at = int(np.searchsorted(pcs, target))
     if at < len(pcs) and int(pcs[at]) == target and \
             np.count_nonzero(targets == target) == 1 and \
-            (at == 0 or int(pcs[at - 1]) != target - 4 or _ends_flow(finder.op(at - 1))):
+            (at == 0 or int(pcs[at - 1]) != target - 4 or isa.ends_flow(finder.op(at - 1).mnemonic)):
         return min(int(counts[at]), runs) / runs
     return None
-
-
-def _ends_flow(o: Op) -> bool:
-    """Control never falls through ``o`` (``b``, ``br``, ``ret``)."""
-    return o.mnemonic == "b" or o.mnemonic in ("br", "braa", "brab") or \
-        isa.is_return(o.mnemonic)
 
 
 def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:

@@ -27,11 +27,11 @@ distance, not twice as often.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from pcscope.core import isa, natural_loops
+from pcscope.core import isa, natural_loops, shapes
 from pcscope.core.loop_dataflow import FLAGS, immediate, reads, writes
 from pcscope.core.mechanisms import Mechanism, Metric
 from pcscope.core.profile import Profile
@@ -105,17 +105,48 @@ class Saturated:
     # address order
 
 
-def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
-         inner: Sequence[int] = ()) -> Recomputed | None:
-    """The recomputed work of the loop made of ``rows`` (address order, its head first;
-    ``inner``: the rows of loops nested in it, whose writes count but which are not its
-    work), or None when there is none."""
+@dataclass(frozen=True)
+class _Tables:
+    """What every question about one loop reads, built once per loop from its reaching
+    definitions (``reach``: per row, per register, the rows whose write of it may reach
+    the row, ENTRY for a value from before the loop)."""
+
+    reach: dict[int, dict[str, frozenset[int]]]
+    writers: dict[int, frozenset[int]]  # per row: the rows writing what it reads
+    inputs: dict[int, frozenset[int]]  # ... what its value depends on (a load: its address)
+    slots: dict[int, tuple[str, ...]]  # per row: its memory operand as written (_slot)
+    stores: dict[tuple[str, ...], tuple[int, ...]]  # per stored slot: the stores to it
+
+    @classmethod
+    def of(cls, rows: Sequence[int], op: Callable[[int], Op],
+           reach: dict[int, dict[str, frozenset[int]]]) -> _Tables:
+        def writing(r: int, regs: Iterable[str]) -> frozenset[int]:
+            return frozenset(w for reg in regs for w in reach[r].get(reg, ()))
+        slots = {r: _slot(op(r)) for r in rows}
+        stores: dict[tuple[str, ...], list[int]] = {}
+        for r in rows:
+            if isa.is_store(op(r).mnemonic):
+                stores.setdefault(slots[r], []).append(r)
+        return cls(reach, {r: writing(r, reads(op(r))) for r in rows},
+                   {r: writing(r, op(r).addr if op(r).load else reads(op(r))) for r in rows},
+                   slots, {slot: tuple(at) for slot, at in stores.items()})
+
+
+def read(profile: Profile, op: Callable[[int], Op], head: int, rows: Sequence[int],
+         inner: Sequence[int] = (), entered_at: frozenset[int] = frozenset()) -> Recomputed | None:
+    """The recomputed work of the loop made of ``rows`` (address order) whose iterations
+    pass ``head`` (``inner``: the rows of loops nested in it, whose writes count but which
+    are not its work; ``entered_at``: the pcs control enters its rows at,
+    natural_loops.entries), or None when there is none."""
     def count(r: int) -> int:
         return int(profile.samples[r]) if r < len(profile) else 0
 
     row_of = profile.row_of
-    head = rows[0]
-    cycles = _inner_cycles(rows, op, row_of)
+    # the cycles inside it that avoid its head and entries: loops nested in it that
+    # natural_loops keeps as its own rows (their head runs less often than NESTED times the
+    # loop's)
+    cycle, _ = natural_loops.inner_cycles([op(r) for r in rows], entered_at | {op(head).pc})
+    cycles = {r for r, c in zip(rows, cycle, strict=True) if c >= 0}
     own = [r for r in rows if r not in cycles]
     inner_rows = {*inner, *cycles}
     rows = sorted({*rows, *inner})
@@ -124,28 +155,31 @@ def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
     if not iterations:
         return None
     preds = _predecessors(rows, op, row_of, body)
-    reach = _reaching(rows, op, preds, head)
-    entries = max(0, iterations - sum(_taken(r, op, count, head) for r in preds[head]))
+    # where values from before the loop come in: its head, and the rows entered from outside
+    starts = {head} | {r for r in own if op(r).pc in entered_at}
+    t = _Tables.of(rows, op, _reaching(rows, op, preds, starts))
+    entries = sum(max(0, count(s) - sum(_goes(p, s, op, count) for p in preds[s]))
+                  for s in sorted(starts))
     # a value an inner loop computes changes with that loop's trips and exits, which the
     # changes of its writers do not bound: it may change on every run of its readers
-    moving = inner_rows | _fed_by(own, op, reach, inner_rows)
-    change = {r: n + entries for r, n in _changes(rows, op, count, reach, moving).items()}
+    moving = inner_rows | _fed_by(own, t, inner_rows)
+    change = {r: n + entries for r, n in _changes(rows, op, count, t, moving).items()}
     limit = RARE * iterations
-    chain = _chain(own, op, count, reach, change, limit)
-    saturated = _saturated(profile, own, op, count, reach, rows, moving, entries, limit,
-                           chain)
+    chain = _chain(own, op, count, t, change, limit)
+    saturated = _saturated(profile, own, op, count, t, rows, moving, entries, limit,
+                           chain, iterations)
     if not any(op(r).load for r in chain):  # only constants or addresses rebuilt
         if saturated is None:
             return None
         chain = set()
     ordered = tuple(sorted(chain))
-    changers = tuple(sorted({w for r in chain for reg in reads(op(r))
-                             for w in reach[r].get(reg, ()) if w != ENTRY and w not in chain},
+    changers = tuple(sorted({w for r in chain for w in t.writers[r]
+                             if w != ENTRY and w not in chain},
                             key=lambda r: (-count(r), r)))
     loads = tuple(sorted((r for r in chain if op(r).load), key=lambda r: (-count(r), r)))
-    read_slots = {_slot(op(q)) for q in loads}
+    read_slots = {t.slots[q] for q in loads}
     blockers = tuple(sorted((r for r in rows if _writes_memory(op(r)) and count(r)
-                             and _slot(op(r)) not in read_slots
+                             and t.slots[r] not in read_slots
                              and not set(op(r).addr) & _STACK), key=lambda r: (-count(r), r)))
     executions = sum(count(r) for r in chain)
     counted = Counted(len(own), min(own), max(own),
@@ -160,41 +194,39 @@ def read(profile: Profile, op: Callable[[int], Op], rows: Sequence[int],
 
 
 def _chain(own: Sequence[int], op: Callable[[int], Op], count: Callable[[int], int],
-           reach: dict[int, dict[str, frozenset[int]]], change: dict[int, int],
-           limit: float) -> set[int]:
+           t: _Tables, change: dict[int, int], limit: float) -> set[int]:
     """The rows of ``own`` whose inputs change on at most ``limit`` runs and at most 1 /
     SAVES of theirs, with the constants they read."""
     chain = {r for r in own if count(r) and change[r] <= limit and
              count(r) >= SAVES * change[r] and _movable(op(r)) and _reads_any(op(r))}
     # the constants such work reads move with it (the compiler rebuilds them in the loop)
-    return chain | {w for r in chain for reg in reads(op(r)) for w in reach[r].get(reg, ())
+    return chain | {w for r in chain for w in t.writers[r]
                     if w != ENTRY and not _reads_any(op(w)) and _movable(op(w))}
 
 
 def _saturated(profile: Profile, own: Sequence[int], op: Callable[[int], Op],
-               count: Callable[[int], int], reach: dict[int, dict[str, frozenset[int]]],
+               count: Callable[[int], int], t: _Tables,
                rows: Sequence[int], moving: set[int], entries: int, limit: float,
-               chain: set[int]) -> Saturated | None:
+               chain: set[int], iterations: int) -> Saturated | None:
     """The work beyond ``chain`` that no longer changes once the loop's clamps saturate:
     the same reading of the counts with each clamp's result fixed at its constant."""
-    clamps = tuple(c for r in own if (c := _clamp(profile, r, op, reach)) is not None)
+    clamps = tuple(c for r in own if (c := _clamp(profile, r, op, t.reach)) is not None)
     if not clamps:
         return None
     fixed = {c.row for c in clamps}
     # a value computed from several inputs that all follow one rarely changing value (a
     # price from a match's distance by two table lookups) changes with that one value:
     # summing its inputs' changes, as _changes does, counts that value once per input
-    free = _root_changes(rows, op, count, reach, moving, frozenset(), entries)
-    change = _root_changes(rows, op, count, reach, moving, fixed, entries)
+    free = _root_changes(rows, op, count, t, moving, frozenset(), entries)
+    change = _root_changes(rows, op, count, t, moving, fixed, entries)
     rest = [r for r in own if r not in fixed]  # the clamp's own constant stays with it
-    more = _chain(rest, op, count, reach, change, limit) - \
-        _chain(rest, op, count, reach, free, limit) - chain
+    more = _chain(rest, op, count, t, change, limit) - \
+        _chain(rest, op, count, t, free, limit) - chain
     if not any(op(r).load for r in more):
         return None
-    iterations = count(rows[0])
     executions = sum(count(r) for r in more)
     used = tuple(c for c in clamps if any(c.row in w for r in more
-                                           for w in reach[r].values()))
+                                           for w in t.reach[r].values()))
     # what runs beside that work and still changes: the part that stays in the loop
     least = min(count(c.row) for c in used or clamps)
     varying = tuple(sorted(r for r in own if op(r).load and count(r) >= least
@@ -204,20 +236,15 @@ def _saturated(profile: Profile, own: Sequence[int], op: Callable[[int], Op],
 
 
 def _root_changes(rows: Sequence[int], op: Callable[[int], Op], count: Callable[[int], int],
-                  reach: dict[int, dict[str, frozenset[int]]], moving: set[int],
-                  fixed: frozenset[int] | set[int], entries: int) -> dict[int, int]:
+                  t: _Tables, moving: set[int], fixed: frozenset[int] | set[int],
+                  entries: int) -> dict[int, int]:
     """Per row: at most how often its value changes (its entries included), bounded by the
     changes of the rows its value is a function of (its *roots*), each counted once: an
     induction variable (or a value an inner loop moves, or a call's result) is its own root,
     and so is a row reading one that runs less often than it, or one on a cycle of copies.
     Like _changes, a value picked by the path taken is bounded by the values the paths bring
     (the branches choosing the path are not read)."""
-    same: dict[tuple[str, ...], set[int]] = {}  # per stored slot: the stores
-    for r in rows:
-        if isa.is_store(op(r).mnemonic):
-            same.setdefault(_slot(op(r)), set()).add(r)
-    writers = {r: {w for reg in (op(r).addr if op(r).load else reads(op(r)))
-                   for w in reach[r].get(reg, ())} for r in rows}
+    writers = t.inputs
     varies = {r for r in rows if r in writers[r] or r in moving or isa.is_call(op(r).mnemonic)}
     roots: dict[int, frozenset[int]] = {}
 
@@ -228,7 +255,7 @@ def _root_changes(rows: Sequence[int], op: Callable[[int], Op], count: Callable[
                 roots[r] = frozenset()
             elif r not in varies:
                 found = frozenset().union(*(root(w) for w in writers[r] if w != ENTRY),
-                                          same.get(_slot(op(r)), set()) if op(r).load else ())
+                                          t.stores.get(t.slots[r], ()) if op(r).load else ())
                 # reading a value that changes on each of its own runs: the rarer of the two
                 if not writers[r] & varies or sum(count(w) for w in found) < count(r):
                     roots[r] = found
@@ -241,6 +268,7 @@ _ORDERED = {"hi": (True, True), "gt": (True, True), "hs": (True, False), "cs": (
             "ls": (False, False), "le": (False, False)}  # condition: (above, strict)
 _INVERSE = {"hi": "ls", "ls": "hi", "gt": "le", "le": "gt", "hs": "lo", "lo": "hs", "cs": "cc",
             "cc": "cs", "ge": "lt", "lt": "ge"}
+_SIGNED = frozenset(("gt", "ge", "lt", "le"))  # conditions comparing signed numbers
 _MIN_MAX = {"umin": True, "smin": True, "umax": False, "smax": False}  # True: clamps above
 
 
@@ -269,7 +297,7 @@ def _clamp(profile: Profile, r: int, op: Callable[[int], Op],
     if reach[r].get(x) != reach[cmp].get(x):  # the compared value is the one selected
         return None
     for var, const, const_when in ((first, second, _INVERSE[cond]), (second, first, cond)):
-        value = _constant(profile, reach[r].get(const or "", frozenset()), op)
+        value = _constant(profile, reach[r].get(const or "", frozenset()), cond in _SIGNED)
         if var != x or value is None:
             continue
         above, strict = _ORDERED[const_when]
@@ -280,58 +308,26 @@ def _clamp(profile: Profile, r: int, op: Callable[[int], Op],
     return None
 
 
-def _constant(profile: Profile, writers: frozenset[int], op: Callable[[int], Op]) -> int | None:
-    """The immediate a single ``mov``/``movz`` reaching a read wrote (None otherwise)."""
+def _constant(profile: Profile, writers: frozenset[int], signed: bool) -> int | None:
+    """The value a single move of an immediate reaching a read wrote (shapes.constant;
+    ``signed``: read as a signed number, for a signed compare), None otherwise."""
     if len(writers) != 1 or ENTRY in writers:
         return None
     (w,) = writers
-    raw = profile.asm(w).split(None, 1)[0] if w < len(profile) else ""
-    o = op(w)
-    if raw not in ("mov", "movz") or len(o.operands) != 2:
-        return None
-    return immediate(o.operands[1])
+    return shapes.constant(profile.asm(w), signed) if w < len(profile) else None
 
 
-def _inner_cycles(rows: Sequence[int], op: Callable[[int], Op],
-                  row_of: Callable[[int], int | None]) -> set[int]:
-    """The rows of cycles inside the loop ``rows`` (head first) that pass neither its head
-    nor a row going to it: loops nested in it that natural_loops keeps as its own rows when
-    their head runs less often than NESTED times the outer head (an extension loop most
-    entries leave on its first compares reads like a ``continue`` by counts alone)."""
-    body = set(rows)
-    preds = _predecessors(rows, op, row_of, body)
-    head = rows[0]
-    to_head = set(preds[head])
-    out: set[int] = set()
-    for end in rows:
-        target = op(end).target
-        top = row_of(target) if target is not None and not isa.is_call(op(end).mnemonic) \
-            else None
-        if top is None or top not in body or top == head or top > end:
-            continue
-        cycle, todo = {top, end}, [end] if end != top else []
-        while todo:  # the rows reaching the back edge without passing its target
-            for p in preds[todo.pop()]:
-                if p not in cycle:
-                    cycle.add(p)
-                    todo.append(p)
-        if head not in cycle and not cycle & to_head:
-            out |= cycle
-    return out
-
-
-def _fed_by(rows: Sequence[int], op: Callable[[int], Op],
-            reach: dict[int, dict[str, frozenset[int]]], sources: set[int]) -> set[int]:
+def _fed_by(rows: Sequence[int], t: _Tables, sources: set[int]) -> set[int]:
     """The rows of ``rows`` reading a value one of ``sources`` writes."""
-    return {r for r in rows if any(w in sources for reg in reads(op(r))
-                                   for w in reach[r].get(reg, ()))}
+    return {r for r in rows if t.writers[r] & sources}
 
 
 def _movable(o: Op) -> bool:
-    """Work that can move: not a store, call or unconditional jump, and not a reload from
-    the stack (a spill: moving it needs a free register, not a new place)."""
+    """Work that can move: not a store, a call or an instruction control does not fall
+    through (a jump, a return, a trap), and not a reload from the stack (a spill: moving it
+    needs a free register, not a new place)."""
     m = o.mnemonic
-    return not (isa.is_store(m) or isa.is_call(m) or m == "b" or isa.is_return(m)
+    return not (isa.is_store(m) or isa.is_call(m) or isa.ends_flow(m)
                 or m.startswith("prfm") or (o.load and set(o.addr) & _STACK))
 
 
@@ -357,8 +353,7 @@ def _predecessors(rows: Sequence[int], op: Callable[[int], Op],
         to = row_of(o.target) if o.target is not None and not isa.is_call(m) else None
         if to in body:
             preds[to].append(r)
-        ends = m == "b" or isa.is_return(m) or m in ("br", "braa", "brab")
-        if not ends and r + 1 in body and op(r + 1).pc == o.pc + 4:
+        if not isa.ends_flow(m) and r + 1 in body and op(r + 1).pc == o.pc + 4:
             preds[r + 1].append(r)
     return preds
 
@@ -372,9 +367,10 @@ def _defines(o: Op) -> tuple[str, ...]:
 
 
 def _reaching(rows: Sequence[int], op: Callable[[int], Op], preds: dict[int, list[int]],
-              head: int) -> dict[int, dict[str, frozenset[int]]]:
+              starts: set[int]) -> dict[int, dict[str, frozenset[int]]]:
     """Per row, per register: the rows whose write of it may reach the row (ENTRY: from
-    before the loop), iterated over the loop's graph until nothing changes."""
+    before the loop, at the ``starts``), iterated over the loop's graph until nothing
+    changes."""
     read_any = {x for q in rows for x in reads(op(q))}
     out: dict[int, dict[str, frozenset[int]]] = {r: {} for r in rows}
     after: dict[int, dict[str, frozenset[int]]] = {r: {} for r in rows}
@@ -387,7 +383,7 @@ def _reaching(rows: Sequence[int], op: Callable[[int], Op], preds: dict[int, lis
                 for reg, ws in after[p].items():
                     held.setdefault(reg, set()).update(ws)
             into = {reg: frozenset(ws) for reg, ws in held.items()}
-            if r == head:  # values from before the loop, for every register read
+            if r in starts:  # values from before the loop, for every register read
                 into = {reg: into.get(reg, frozenset()) | {ENTRY}
                         for reg in {*into, *read_any}}
             if into != out[r]:
@@ -400,26 +396,22 @@ def _reaching(rows: Sequence[int], op: Callable[[int], Op], preds: dict[int, lis
 
 
 def _changes(rows: Sequence[int], op: Callable[[int], Op], count: Callable[[int], int],
-             reach: dict[int, dict[str, frozenset[int]]], moving: set[int]) -> dict[int, int]:
+             t: _Tables, moving: set[int]) -> dict[int, int]:
     """Per row: at most how often the value it computes changes inside the loop, its
     entries aside (from the top: every row first changes on each run, then its inputs bound
     it until that settles; the ``moving`` rows change on each run)."""
     change = {r: count(r) for r in rows}
-    same: dict[tuple[str, ...], int] = {}  # per stored slot: the stores' runs
-    for r in rows:
-        if isa.is_store(op(r).mnemonic):
-            same[_slot(op(r))] = same.get(_slot(op(r)), 0) + count(r)
+    same = {slot: sum(count(q) for q in at) for slot, at in t.stores.items()}  # stores' runs
     for _ in range(len(rows)):
         moved = False
         for r in rows:
             o = op(r)
-            inputs = o.addr if o.load else reads(o)
-            writers = {w for reg in inputs for w in reach[r].get(reg, ())}
+            writers = t.inputs[r]
             if r in writers or r in moving:  # an induction variable: it changes on every run
                 continue
             bound = sum(change[w] for w in writers if w != ENTRY)
             if o.load:
-                bound += same.get(_slot(o), 0)
+                bound += same.get(t.slots[r], 0)
             if isa.is_call(o.mnemonic):
                 bound = count(r)
             new = min(count(r), bound)
@@ -430,13 +422,15 @@ def _changes(rows: Sequence[int], op: Callable[[int], Op], count: Callable[[int]
     return change
 
 
-def _taken(r: int, op: Callable[[int], Op], count: Callable[[int], int], head: int) -> int:
-    """How often the row ``r`` goes on to ``head``: a conditional branch to it on its runs
-    less those of the instruction after it, anything else on all its runs."""
+def _goes(r: int, to: int, op: Callable[[int], Op], count: Callable[[int], int]) -> int:
+    """How often the row ``r`` goes on to the row ``to`` (the fall-through row of a
+    conditional branch reached only that way): a conditional branch's jump on its runs less
+    those of the instruction after it, its fall-through on that instruction's runs, anything
+    else on all its runs."""
     o = op(r)
     if not isa.is_conditional_branch(o.mnemonic) or not count(r + 1) or op(r + 1).pc != o.pc + 4:
         return count(r)
-    return max(0, count(r) - count(r + 1))
+    return count(r + 1) if to == r + 1 else max(0, count(r) - count(r + 1))
 
 
 CHECK = "recomputed on each run from inputs that change on few of its runs: "  # advice reads
@@ -471,9 +465,10 @@ def annotate(finder: _Finder, found: list[Mechanism]) -> list[Mechanism]:
         if m.kind in NOT_LOOPS or m.share < MIN_SHARE or key not in at:
             out.append(m)
             continue
-        rows = loops[at[key]]
-        inner = [r for nested in natural_loops.nested_in(loops, rows) for r in nested]
-        found_work = read(p, finder.op, rows, inner)
+        loop = loops[at[key]]
+        inner = [r for nested in natural_loops.nested_in(loops, loop) for r in nested.rows]
+        found_work = read(p, finder.op, loop.head, loop.rows, inner,
+                          natural_loops.entries(p, finder.facts, loop.rows))
         out.append(m if found_work is None else replace(
             m, metrics=(*m.metrics, *metrics(found_work, p.total)),
             checks=(*m.checks, *checks(found_work, p.asm, lambda r: int(p.pc[r])))))

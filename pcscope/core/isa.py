@@ -43,6 +43,13 @@ RETURNS = frozenset(("ret", "retaa", "retab", "eret", "eretaa", "eretab"))
 INDIRECT = frozenset(("br", "braa", "brab", "braaz", "brabz", "blr", "blraa", "blrab",
                       "blraaz", "blrabz"))  # fmt: skip
 CONDITIONAL = frozenset(("cbz", "cbnz", "tbz", "tbnz"))  # plus every b.<cond> / bc.<cond>
+# Unconditional branches that do not link: control goes to the target, never to the next
+# instruction (``b`` direct, ``br`` and its pointer-authenticated forms through a register).
+JUMPS = frozenset(("b", "br", "braa", "brab", "braaz", "brabz"))
+# Traps compilers emit where control must not go on (``__builtin_trap``, ``unreachable``):
+# the exception returns to the trapping instruction itself, never to the next one. (``svc``,
+# ``hvc``, ``smc`` and ``hlt``, semihosting's call, return to the next instruction.)
+TRAPS = frozenset(("brk", "udf"))
 DIRECT = frozenset(("b", "bl")) | CONDITIONAL
 
 # Instructions that write no general register (beyond what is listed elsewhere).
@@ -354,6 +361,13 @@ def is_call(mnemonic: str) -> bool:
 
 def is_return(mnemonic: str) -> bool:
     return mnemonic in RETURNS
+
+
+def ends_flow(mnemonic: str) -> bool:
+    """Control does not fall through to the next instruction: an unconditional branch that
+    does not link (``b``, ``br``, ``braa``, ``braaz``…), a return (``ret``, ``retaa``,
+    ``eret``…) or a trap (``brk``, ``udf``). Conditional branches and calls fall through."""
+    return mnemonic in JUMPS or mnemonic in RETURNS or mnemonic in TRAPS
 
 
 def is_indirect(mnemonic: str) -> bool:

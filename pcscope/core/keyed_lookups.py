@@ -29,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pcscope.core import isa, shapes
+from pcscope.core import shapes
 from pcscope.core.mechanisms import Metric
 from pcscope.core.profile import Profile
 
@@ -37,7 +37,7 @@ MIN_KEYS = 4  # different constant keys, each looked up on most entries, that ma
 MOST = 0.5  # part of the caller's entries a key's call site must run on
 PART = 0.05  # part of all the calls' lookups a caller must make to be named
 KEY_REGISTERS = ("x1", "x0")  # where a lookup's key is passed (after the table, else first)
-LOOK_BACK = 8  # instructions before a call searched for its key's adrp/add
+LOOK_BACK = 8  # rows of the caller before a call searched for its key's adrp/add
 CHECK = ("a caller passes a different address constant (adrp; add) as the key at each of "
          "its call sites: ")  # the check naming that caller (the advice reads it)
 
@@ -85,37 +85,22 @@ def find(profile: Profile, op: Callable[[int], shapes.Op], calls: list[int],
 
 
 def _constant_key(profile: Profile, op: Callable[[int], shapes.Op], call: int) -> int | None:
-    """The address constant the call at row ``call`` passes in a key register: the last
-    writes of it in the straight-line code before the call are ``add reg, reg, #off``
-    after ``adrp reg, #page``; None otherwise."""
+    """The address constant the call at row ``call`` passes in a key register: what last
+    sets it before the call (shapes.setter, over the LOOK_BACK rows of the caller before
+    it) is ``add reg, reg, #off`` and what sets it before that ``adrp reg, #page``; None
+    otherwise."""
+    before = profile.rows_before(call, LOOK_BACK)
     for reg in KEY_REGISTERS:
-        writes = _last_writes(profile, op, call, reg)
-        if len(writes) == 2 and writes[0].mnemonic == "add" and writes[1].mnemonic == "adrp" \
-                and writes[0].operands[:2] == (reg, reg):
-            page, off = _immediate(writes[1].operands[-1]), _immediate(writes[0].operands[-1])
-            if page is not None and off is not None:
-                return page + off
+        add = shapes.setter(op, before, reg, int(profile.pc[call]))
+        if add is None or op(add).mnemonic != "add" or op(add).operands[:2] != (reg, reg):
+            continue
+        page = shapes.setter(op, [r for r in before if r < add], reg, int(profile.pc[add]))
+        if page is None or op(page).mnemonic != "adrp":
+            continue
+        base, off = _immediate(op(page).operands[-1]), _immediate(op(add).operands[-1])
+        if base is not None and off is not None:
+            return base + off
     return None
-
-
-def _last_writes(profile: Profile, op: Callable[[int], shapes.Op], call: int,
-                 reg: str) -> list[shapes.Op]:
-    """Up to two writes of ``reg`` before ``call``, latest first, looking back over at most
-    LOOK_BACK consecutive instructions and stopping at a branch or call."""
-    out: list[shapes.Op] = []
-    pc = int(profile.pc[call])
-    for r in range(call - 1, max(call - 1 - LOOK_BACK, -1), -1):
-        if int(profile.pc[r]) != pc - 4:
-            break  # a gap: what runs before is not known
-        pc = int(profile.pc[r])
-        o = op(r)
-        if isa.is_branch(o.mnemonic) or isa.is_call(o.mnemonic):
-            break
-        if reg in o.dest:
-            out.append(o)
-            if len(out) == 2 or o.mnemonic != "add":
-                break
-    return out
 
 
 def _immediate(token: str) -> int | None:

@@ -165,12 +165,12 @@ def _bits(codes: np.ndarray) -> np.ndarray:
 
 
 def _loop_bodies(pc: np.ndarray, f: CodeFacts, loops: _Loops) -> np.ndarray:
-    """Per loop, shapes.is_loop_body from the facts: no return or register branch before
-    the last row, and every ``b`` before it stays inside."""
+    """Per loop, shapes.is_loop_body from the facts: every row before the last that control
+    does not fall through is a ``b`` that stays inside."""
     pcs = pc.view(np.int64)  # the same values as a cast, without a copy
     before = loops.inside & (loops.cells < loops.last[:, None])
     rows = np.where(before, loops.cells, 0)
     target = f.target[rows]
-    jumps_out = f.flags("b".__eq__)[rows] & (
-        (target < pcs[loops.first][:, None]) | (target > pcs[loops.last][:, None]))
-    return ~(before & (f.flags(shapes.leaves_loop)[rows] | jumps_out)).any(axis=1)
+    stays = f.flags("b".__eq__)[rows] & (
+        (target >= pcs[loops.first][:, None]) & (target <= pcs[loops.last][:, None]))
+    return ~(before & f.flags(isa.ends_flow)[rows] & ~stays).any(axis=1)

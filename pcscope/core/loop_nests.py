@@ -4,7 +4,7 @@ wait on; a change to one changes the other's figures).
 
 A mechanism's loop is the warm loop of its function holding its heaviest site's key
 instruction (pcscope.core.natural_loops). Two mechanisms are one nest when one's loop is
-nested in the other's: its head lies between the outer loop's head and last row.
+nested in the other's: its body lies in the outer loop's body.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ def link(finder: _Finder, found: list[Mechanism]) -> list[Mechanism]:
             loop_of[at[key]].append(m.id)
     added: dict[str, list[str]] = defaultdict(list)
     for outer, outer_ids in loop_of.items():
-        for rows in natural_loops.nested_in(loops, loops[outer]):
-            for inner_id in loop_of.get(at[rows[0]], ()):
+        for inner in natural_loops.nested_in(loops, loops[outer]):
+            for inner_id in loop_of.get(at[inner.head], ()):
                 for outer_id in outer_ids:
                     added[outer_id].append(f"{INNER}`{inner_id}`")
                     added[inner_id].append(f"{OUTER}`{outer_id}`")

@@ -52,6 +52,7 @@ from pcscope.core import (
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.dispatch_merge import merged_into_index
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
+from pcscope.core.member_calls import Callees
 from pcscope.core.pattern_table import HELPER, PatternTable
 from pcscope.core.patterns import (
     CodeFacts,
@@ -61,7 +62,8 @@ from pcscope.core.patterns import (
     loop_trips,
 )
 from pcscope.core.profile import Profile
-from pcscope.core.stub_targets import stub_targets
+from pcscope.core.stub_targets import CLEAR, STUB_MATCH, stub_targets
+from pcscope.core.tree_values import TreeValues
 
 CATEGORY = {
     "dispatch": "indirect-branch", "indirect-call": "indirect-branch", "fp-division": "division",
@@ -83,7 +85,6 @@ KINDS = tuple(CATEGORY)  # every mechanism kind the finder reports
 _STUBS_TO_LIBC = ("stubs leading to C-library routines, counted with those routines' "
                   "mechanisms: ")
 _STUBS_OUT = "stubs leading to functions of other modules (matched by count): "
-STUB_MATCH = 0.001  # a PLT stub's count within 0.1% of a routine's calls leads to it
 JIT_SITE = 64  # hottest instructions of a JIT region that form its site
 RELINKS = ("the walk stores a link it loaded back into the structure (it rewrites the "
            "structure as it walks, e.g. an insert)")  # the check's text, which the advice reads
@@ -186,14 +187,14 @@ class _Finder:
 
     def mechanism(self, kind: str, sites: list[Site], metrics: list[Metric],
                   checks: list[str], functions: Iterable[str] = (),
-                  category: str | None = None) -> Mechanism:
+                  category: str | None = None, tree: TreeValues | None = None) -> Mechanism:
         sites = sorted(sites, key=lambda s: (-s.share, s.pc))
         pcs = np.fromiter((pc for s in sites for pc in s.pcs), dtype=np.uint64)
         rows = np.searchsorted(self.p.pc, pcs)  # every site PC is a row of the profile
         names = list(dict.fromkeys([*(s.function for s in sites), *functions]))
         return Mechanism(kind, category or CATEGORY[kind], sites[0].pc, tuple(sites), tuple(names),
                          self.share(rows.tolist()), tuple(metrics),
-                         tuple(checks))
+                         tuple(checks), tree)
 
     def count(self, row: int) -> int:
         return int(self.counts[row])
@@ -382,6 +383,24 @@ class _Finder:
             if way_in is not None:
                 out[way_in[0][-1]] = name
         return out
+
+    @cached_property
+    def routines(self) -> call_cohorts.Routines:
+        """The routines of the profile's functions (pcscope.core.call_cohorts.Routines)."""
+        return call_cohorts.routines(self.p, self.facts)
+
+    @cached_property
+    def callees(self) -> Callees:
+        """Where each call leads (pcscope.core.member_calls): the one reading of calls, for
+        the lookups' callers as for the per-operation trees'."""
+        return call_cohorts.callees(self.p, self.facts, self.routines, self.stub_starts)
+
+    @cached_property
+    def stub_starts(self) -> frozenset[int]:
+        """The first rows of the PLT stubs and veneers (the pattern pass's call-overhead
+        hits) the profile holds."""
+        return frozenset(row for start, _kind in self.aux_of("call-overhead").values()
+                         if (row := self.p.row_of(start)) is not None)
 
     # -- atomics ---------------------------------------------------------------------------
     def atomics(self) -> list[Mechanism]:
@@ -758,13 +777,14 @@ class _Finder:
         """The rows of the PLT stub whose count matches the routine's call count, and the
         rows of the calls to it. The profile has no call graph, but with exact counts the
         stub run (within STUB_MATCH) as often as the routine is entered, and clearly closer
-        than any other stub, is the way in; otherwise nothing is claimed."""
+        than any other stub (the next gap at least CLEAR times larger), is the way in;
+        otherwise nothing is claimed."""
         if not calls:
             return None
         gaps = sorted((abs(self.count(row) - calls), start, row)
                       for row, (start, _k) in self.aux_of("call-overhead").items())
         if not gaps or gaps[0][0] > STUB_MATCH * calls or \
-                (len(gaps) > 1 and gaps[1][0] < 5 * gaps[0][0]):
+                (len(gaps) > 1 and gaps[1][0] < CLEAR * gaps[0][0]):
             return None
         _gap, start, br = gaps[0]
         first = self.p.row_of(start)
@@ -833,33 +853,30 @@ class _Finder:
 
     def _keyed_callers(self, lookup: int) -> list[keyed_lookups.KeyedCaller]:
         """The callers of function ``lookup`` that look up many constant keys per entry
-        (pcscope.core.keyed_lookups), reaching it directly, through the PLT stub run as
-        often as it is entered, or through a function that tail-calls it (``b`` to it or
-        its stub from another function)."""
-        calls, entries = self._calls_to(lookup)
-        forwarders = {int(self.p.function[r]) for r in np.flatnonzero(
-            ~self.facts.call & np.isin(self.facts.target, entries)).tolist()
-            if self.op(r).mnemonic == "b" and int(self.p.function[r]) not in (-1, lookup)}
+        (pcscope.core.keyed_lookups), reaching it directly, through a PLT stub matched by
+        count, or through a function that tail-calls it (``b`` to it or its stub from
+        another function): that function's callers pass the key, so they are its callers
+        and the tail call is none."""
+        calls, forwarders = [], set()
+        for row in self._calls_to(lookup):
+            if self.facts.call[row]:
+                calls.append(row)
+            elif (fn := int(self.p.function[row])) >= 0:
+                forwarders.add(fn)
         via: dict[int, str] = {}
         for fn in sorted(forwarders):
-            forwarded = self._calls_to(fn)[0]
+            forwarded = [r for r in self._calls_to(fn) if self.facts.call[r]]
             calls += forwarded
             via |= dict.fromkeys(forwarded, self.p.function_names[fn])
         return keyed_lookups.find(self.p, self.op, calls, via)
 
-    def _calls_to(self, fn: int) -> tuple[list[int], list[int]]:
-        """The rows of the calls reaching function ``fn`` (directly, or through the PLT stub
-        run as often as it is entered) and the PCs such calls target (its own first PC, its
-        stub's)."""
-        first = self.p.function_rows(fn)[0]
-        entries = [int(self.p.pc[first])]
-        calls = np.flatnonzero(self.facts.call & (self.facts.target == entries[0])).tolist()
-        way_in = self._stub_to(self.count(first))
-        if way_in is not None:
-            stub, stub_calls = way_in
-            entries.append(int(self.p.pc[stub[0]]))
-            calls += stub_calls
-        return calls, entries
+    def _calls_to(self, fn: int) -> list[int]:
+        """The rows of the calls and tail calls run into function ``fn``'s entry, directly
+        or through a PLT stub (pcscope.core.member_calls: a stub whose count matches
+        several routines leads to none)."""
+        routine = self.callees.starting[int(self.p.function_rows(fn)[0])]
+        return [row for row, _led in self.callees.calls_into(
+            {routine}, np.ones(len(self.p), dtype=bool))]
 
     def memory_states(self) -> list[Mechanism]:
         """Loops keeping their state in memory (pcscope.core.memory_state): one mechanism per
@@ -878,10 +895,10 @@ class _Finder:
     @cached_property
     def loop_rows(self) -> list[list[int]]:
         """Each warm loop's own rows (pcscope.core.natural_loops)."""
-        return natural_loops.loops(self.p, self.facts)
+        return [loop.rows for loop in natural_loops.loops(self.p, self.facts)]
 
     @cached_property
-    def function_loops(self) -> list[list[int]]:
+    def function_loops(self) -> list[natural_loops.Loop]:
         """Each warm loop's own rows within its function, across windows."""
         return natural_loops.loops(self.p, self.facts, self.p.function)
 
@@ -928,12 +945,14 @@ class _Finder:
         """Per-operation call trees (pcscope.core.call_cohorts): the plumbing every operation
         runs, less the rows a mechanism of ``found`` counts (a row is counted once; the
         checks name that mechanism, and the trees name the callees they share)."""
-        cohorts = call_cohorts.find(self.p, self.facts, self.owners(found))
+        # most profiles have no tree: where calls lead is read only for one (~65 ms at 1M rows)
+        cohorts = call_cohorts.find(self.p, self.op, self.owners(found), self.routines,
+                                    lambda: self.callees)
         trees = [self.mechanism("per-operation", [
             self.site(m.rows, self._return_of(m.rows)) for m in cohort.members],
             call_cohorts.metrics(cohort),
-            call_cohorts.checks(cohort, lambda position: found[position].id))
-            for cohort in cohorts]
+            call_cohorts.checks(cohort, lambda position: found[position].id),
+            tree=call_cohorts.values(cohort)) for cohort in cohorts]
         tree_id = [t.id for t in trees].__getitem__
         return [replace(t, checks=(*t.checks,
                                    *call_cohorts.shared_checks(cohort, tree_id),

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pcscope.core.ids import hex_pc
+from pcscope.core.tree_values import TreeValues
 
 
 def mech_id(kind: str, anchor: int) -> str:
@@ -53,6 +54,9 @@ class Mechanism:
     share: float  # own share: every instruction of every site counted once
     metrics: tuple[Metric, ...] = ()
     checks: tuple[str, ...] = ()  # code-shape checks that passed (why we believe it)
+    # a per-operation tree's callers and allocator split, which its advice addresses to
+    # their owners (lists of named parts: no metric holds them)
+    tree: TreeValues | None = None
 
     @property
     def id(self) -> str:

@@ -2,8 +2,9 @@
 
 A call (``bl``) or tail call (``b`` out of its function) run as often as the routine is
 entered (up to EVERY fewer times: a null check may return first) is made on every entry.
-It leads to the routine starting at its target or, when the target is a PLT stub (or
-starts no routine), to the routines entered about as often as the stub runs
+It leads to the routine starting at its target or, when the target is a PLT stub or veneer
+(the pattern pass's call-overhead hits, pcscope.core.patterns) or starts no routine, to the
+routines entered about as often as the stub runs
 (pcscope.core.stub_targets.Entries.near, the stub's callers left out): one, or several whose
 counts the stub's cannot tell apart. A profile has no call graph; with exact counts this is
 as far as one goes, so the caller decides what to make of several candidates (all of them
@@ -17,19 +18,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pcscope.core import isa
 from pcscope.core.patterns import CodeFacts
 from pcscope.core.profile import Profile
 from pcscope.core.stub_targets import CLEAR, STUB_MATCH, Entries
 
 EVERY = 0.01  # a call run on all but this part of the routine's entries runs on every entry
-STUB = 4  # instructions of a PLT stub (adrp; ldr; add; br)
 
 
 @dataclass(frozen=True)
 class Callees:
     """Where the calls of the profile's routines lead (routine ``i`` starts at row
-    ``firsts[i]``, is part of function ``codes[i]`` and is entered ``entries[i]`` times)."""
+    ``firsts[i]``, is part of function ``codes[i]`` and is entered ``entries[i]`` times;
+    a PLT stub or veneer starts at each row of ``stubs``)."""
 
     profile: Profile
     facts: CodeFacts
@@ -38,15 +38,16 @@ class Callees:
     entries: Entries  # the routines' entry counts
     branches: np.ndarray  # the rows of direct branches, by ascending target
     targets: np.ndarray  # their targets, ascending
+    stubs: frozenset[int]  # the first rows of the PLT stubs and veneers
 
     @classmethod
     def of(cls, profile: Profile, facts: CodeFacts, firsts: np.ndarray, codes: np.ndarray,
-           entries: np.ndarray) -> Callees:
+           entries: np.ndarray, stubs: frozenset[int]) -> Callees:
         branches = np.flatnonzero(facts.target >= 0)
         branches = branches[np.argsort(facts.target[branches], kind="stable")]
         return cls(profile, facts, codes, {row: i for i, row in enumerate(firsts.tolist())},
                    Entries.of(entries, np.arange(len(entries))), branches,
-                   facts.target[branches])
+                   facts.target[branches], stubs)
 
     def every_entry(self, rows: np.ndarray, entries: int) -> list[list[int]]:
         """Per call the routine of ``rows`` (entered ``entries`` times) makes on every entry,
@@ -91,22 +92,9 @@ class Callees:
         at = self.profile.row_of(int(self.facts.target[row]))
         if at is None:
             return []
-        if at in self.starting and not self._stub(at):
+        if at in self.starting and at not in self.stubs:  # a stub may be named (malloc@plt)
             return [self.starting[at]]
         return self.entries.near(int(self.profile.samples[at]), self._not_led_to(at))
-
-    def _stub(self, at: int) -> bool:
-        """Whether the code from row ``at`` is a PLT stub or veneer: at most STUB rows
-        ending in ``br`` (a stub named as its own function, such as ``malloc@plt``)."""
-        p = self.profile
-        for r in range(at, min(at + STUB, len(p.pc))):
-            mnemonic = self.facts.code.op(r).mnemonic
-            if mnemonic == "br":
-                return True
-            if r > at and int(p.pc[r]) != int(p.pc[r - 1]) + 4 or \
-                    isa.is_branch(mnemonic) or isa.is_call(mnemonic) or isa.is_return(mnemonic):
-                return False
-        return False
 
     def _tail_call(self, row: int, target: int) -> bool:
         """Whether ``row`` is a ``b`` leaving its function for ``target``."""

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 from pcscope.core import isa
 from pcscope.core.mechanisms import Metric
@@ -206,7 +207,7 @@ class _Paths:
                                              not isa.is_call(o.mnemonic)):
                 self.next.append([self.end])  # where it goes is unknown: the iteration ends
                 continue
-            ways = [] if o.mnemonic == "b" else [o.pc + 4]
+            ways = [] if isa.ends_flow(o.mnemonic) else [o.pc + 4]
             if o.target is not None and not isa.is_call(o.mnemonic):
                 ways.append(o.target)
             self.next.append([self.end if at.get(pc, 0) == 0 else at[pc] for pc in ways
@@ -237,18 +238,23 @@ class _Paths:
             todo.extend(self.next[i])
         return seen
 
+    @cached_property
+    def before(self) -> dict[int, list[int]]:
+        """Per row (or the iteration's end): the rows going on to it, built on first use."""
+        out: dict[int, list[int]] = defaultdict(list)
+        for i, ways in enumerate(self.next):
+            for j in ways:
+                out[j].append(i)
+        return out
+
     def feeding(self, targets: list[int], within: set[int]) -> set[int]:
         """The rows of ``within`` from which one of ``targets`` is reached inside it."""
-        before: dict[int, list[int]] = defaultdict(list)
-        for i in within:
-            for j in self.next[i]:
-                before[j].append(i)
         todo, seen = list(targets), set()
         while todo:
             i = todo.pop()
             if i not in seen:
                 seen.add(i)
-                todo.extend(k for k in before[i] if k in within)
+                todo.extend(k for k in self.before.get(i, ()) if k in within)
         return seen
 
     def _dominates(self, a: int, b: int, after: bool = False) -> bool:

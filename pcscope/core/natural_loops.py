@@ -1,30 +1,48 @@
 """The loops of a profile as an engineer reads them: each back edge's natural loop (the rows
 that reach it without passing the head, blocks placed after the back edge included), two heads
-of one cycle as one loop, a ``continue`` into the middle of a loop as part of it, and a loop
-nested in another taken out of the outer one's rows. Only warm loops are read."""
+of one cycle that the way in can bypass as one loop, a ``continue`` into the middle of a loop
+as part of it, and a loop nested in another (its body inside the other's) taken out of the
+outer one's rows; and the cycles inside one loop. Only warm loops are read."""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from pcscope.core import isa
 from pcscope.core.patterns import CodeFacts, backward_branches
 from pcscope.core.profile import Profile
+from pcscope.core.shapes import Op
 
 LOOP_MIN_SHARE = 0.001  # a loop below this share of the total is not read
 LOOP_MAX_ROWS = 512  # a longer range is a function's outer loop, not one loop
 NESTED = 2.0  # head runs per outer head run from which an inner loop is a loop of its own
 
 
-def loops(profile: Profile, facts: CodeFacts, regions: np.ndarray | None = None) -> list[list[int]]:
-    """Each warm loop's own rows: the natural loop of every back edge to one head (the rows
-    that reach a back edge without passing the head), less the rows of loops nested in it.
-    A loop inside another whose head runs less than NESTED times as often is not nested but
-    a jump back into the middle of the same loop (a ``continue``): its rows stay the outer
-    loop's. A loop stays inside one window, or one of ``regions`` (per row, such as the
-    function codes: a loop split over two windows is one loop of its function)."""
+@dataclass(frozen=True)
+class Loop:
+    """One warm loop: its head (the row its iterations are counted at), its own rows and its
+    whole body (the rows of the loops nested in it included)."""
+
+    head: int
+    rows: list[int]  # address order; the rows of the loops nested in it left out
+    body: frozenset[int]
+
+
+def loops(profile: Profile, facts: CodeFacts, regions: np.ndarray | None = None) -> list[Loop]:
+    """Each warm loop: the natural loop of every back edge to one head (the rows that reach
+    a back edge without passing the head), its own rows being those not in a loop nested in
+    it. A back edge whose head does not reach it (a jump back to an exit block) makes no
+    loop. A loop whose body lies in another's is nested in it only when every way into it
+    that the function's code reaches goes through that one's rows and its head runs at least
+    NESTED times as often; else it is the same loop: a jump back into its middle (a
+    ``continue``), or a second head of one cycle that the way in can bypass (the loop's head
+    is then the busier one, which its iterations pass). A loop stays inside
+    one window, or one of ``regions`` (per row, such as the function codes: a loop split over
+    two windows is one loop of its function)."""
     win = (profile.window if regions is None else regions).astype(np.int64)
     branches, heads = backward_branches(profile, facts, win)
     prefix = np.concatenate(([0.0], np.cumsum(profile.value, dtype=np.float64)))
@@ -33,34 +51,93 @@ def loops(profile: Profile, facts: CodeFacts, regions: np.ndarray | None = None)
     by_head: dict[int, list[int]] = defaultdict(list)
     for b, h in zip(branches[keep].tolist(), heads[keep].tolist(), strict=True):
         by_head[h].append(b)
-    bodies: dict[int, set[int]] = {}
-    seen: set[frozenset[int]] = set()
+    bodies: dict[int, frozenset[int]] = {}
     for h in sorted(by_head):
         ends = by_head[h]
         if prefix[max(ends) + 1] - prefix[h] < floor:
             continue
-        body = _natural_loop(profile, facts, win, h, ends)
-        if frozenset(body) not in seen:  # two heads of one cycle: one loop
-            seen.add(frozenset(body))
+        body, cycles = _natural_loop(profile, facts, win, h, ends)
+        if cycles:
             bodies[h] = body
     counts = profile.samples
-    kept = {h: body for h, body in bodies.items()  # a subset entered as often: a re-entry
-            if not any(body < other and counts[h] < NESTED * counts[g]
-                       for g, other in bodies.items() if g != h)}
+    head_of = {h: h for h in bodies}
+    same: set[int] = set()  # loops that are part of another
+    for h, body in bodies.items():
+        entered = None
+        for g, other in bodies.items():
+            if g == h or not body < other:
+                continue
+            entered = _entered_from(profile, facts, win, body) if entered is None else entered
+            # a way in passes g's rows by (g's head too): from the region's first row, not
+            # only through g (a block of h laid out far away jumps back in from h's rows)
+            bypassed = bool(entered - other) and \
+                bool(_reached_avoiding(profile, facts, win, body, other) & (entered - other))
+            if bypassed or counts[h] < NESTED * counts[g]:
+                same.add(h)
+            if bypassed and counts[head_of[h]] > counts[head_of[g]]:
+                head_of[g] = head_of[h]  # its iterations pass the busier head
+    kept = {h: body for h, body in bodies.items() if h not in same}
     out = []
     for h, body in kept.items():
         inner = set().union(*(other for g, other in kept.items() if g != h and other < body))
         rows = sorted((body - inner) | {h})
         if float(profile.value[rows].sum()) >= floor:
-            out.append(rows)
+            out.append(Loop(head_of[h], rows, body))
     return out
 
 
+def _reached_avoiding(profile: Profile, facts: CodeFacts, win: np.ndarray,
+                      body: frozenset[int], avoid: frozenset[int]) -> set[int]:
+    """The rows of ``body``'s region that control reaches from the region's first row
+    without running a row of ``avoid`` (following fall-through and direct jumps)."""
+    region = np.flatnonzero(win == win[min(body)])
+    first, last = int(region[0]), int(region[-1])
+    if first in avoid:
+        return set()
+    pcs = profile.pc[first:last + 1].astype(np.int64)
+    targets = facts.target[first:last + 1]
+    to = first + np.searchsorted(pcs, targets)
+    reached, stack = {first}, [first]
+    while stack:
+        r = stack.pop()
+        k = r - first
+        nxt = []
+        t = int(to[k])
+        if targets[k] >= 0 and not facts.call[r] and t <= last and pcs[t - first] == targets[k]:
+            nxt.append(t)
+        if r < last and pcs[k + 1] == pcs[k] + 4 and win[r + 1] == win[r] and \
+                not isa.ends_flow(facts.names[facts.canon[r]]):
+            nxt.append(r + 1)
+        for n in nxt:
+            if n not in reached and n not in avoid:
+                reached.add(n)
+                stack.append(n)
+    return reached
+
+
+def _entered_from(profile: Profile, facts: CodeFacts, win: np.ndarray,
+                  body: frozenset[int]) -> set[int]:
+    """The rows of ``body``'s window outside it from which control goes into it: a jump to
+    one of its rows, a row falling into one."""
+    rows = np.fromiter(sorted(body), dtype=np.int64)
+    region = np.flatnonzero(win == win[rows[0]])
+    outside = np.setdiff1d(region, rows)
+    jumps = outside[np.isin(facts.target[outside], profile.pc[rows].astype(np.int64))
+                    & ~facts.call[outside]]
+    before = rows - 1
+    falls = [int(r) for r in before[before >= 0] if int(r) not in body and win[r] == win[r + 1]
+             and int(profile.pc[r + 1]) == int(profile.pc[r]) + 4
+             and not isa.ends_flow(facts.names[facts.canon[r]])]
+    return {*jumps.tolist(), *falls}
+
+
 def _natural_loop(profile: Profile, facts: CodeFacts, win: np.ndarray, head: int,
-                  ends: list[int]) -> set[int]:
+                  ends: list[int]) -> tuple[frozenset[int], bool]:
     """The head and every row of its window (up to LOOP_MAX_ROWS on) that reaches a back
     edge without passing the head, following fall-through and direct jumps: blocks placed
-    after the back edge that jump back in are part of the loop."""
+    after the back edge that jump back in are part of the loop; and whether they make a
+    cycle through the head: it goes on into them, or to a register jump (``br``: an
+    interpreter's dispatch reaches its handlers' jumps back that way)."""
     hi = min(head + LOOP_MAX_ROWS, len(profile) - 1)
     while win[hi] != win[head]:
         hi -= 1
@@ -68,14 +145,19 @@ def _natural_loop(profile: Profile, facts: CodeFacts, win: np.ndarray, head: int
     targets = facts.target[head:hi + 1]
     to = head + np.searchsorted(pcs, targets)
     preds: dict[int, list[int]] = defaultdict(list)
+    succ: dict[int, list[int]] = defaultdict(list)
+    jumps: set[int] = set()  # register jumps: where they go is not known
     for k, r in enumerate(range(head, hi + 1)):
         m = facts.names[facts.canon[r]]
         t = int(to[k])
         if targets[k] >= 0 and not facts.call[r] and t <= hi and pcs[t - head] == targets[k]:
             preds[t].append(r)
-        ends_block = m == "b" or isa.is_return(m) or m in ("br", "braa", "brab")
-        if not ends_block and r < hi and pcs[k + 1] == pcs[k] + 4:
+            succ[r].append(t)
+        if not isa.ends_flow(m) and r < hi and pcs[k + 1] == pcs[k] + 4:
             preds[r + 1].append(r)
+            succ[r].append(r + 1)
+        if isa.is_indirect(m) and not isa.is_call(m):
+            jumps.add(r)
     body = {head}
     stack = [e for e in ends if e != head]
     while stack:
@@ -84,7 +166,13 @@ def _natural_loop(profile: Profile, facts: CodeFacts, win: np.ndarray, head: int
             continue
         body.add(r)
         stack.extend(p for p in preds[r] if p not in body)
-    return body
+    reached, stack = {head}, [head]
+    while stack:
+        for r in succ[stack.pop()]:
+            if r not in reached:
+                reached.add(r)
+                stack.append(r)
+    return frozenset(body), head in ends or bool(reached & (body - {head} | jumps))
 
 
 TIGHT_ROWS = 64  # executed rows of a contiguous loop body read as one tight loop
@@ -116,15 +204,88 @@ def tight_loops(profile: Profile, branches: np.ndarray, heads: np.ndarray) -> li
     return out
 
 
-def nested_in(loops: list[list[int]], outer: list[int]) -> list[list[int]]:
-    """The loops of ``loops`` (each its own rows, head first, as ``loops`` makes them)
-    nested in ``outer``: their head lies between ``outer``'s head and its last row, and is
-    not one of its own rows."""
-    own = set(outer)
-    return [rows for rows in loops
-            if outer[0] < rows[0] < outer[-1] and rows[0] not in own]
+def entries(profile: Profile, facts: CodeFacts, rows: Sequence[int]) -> frozenset[int]:
+    """The pcs of a loop's rows (address order) that control reaches from outside them: a
+    row the row before falls into from outside, a function's first row, a jump's target
+    from another row of the function."""
+    inside = set(rows)
+    fn = profile.function[rows[0]]
+    outside = np.setdiff1d(np.flatnonzero(profile.function == fn), rows)
+    jumped = set(facts.target[outside].tolist())
+    pcs = profile.pc
+    return frozenset(int(pcs[r]) for r in rows if int(pcs[r]) in jumped or r - 1 not in inside
+                     and (r == 0 or profile.function[r - 1] != fn or
+                          int(pcs[r - 1]) == int(pcs[r]) - 4 and
+                          not isa.ends_flow(facts.names[facts.canon[r - 1]])))
 
 
-def loop_at(loops: list[list[int]]) -> dict[int, int]:
+def inner_cycles(ops: Sequence[Op], entries: frozenset[int]) -> tuple[list[int],
+                                                                    dict[int, frozenset[int]]]:
+    """Per row, the cycle it runs in: -1 for the loop's own (through its heads, the rows
+    control enters it at: ``entries``), else the id of a cycle that stays clear of them (the
+    strongly connected parts of the loop's flow without its back edges); and per cycle its
+    heads, the rows entered from outside it. A block placed before the loop's entry that
+    jumps into it (a ``continue`` path laid out first) is the loop's own, not a cycle."""
+    by_pc = {o.pc: i for i, o in enumerate(ops)}
+    succ = [[by_pc[t] for t in (() if isa.ends_flow(o.mnemonic) else (o.pc + 4,)) +
+             (() if o.target is None or isa.is_call(o.mnemonic) else (o.target,))
+             if t in by_pc and t not in entries] for o in ops]
+    comp = _components(succ)
+    sizes = np.bincount(np.asarray(comp))
+    cycle = [c if sizes[c] > 1 or i in succ[i] else -1 for i, c in enumerate(comp)]
+    heads: dict[int, set[int]] = {-1: set(entries)}
+    for i, nxt in enumerate(succ):
+        for j in nxt:
+            if cycle[j] != -1 and cycle[j] != cycle[i]:
+                heads.setdefault(cycle[j], set()).add(ops[j].pc)
+    return cycle, {c: frozenset(h) for c, h in heads.items()} | {
+        c: frozenset() for c in set(cycle) - heads.keys()}
+
+
+def _components(succ: list[list[int]]) -> list[int]:
+    """Tarjan's strongly connected components of the graph ``succ``, iteratively: the
+    component id of each node."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    comp = [-1] * len(succ)
+    stack: list[int] = []
+    count = 0
+    for root in range(len(succ)):
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, k = work.pop()
+            if k == 0:
+                index[v] = low[v] = len(index)
+                stack.append(v)
+            if k < len(succ[v]):
+                work.append((v, k + 1))
+                w = succ[v][k]
+                if w not in index:
+                    work.append((w, 0))
+                elif comp[w] < 0:
+                    low[v] = min(low[v], index[w])
+                continue
+            if low[v] == index[v]:
+                while True:
+                    w = stack.pop()
+                    comp[w] = count
+                    if w == v:
+                        break
+                count += 1
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+    return comp
+
+
+
+def nested_in(loops: list[Loop], outer: Loop) -> list[Loop]:
+    """The loops of ``loops`` nested in ``outer``: their body lies in its body."""
+    return [loop for loop in loops if loop.body < outer.body]
+
+
+def loop_at(loops: list[Loop]) -> dict[int, int]:
     """Per row of ``loops``: the position of the loop whose own row it is."""
-    return {r: i for i, rows in enumerate(loops) for r in rows}
+    return {r: i for i, loop in enumerate(loops) for r in loop.rows}

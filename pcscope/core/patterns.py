@@ -279,21 +279,31 @@ def code_facts(profile: Profile) -> CodeFacts:
     slots = _dest_slots(names)
     direct = _flags(names, canon, lambda n: n in isa.DIRECT or n.startswith(("b.", "bc.")))
     second = np.take((slots == 1).any(axis=1), canon)  # operand 1 is read only where written
-    n = len(profile)
-    first = np.full(n, -1, dtype=np.int8)
-    second_operand = np.full(n, -1, dtype=np.int8)
-    base = np.full(n, -1, dtype=np.int8)
-    writeback = np.zeros(n, dtype=bool)
-    target = np.full(n, -1, dtype=np.int64)
+    # Each distinct text is read once; its facts then go to every row that has it.
+    firsts = profile.asm_firsts()
+    texts = profile.asm_column.take(firsts)
+    k = len(firsts)
+    first = np.full(k, -1, dtype=np.int8)
+    second_operand = np.full(k, -1, dtype=np.int8)
+    base = np.full(k, -1, dtype=np.int8)
+    writeback = np.zeros(k, dtype=bool)
+    value = np.full(k, -1, dtype=np.int64)
+    relative = np.zeros(k, dtype=bool)
 
-    def scan(rows: slice) -> None:  # each chunk fills its own rows of the arrays
-        first[rows], second_operand[rows], base[rows], writeback[rows], target[rows] = \
-            _scanned_facts(profile.asm_column.slice(rows.start, rows.stop), profile.pc[rows],
-                           direct[rows], second[rows])
+    def scan(rows: slice) -> None:  # each chunk fills its own texts of the arrays
+        at = firsts[rows]
+        first[rows], second_operand[rows], base[rows], writeback[rows], value[rows], \
+            relative[rows] = _scanned_facts(texts.slice(rows.start, rows.stop), direct[at],
+                                            second[at])
 
-    chunks = [slice(start, min(start + FACTS_CHUNK, n)) for start in range(0, n, FACTS_CHUNK)]
+    chunks = [slice(start, min(start + FACTS_CHUNK, k)) for start in range(0, k, FACTS_CHUNK)]
     with ThreadPoolExecutor(FACTS_THREADS) as pool:
         list(pool.map(scan, chunks))  # list: re-raises a chunk's error here
+    codes = profile.asm_code
+    first, second_operand, base, writeback, value, relative = (
+        np.take(a, codes) for a in (first, second_operand, base, writeback, value, relative))
+    target = np.where(relative & (value >= 0), profile.pc.astype(np.int64) - value, value)
+    n = len(profile)
     dest = np.empty((n, 2), dtype=np.int8)
     for slot in (0, 1):
         operand = np.take(slots[:, slot], canon)
@@ -316,20 +326,21 @@ def _dest_slots(names: list[str]) -> np.ndarray:
     return slots
 
 
-def _scanned_facts(column: StringColumn, pcs: np.ndarray, direct: np.ndarray,
-                   second: np.ndarray):
-    """Byte-scan facts of some rows: operand register 0, operand register 1 of the
-    ``second`` rows, memory base, writeback, and the targets of the ``direct`` branches."""
+def _scanned_facts(column: StringColumn, direct: np.ndarray, second: np.ndarray):
+    """Byte-scan facts of some texts: operand register 0, operand register 1 of the
+    ``second`` texts, memory base, writeback, and the ``direct`` branches' target operands
+    (value, and whether it is relative to the branch's PC)."""
     # asmtext needs polars; reopening an index only needs the stored table, not this.
     from pcscope.core.asmtext import AsmScan
 
     scan = AsmScan(column)
     op0, op1 = scan.operand_registers(np.flatnonzero(second))
     base, writeback = scan.memory_operands()
-    target = np.full(len(column), -1, dtype=np.int64)
+    value = np.full(len(column), -1, dtype=np.int64)
+    relative = np.zeros(len(column), dtype=bool)
     branches = np.flatnonzero(direct)
-    target[branches] = scan.branch_targets(branches, pcs[branches])
-    return op0, op1, base, writeback, target
+    value[branches], relative[branches] = scan.branch_operands(branches)
+    return op0, op1, base, writeback, value, relative
 
 
 def _canonical_mnemonics(profile: Profile) -> tuple[list[str], np.ndarray]:

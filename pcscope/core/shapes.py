@@ -18,6 +18,7 @@ assembly by hand.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -30,6 +31,7 @@ FLAG_SETTERS = frozenset(("cmp", "cmn", "tst", "ccmp", "ccmn", "subs", "adds", "
 _STEP = frozenset(("add", "sub"))
 _FRAME = frozenset(("sp", "x29"))
 _RE_IMM = re.compile(r"^#?-?(0x[0-9a-f]+|[0-9]+)$")
+_LSL = re.compile(r"^lsl #(\d+)$")
 
 # Indirect-branch classes (the pattern table's ``aux`` of an indirect-branch hit).
 DISPATCH, SWITCH, CALL, TAIL, STUB, UNCLASSIFIED = 0, 1, 2, 3, 4, 5
@@ -91,21 +93,14 @@ def ops_of(lines: list[tuple[int, str]]) -> list[Op]:
     return [Op.of(pc, asm) for pc, asm in lines]
 
 
-def leaves_loop(mnemonic: str) -> bool:
-    """A return or a register branch (not a call): control cannot come back."""
-    return isa.is_return(mnemonic) or mnemonic in ("br", "braa", "brab", "braaz", "brabz")
-
-
 def is_loop_body(body: list[Op]) -> bool:
-    """Control can run from the first instruction to the last one's branch back: no return
-    or register branch before the end, and every ``b`` before the end stays inside."""
+    """Control can run from the first instruction to the last one's branch back: every
+    instruction before the end that control does not fall through (isa.ends_flow) is a ``b``
+    that stays inside (a return, register jump or trap there ends the body)."""
     first, last = body[0].pc, body[-1].pc
-    for op in body[:-1]:
-        if leaves_loop(op.mnemonic):
-            return False
-        if op.mnemonic == "b" and (op.target is None or not first <= op.target <= last):
-            return False
-    return True
+    return not any(isa.ends_flow(op.mnemonic) and not (
+        op.mnemonic == "b" and op.target is not None and first <= op.target <= last)
+        for op in body[:-1])
 
 
 def _writer(body: list[Op], i: int, reg: str) -> int | None:
@@ -281,6 +276,59 @@ def target_producer(ops: list[Op], k: int) -> Op | None:
             return ops[j]
         regs = (regs - hit) | set(ops[j].src)
     return None
+
+
+# AAPCS64: a call may change x0-x18 (arguments, results, temporaries, the veneers' x16/x17,
+# the platform's x18); x19-x28 survive it
+CALL_CLOBBERED = frozenset(f"x{n}" for n in range(19))
+
+
+def setter(op: Callable[[int], Op], rows: Iterable[int], reg: str, read: int) -> int | None:
+    """The row that last sets ``reg`` for a read at PC ``read`` (of a span of code: its last
+    PC), looking back through ``rows`` (the rows before it, latest first; the caller bounds
+    them) as far as control goes on from them to it (falls_through): the first that writes
+    it. A W write sets the X register (it clears the upper half; Op names both X), a call
+    the registers it may clobber (CALL_CLOBBERED). None when none of them does."""
+    for r in falls_through(op, rows, read):
+        o = op(r)
+        if reg in o.dest or (isa.is_call(o.mnemonic) and reg in CALL_CLOBBERED):
+            return r
+    return None
+
+
+def falls_through(op: Callable[[int], Op], rows: Iterable[int], read: int) -> Iterator[int]:
+    """``rows`` (before the PC ``read``, latest first) up to one that does not go on towards
+    it: a return, a register branch or a ``b`` elsewhere than forward to at most ``read`` (a
+    jump into a loop's test still reaches the loop; what is before any other reaches the
+    read only by another jump). A conditional branch falls through; a call returns."""
+    for r in rows:
+        o = op(r)
+        m = o.mnemonic
+        if isa.is_branch(m) and not isa.is_conditional_branch(m) and not isa.is_call(m) and \
+                not (m == "b" and o.target is not None and o.pc < o.target <= read):
+            return
+        yield r
+
+
+def constant(asm: str, signed: bool = False) -> int | None:
+    """The value a move of an immediate writes to its register, as the register holds it
+    (``signed``: read as a signed number of its width): ``movz`` shifted by its ``lsl``,
+    ``movn`` inverted, the ``mov`` alias as written, ``orr`` of the zero register with an
+    immediate; None for any other instruction (``movk`` keeps the other bits)."""
+    raw = asm.split(None, 1)[0].lower() if asm.strip() else ""
+    _, ops = isa.canonical(asm)
+    if len(ops) > 1 and raw == "orr" and ops[1] in ("wzr", "xzr"):
+        ops = [ops[0], *ops[2:]]
+    elif raw not in ("mov", "movz", "movn"):
+        return None
+    shift = _LSL.match(ops[2]) if len(ops) == 3 else None
+    if len(ops) not in (2, 3) or (len(ops) == 3 and shift is None) or \
+            not _RE_IMM.match(ops[1]):
+        return None
+    value = int(ops[1].lstrip("#"), 0) << (int(shift.group(1)) if shift else 0)
+    bits = 32 if ops[0].startswith("w") else 64
+    value = (~value if raw == "movn" else value) & ((1 << bits) - 1)
+    return value - (1 << bits) if signed and value >> (bits - 1) else value
 
 
 LSE_FLAG = "x16"  # libgcc's helpers load __aarch64_have_lse_atomics into w16

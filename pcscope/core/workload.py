@@ -71,7 +71,12 @@ class Workload:
     @property
     def text_ready(self) -> bool:
         """Whether the text index is open already (a first use would open or build it)."""
-        return "text" in self.__dict__
+        return self.loaded("text")
+
+    def loaded(self, part: str) -> bool:
+        """Whether ``part`` (alp, guides, mca, mechanisms, text) has loaded: a first use
+        would read, decode or build it. Asking never waits for a load under way."""
+        return part in self.__dict__
 
     def hot(self, top: int | None = None, coverage: float = 0.90) -> HotSelection:
         return self.profile.hot_windows(top=top, coverage=coverage)

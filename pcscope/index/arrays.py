@@ -10,7 +10,7 @@ import numpy as np
 from pcscope.core.columns import StringColumn
 from pcscope.core.profile import FunctionTable, Profile, WindowTable
 
-_COLUMNS = ("pc", "samples", "mnemonic", "function", "window", "module", "line",
+_COLUMNS = ("pc", "samples", "asm_code", "mnemonic", "function", "window", "module", "line",
             "window_label_code")
 
 
@@ -74,6 +74,7 @@ def load_profile(folder: Path) -> Profile:
         samples=arrays["samples"],
         cycles=_load(folder, "cycles") if tables["cycles"] else None,
         asm_column=_load_strings(folder, "asm"),
+        asm_code=arrays["asm_code"],
         mnemonic=arrays["mnemonic"],
         mnemonics=tables["mnemonics"],
         function=arrays["function"],

@@ -38,7 +38,7 @@ import polars as pl
 import tantivy
 
 from pcscope.core import isa
-from pcscope.core.asmtext import AsmScan, asm_series, distinct_texts
+from pcscope.core.asmtext import AsmScan, asm_series
 from pcscope.core.profile import Profile
 from pcscope.index.arrays import mapped
 from pcscope.index.parsed_query import (
@@ -62,7 +62,6 @@ _SCAN = 4096  # rank positions looked at first when the best hits are searched i
 _BLOCKS = 16  # rank positions counted per text: a few MB per 256k texts, at most a
               # sixteenth of the rows scanned at each end of a range
 _REGISTER_NAMES = [f"x{n}" for n in range(31)] + ["sp"]  # by asmtext.register_code
-_KEY_MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
 def tantivy_lower(values: list[str]) -> list[str]:
@@ -219,7 +218,7 @@ class InstructionIndex:
         np.cumsum(np.bincount(codes, minlength=len(texts)), out=text_offsets[1:])
         flat_tokens, flat_texts, asm = _tokens(texts)
         mnemonics = tantivy_lower([isa.normalize_mnemonic(m) for m in profile.mnemonics])
-        bases = AsmScan(profile.asm_column).memory_bases().astype(np.int64)
+        bases = AsmScan(profile.asm_column.take(first)).memory_bases().astype(np.int64)
         arrays: dict[str, np.ndarray] = {"rank_rows": rank_rows, "row_ranks": row_ranks, "rank_texts": rank_texts,
                   "text_ranks": np.argsort(rank_texts, kind="stable").astype(np.int32),
                   "text_offsets": text_offsets,
@@ -228,7 +227,7 @@ class InstructionIndex:
         postings = {
             "asm": asm,
             "mnemonic": Postings.of_codes(profile.mnemonic[first], mnemonics),
-            "base": Postings.of_codes(bases[first], _REGISTER_NAMES),
+            "base": Postings.of_codes(bases, _REGISTER_NAMES),
             "function": Postings.of_codes(profile.function, tantivy_lower(profile.function_names)),
         }
         for name, array in arrays.items():
@@ -561,14 +560,10 @@ def _at_least(masks: list[np.ndarray], minimum: int, size: int) -> np.ndarray:
 
 
 def _distinct_texts(profile: Profile) -> tuple[pl.Series, np.ndarray, np.ndarray]:
-    """The distinct (text, mnemonic) instructions, each row's code among them and each
-    one's first row. (The mnemonic comes from the text; keyed in case a reader differs.)"""
-    asm = asm_series(profile.asm_column)
-    keys = asm.hash().to_numpy() + profile.mnemonic.astype(np.uint64) * _KEY_MIX
-    texts, codes = distinct_texts(asm, keys)
-    first = np.zeros(len(texts), dtype=np.int64)
-    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)
-    return texts, codes.astype(np.int64), first
+    """The distinct instruction texts (Profile.asm_code), each row's code among them and
+    each one's first row."""
+    first = profile.asm_firsts()
+    return asm_series(profile.asm_column.take(first)), profile.asm_code.astype(np.int64), first
 
 
 def _tokens(texts: pl.Series) -> tuple[np.ndarray, np.ndarray, Postings]:

@@ -29,7 +29,7 @@ from functools import cached_property
 import numpy as np
 import polars as pl
 
-from pcscope.core.asmtext import asm_series, distinct_texts
+from pcscope.core.asmtext import asm_series, distinct_rows
 from pcscope.core.errors import UsageError
 from pcscope.core.ids import fn_id, hex_pc, pc_id, win_id
 from pcscope.core.isa import normalize_mnemonic
@@ -147,11 +147,16 @@ class QueryEngine:
 
     @cached_property
     def _asm_distinct(self) -> tuple[pl.Series, np.ndarray]:
-        """The distinct lower-case texts, and each row's index among them."""
-        series = asm_series(self.profile.asm_column)
-        blob = self.profile.asm_column.blob
-        lower = series.str.to_lowercase() if ((blob >= 65) & (blob <= 90)).any() else series
-        return distinct_texts(lower, lower.hash().to_numpy())
+        """The distinct lower-case texts, and each row's index among them (the profile's
+        distinct texts, lower-cased and made distinct again: case folding may merge some)."""
+        profile = self.profile
+        series = asm_series(profile.asm_column.take(profile.asm_firsts()))
+        blob = profile.asm_column.blob
+        if not ((blob >= 65) & (blob <= 90)).any():
+            return series, profile.asm_code
+        lower = series.str.to_lowercase()
+        first, codes = distinct_rows(lower, lower.hash().to_numpy())
+        return lower.gather(first), np.take(codes, profile.asm_code)
 
     @cached_property
     def _ascii(self) -> bool:

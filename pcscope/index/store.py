@@ -94,11 +94,16 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 # 29: recomputed and clamped work's checks list every instruction in address order; a
 #     gather-branch mechanism counts its bucket scatters' keys and its loops' inner cycles
 # 30: recomputed work's checks say which rows the loop's instructions per iteration count
-# 31: mechanisms carry the categories of register spills, loop state in memory, string
-#     routines, hardening, narrow accesses and loop overhead (were store-forwarding or other)
-# 32: a pointer-chase mechanism names the second random access of each step (a load the link
+# 31: a mechanism carries a per-operation tree's callers and allocator split as typed values
+#     (its ``tree``), which the advice reads instead of parsing the checks back
+# 32: loops: two heads of one cycle entered apart are one loop, nesting is body containment,
+#     a jump back to an exit block is no loop; inner cycles found once (strongly connected)
+# 33: each row's number among the distinct asm texts (asm_code.npy): texts are read once
+# 34: mechanisms carry the categories of register spills, loop state in memory, string
+#     routines, hardening, narrow accesses and loop overhead (were store-forwarding or other);
+#     a pointer-chase mechanism names the second random access of each step (a load the link
 #     of the same step addresses, with a base no link's address uses)
-FORMAT_VERSION = 32
+FORMAT_VERSION = 34
 Progress = Callable[[str], None]
 
 

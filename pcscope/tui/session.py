@@ -108,14 +108,16 @@ class UiSession:
         """One recorded call (its raw output included), without blocking."""
         return self._submit(lambda: self._db().call(call_id))
 
-    # -- writing (from the UI thread: never waits) ---------------------------------------
-    def save_view(self, view: ViewState) -> None:
-        if view != self._last_view:
-            self._last_view = view
-            self._submit(lambda: self._db().set_state(VIEW_KEY, asdict(view)))
+    # -- writing (from the UI thread: never waits; the caller surfaces a failed write) -----
+    def save_view(self, view: ViewState) -> Future | None:
+        """The write of ``view``; None when it is the view last saved."""
+        if view == self._last_view:
+            return None
+        self._last_view = view
+        return self._submit(lambda: self._db().set_state(VIEW_KEY, asdict(view)))
 
-    def save_verdict(self, idea: str, verdict: Verdict) -> None:
-        self._submit(lambda: self._db().set_verdict(idea, verdict.verdict, verdict.note))
+    def save_verdict(self, idea: str, verdict: Verdict) -> Future:
+        return self._submit(lambda: self._db().set_verdict(idea, verdict.verdict, verdict.note))
 
     def close(self) -> None:
         def finish() -> None:

@@ -2,12 +2,14 @@
 
 ``in_thread`` starts one; if it raises, a ``WorkFailed`` message goes to the app, whose
 single handler decides what the user sees (Textual's own worker messages do not bubble,
-so without this each widget would need its own error handling).
+so without this each widget would need its own error handling). A task run on a thread of
+its own (the session store's writes, ``surface``) reports its failure the same way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 from textual.dom import DOMNode
@@ -38,3 +40,16 @@ def in_thread(node: DOMNode, fn: Callable[[], Any], *, name: str, group: str,
 
     return node.run_worker(guarded, thread=True, exit_on_error=False, name=name, group=group,
                            exclusive=exclusive)
+
+
+def surface(node: DOMNode, done: Future, *, name: str, group: str) -> None:
+    """A task submitted to a thread of its own (the session store's): when it fails, a
+    ``WorkFailed`` message goes to the app, as from ``in_thread``; nothing waits for it."""
+    app = node.app
+
+    def finished(future: Future) -> None:  # on the task's thread
+        error = None if future.cancelled() else future.exception()
+        if error is not None:
+            app.post_message(WorkFailed(name, group, error))  # thread-safe
+
+    done.add_done_callback(finished)

@@ -20,21 +20,18 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from pcscope.core import chain_walk, invariant_work, loop_nests
 from pcscope.core.call_cohorts import (
     CALLER_PART,
     CALLERS_CHECK,
     ONE_SHOT_CHECK,
     PAIR_CHECK,
-    PAIRED_CHECK,
     PLUMBING,
     SETUP_CALLERS_CHECK,
     SETUP_CHECK,
     SHARED_CHECK,
-    CallerText,
-    PairedText,
-    parse_callers,
-    parse_paired,
 )
 from pcscope.core.fixed_trip_sums import LOOP_CONTROL
 from pcscope.core.gather_partition import DIAMONDS, EXITS, LOOPS, PARTITION, SCATTERS, THREE_WAY
@@ -47,6 +44,7 @@ from pcscope.core.memory_state import BYTE_STORE, RELOADED, STORED_EVERY, STORED
 from pcscope.core.patterns import libc_routine_name
 from pcscope.core.return_zeroing import SMALL as ZEROING_SMALL
 from pcscope.core.store_loops import WIDE
+from pcscope.core.tree_values import Caller, PairedAllocation, TreeValues
 
 MIN_SHARE = 0.005  # own share a profile-only mechanism needs to become an idea
 MIN_SHARE_BY_KIND = {"spin-wait": 0.002, "libc-routine": 0.01, "store-loop": 0.01}
@@ -1079,10 +1077,9 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
            f"data per call so the {number(per_op)} instructions are paid less often, cache lookups made "
            f"on every operation, and let LTO inline the small wrappers ({number(per_call)} "
            f"instructions per call on average).")
-    split = None
-    if allocations:
-        said, split = _allocator_split(m, allocations)
-        rec += said
+    tree = msgspec.convert(m["tree"], TreeValues) if m.get("tree") else None
+    if allocations and tree is not None:
+        rec += _allocator_split(tree)
     if setups:
         named = ", ".join(_names(setups) + _names(callers or ""))
         rec += (f" The once-per-operation set-up ({named}) is recomputed for every "
@@ -1092,60 +1089,62 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
     if lookups:
         rec += (" The constant-key lookups its members make are the lookup idea's cost: "
                 "resolve those keys once per context rather than on every operation.")
-    if entered and (callers_named := parse_callers(entered)):
-        rec += _per_operation_owners(callers_named, allocations, split, bool(setups))
+    if tree is not None and tree.callers:
+        rec += _per_operation_owners(tree, int(ops), allocations is not None, bool(setups))
     rec += (" Measure instructions per operation at two payload sizes: the part that does "
             "not grow is this overhead.")
     return (f"Per-operation overhead ({number(ops)} operations): {number(per_op)} instructions "
             f"in {number(calls)} calls each", claim, rec)
 
 
-def _per_operation_owners(callers: list[CallerText], allocations: str | None,
-                          split: PairedText | None, setups: bool) -> str:
+def _per_operation_owners(tree: TreeValues, operations: int, allocations: bool,
+                          setups: bool) -> str:
     """Who changes what, from where the tree is entered (pcscope.core.call_cohorts): a
     caller in another module than the members it reaches chose to enter the whole tree on
     every operation, so keeping the context, initialising it once and updating it per
     operation is a change in that caller, for its module's owner, while what each entry
     costs inside the tree is the members' module's; a caller in the tree's own module owns
     both; without modules (or with callers of both kinds) each change is addressed to the
-    code making it. The allocator's instructions go to one side each: the pairs' part
-    (``split``) with the reuse, the rest inside."""
-    allocated = re.search(r"= ([\d,]+) instructions$", allocations or "")
-    removed = split is not None and split.paired not in (None, "0")
-    if split is not None and split.paired is None:
+    code making it. The allocator's instructions (when a member is one: ``allocations``) go
+    to one side each: the pairs' part (``tree.paired``) with the reuse, the rest inside."""
+    callers, split = tree.callers, tree.paired
+    paired = _paired_figure(split)
+    if split is not None and paired is None:
         allocator = "the allocator calls reuse does not remove"
-    elif removed and split is not None:
-        allocator = (f"the other allocator calls, {split.rest} instructions per operation"
-                     if split.rest != "0" else "")
+    elif paired:
+        rest = round(tree.allocator) - paired
+        allocator = f"the other allocator calls, {rest:,} instructions per operation" \
+            if rest else ""
     else:
-        allocator = ("the allocator calls and their wrappers"
-                     + (f", {allocated.group(1)} instructions per operation" if allocated else ""))
+        allocator = (f"the allocator calls and their wrappers, {tree.allocator:,.0f} "
+                     f"instructions per operation")
     inside = ", ".join(part for part, present in (
-        (allocator, allocations is not None and bool(allocator)), ("the set-up", setups),
+        (allocator, allocations and bool(allocator)), ("the set-up", setups),
         ("the small wrappers", True)) if present)
     by_name = " and ".join(f"`{c.name}`" + (f" in {c.module}" if c.module else "")
-                           + f" (itself entered {c.entries} "
-                             f"time{'' if c.entries == '1' else 's'}; {c.per_operation} calls "
-                             f"per operation)" for c in callers)
+                           + f" (itself entered {c.entries:,} "
+                             f"time{'' if c.entries == 1 else 's'}; "
+                             f"{c.calls / operations:.2f} calls per operation)"
+                           for c in callers)
     names = " and ".join(f"`{c.name}`" for c in callers)
     whose = "the caller's" if len(callers) == 1 else "the callers'"
     caller_part = ("keeping the context across operations"
-                   + (f" (which removes the pairs' {split.paired} allocator instructions per "
-                      f"operation)" if removed and split is not None else "")
+                   + (f" (which removes the pairs' {paired:,} allocator instructions per "
+                      f"operation)" if paired else "")
                    + ", initialising it "
                    + ("(and setting the key) " if setups else "")
                    + "once and updating it per operation")
-    other = [c for c in callers if c.module and c.reached and not c.own_module]
+    other = [c for c in callers if c.reached and not c.own_module]
     own = [c for c in callers if c.own_module]
     if other and not own:
-        reached = " and ".join(dict.fromkeys(c.reached for c in other))
+        reached = _modules(other)
         modules = " and ".join(dict.fromkeys(c.module for c in other))
         return (f" Who changes what: the operations are entered from {by_name}, outside "
                 f"{reached}; entering the tree on every operation is {whose} choice, so "
                 f"{caller_part} is a change in {names}, for the owner of {modules}, while what "
                 f"each entry costs inside the tree ({inside}) is {reached}'s to cut.")
     if own and not other:
-        reached = " and ".join(dict.fromkeys(c.reached for c in own))
+        reached = _modules(own)
         return (f" Who changes what: the operations are entered from {by_name}, in the "
                 f"tree's own module ({reached}): both entering it on every operation and what "
                 f"each entry costs inside it ({inside}) are that module's to change.")
@@ -1154,33 +1153,42 @@ def _per_operation_owners(callers: list[CallerText], allocations: str | None,
             f"change in its members.")
 
 
-def _allocator_split(m: dict, allocations: str) -> tuple[str, PairedText | None]:
+def _modules(callers: list[Caller]) -> str:
+    """The modules the ``callers`` reach, each caller's as one phrase, each phrase once."""
+    return " and ".join(dict.fromkeys(" and ".join(c.reached) for c in callers))
+
+
+def _paired_figure(split: PairedAllocation | None) -> int | None:
+    """The pairs' allocator instructions per operation as the check writes them (None:
+    no pair, or not in the profile)."""
+    return None if split is None or split.instructions is None else round(split.instructions)
+
+
+def _allocator_split(tree: TreeValues) -> str:
     """The sentence splitting the allocator's instructions per operation between the
-    create/destroy pairs' members (which reuse removes) and the rest, each part once, and
-    the split (None: no pair among the members to follow calls from)."""
-    total = re.search(r"= ([\d,]+) instructions$", allocations)
-    figure = (f"the allocator's {total.group(1)} instructions per operation" if total
-              else "the allocator's instructions per operation")
-    check = next((c for c in m["checks"] if c.startswith(PAIRED_CHECK)), None)
-    if check is None or not any(c.startswith(PAIR_CHECK) for c in m["checks"]):
+    create/destroy pairs' members (which reuse removes) and the rest, each part once."""
+    figure = f"the allocator's {tree.allocator:,.0f} instructions per operation"
+    split = tree.paired
+    if split is None:
         return (f" Which of {figure} reuse removes is not in the profile: no create/destroy "
-                f"pair among the members to follow calls from.", None)
-    split = parse_paired(check)
-    if split.paired is None:
+                f"pair among the members to follow calls from.")
+    paired = _paired_figure(split)
+    if paired is None:
         return (f" Which of {figure} the create/destroy pairs' members make, and so reuse "
-                f"removes, is not in the profile ({split.unknown}).", split)
+                f"removes, is not in the profile ({split.unknown}).")
+    total = round(tree.allocator)
     outside = (f"begin at {', '.join(f'`{n}`' for n in split.others)}, not in a pair "
                f"member's own calls, so reuse is not known to remove them.")
-    if split.paired == "0":
+    if paired == 0:
         return (f" Of {figure}, the create/destroy pairs' members make none on every entry: "
-                f"all {split.total} {outside}", split)
+                f"all {total:,} {outside}")
     made = (f"the create/destroy pairs' members make themselves on every entry "
             f"({', '.join(f'`{n}`' for n in split.makers)}, directly or through wrappers: "
             f"the objects' own memory)")
-    if split.rest == "0":
-        return f" Of {figure}, reuse removes all: {made}.", split
-    return (f" Of {figure}, reuse removes the {split.paired} {made}; the other {split.rest} "
-            f"{outside}", split)
+    if paired == total:
+        return f" Of {figure}, reuse removes all: {made}."
+    return (f" Of {figure}, reuse removes the {paired:,} {made}; the other "
+            f"{total - paired:,} {outside}")
 
 
 def _names(listed: str) -> list[str]:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+import msgspec
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pcscope.core.alp_columns import AlpRecords
@@ -515,7 +516,8 @@ class ToolBox:
 
 def _mechanism_data(m: Mechanism) -> dict[str, Any]:
     """A mechanism as data: kind, own share, sites (the hottest first, key PCs),
-    functions, metrics and the checks that passed."""
+    functions, metrics, the checks that passed and a per-operation tree's values
+    (pcscope.core.tree_values, as builtins; None for other kinds)."""
     return {
         "id": m.id, "kind": m.kind, "category": m.category, "share": m.share,
         "sites": len(m.sites), "functions": list(m.functions[:8]),
@@ -523,6 +525,7 @@ def _mechanism_data(m: Mechanism) -> dict[str, Any]:
         "metrics": [{"name": x.name, "value": x.value, "unit": x.unit, "how": x.how}
                     for x in m.metrics],
         "checks": list(m.checks),
+        "tree": msgspec.to_builtins(m.tree) if m.tree is not None else None,
     }
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from pcscope.core.asmtext import distinct_rows
 from pcscope.core.columns import StringColumn
 from pcscope.core.errors import InputError
 from pcscope.core.profile import Profile
@@ -166,8 +167,9 @@ def _pc_expr(fast: bool) -> pl.Expr:
     surrounding spaces, ``0X`` and decimal, and costs several times more on a million rows."""
     if fast:
         pc = pl.col("pc")
+        # slice, not strip_prefix: the prefix is known to be there (~0.05 s CPU at 1M rows)
         return pl.when(pc.str.starts_with("0x")).then(
-            pc.str.strip_prefix("0x").str.to_integer(base=16, dtype=pl.UInt64, strict=False)
+            pc.str.slice(2).str.to_integer(base=16, dtype=pl.UInt64, strict=False)
         )
     pc = pl.col("pc").str.strip_chars().str.to_lowercase()
     is_hex = pc.str.starts_with("0x")
@@ -201,26 +203,25 @@ def _columns(names: list[str]) -> list[pl.Expr]:
         _pc_expr(fast=True).alias("pc_value"),
         _count_expr("samples", fast=True).alias("samples_value"),
         asm.alias("asm_text"),
-        # _check's NUL test, made in the parse's threads: a pass of its own over the text
-        # after the parse cost ~0.05 s at 1M rows.
-        asm.str.contains("\x00", literal=True).alias("_nul"),
         # The text up to the first space (a cheap byte search, no regex per row): the
         # mnemonic is its first word, cut per distinct head (_mnemonic).
         asm.str.head(asm.str.find(" ", literal=True).fill_null(asm.str.len_bytes()))
         .cast(pl.Categorical).alias("mnemonic_text"),
     ]
     if "cycles" in names:
-        exprs += [_count_expr("cycles", fast=True).alias("cycles_value"),
-                  (pl.col("cycles").str.strip_chars().fill_null("") != "").alias("cycles_given")]
+        exprs.append(_count_expr("cycles", fast=True).alias("cycles_value"))
     for col in ("function", "module", "window"):
         text = pl.col(col) if col in names else pl.lit(None, dtype=pl.String)
         exprs.append(text.cast(pl.Categorical).alias(f"{col}_text"))
     exprs += [pl.col(c).fill_null("").alias(f"extra.{c}") for c in names if c not in KNOWN]
     # A number read the fast way holds no newline; the cells of a column that failed it are
-    # looked at only then (_lines).
-    text_columns = [c for c in names if c not in _numeric(names)]
-    exprs.append(pl.any_horizontal([pl.col(c).str.contains("\n", literal=True)
-                                    for c in text_columns]).alias("_multiline"))
+    # looked at only then (_lines). The raw asm is searched once for a newline or a NUL
+    # (_check's test; a pass of its own cost ~0.05 s CPU at 1M rows): both are rare, and
+    # which one it was is asked only when one is there (_lines, _check).
+    text_columns = [c for c in names if c not in _numeric(names) and c != "asm"]
+    exprs += [pl.col("asm").str.contains("[\x00\n]").alias("_odd_asm"),
+              pl.any_horizontal([pl.lit(False), *(pl.col(c).str.contains("\n", literal=True)
+                                                  for c in text_columns)]).alias("_multiline")]
     return exprs
 
 
@@ -229,9 +230,11 @@ def _lines(path: str, sep: str, names: list[str], cols: pl.DataFrame,
     """Each row's physical line, uint32 as stored: its number, unless a quoted cell spans
     lines somewhere in the file (then every record's first line is counted again with the
     csv module). ``failed``: the numeric columns some cell of which failed the fast read
-    (only those can hold a newline; the parse looked at the text columns)."""
+    (only those can hold a newline; the parse looked at the text columns; asm is read again
+    when it holds a newline or a NUL)."""
     rows = cols["_row"].to_numpy()
-    if not cols["_multiline"].any() and not (failed and _newline_in(path, sep, names, failed)):
+    look = failed + (["asm"] if cols["_odd_asm"].any() else [])
+    if not cols["_multiline"].any() and not (look and _newline_in(path, sep, names, look)):
         return rows
     return _record_lines(path, sep, len(names))[rows.astype(np.int64) - 2].astype(np.uint32)
 
@@ -239,6 +242,14 @@ def _lines(path: str, sep: str, names: list[str], cols: pl.DataFrame,
 def _newline_in(path: str, sep: str, names: list[str], columns: list[str]) -> bool:
     query = _scan(path, sep, names).select(pl.any_horizontal(
         [pl.col(c).str.contains("\n", literal=True).any() for c in columns]))
+    return bool(_collect(path, query, sep, len(names)).item())
+
+
+def _cycles_given(path: str, sep: str, names: list[str]) -> bool:
+    """Whether some cycles cell holds more than spaces: read again, only when no cell read
+    as a number (a test in the parse itself cost ~0.03 s CPU at 1M rows)."""
+    query = _scan(path, sep, names).select(
+        (pl.col("cycles").str.strip_chars().fill_null("") != "").any())
     return bool(_collect(path, query, sep, len(names)).item())
 
 
@@ -272,7 +283,8 @@ def _check(path: str, sep: str, names: list[str], cols: pl.DataFrame,
          "number" if r["samples"] not in (None, "") else "samples is empty"),
         (cols["samples_value"] < 0, lambda r: f"negative samples {r['samples'].strip()}"),
         (asm.is_null() | (asm == ""), lambda r: "asm is empty"),
-        (cols["_nul"], lambda r: "NUL byte in asm (binary data?)"),
+        (asm.str.contains("\x00", literal=True) if cols["_odd_asm"].any()
+         else pl.repeat(False, len(asm), eager=True), lambda r: "NUL byte in asm (binary data?)"),
     ]
     if "cycles_value" in cols.columns:
         checks += [
@@ -296,9 +308,10 @@ def _build(
 ) -> Profile:
     say("validating")
     failed = [c for c in _numeric(names) if cols[f"{c}_value"].null_count()]
-    if "cycles_value" in cols.columns and not cols["cycles_given"].any():
+    if "cycles_value" in cols.columns and not cols["cycles_value"].is_not_null().any() \
+            and not _cycles_given(path, sep, names):
         cols = cols.drop("cycles_value")  # an all-empty column counts as absent
-    cols = _slow_numbers(path, sep, names, cols.drop("cycles_given", strict=False))
+    cols = _slow_numbers(path, sep, names, cols)
     lines = _lines(path, sep, names, cols, failed)
     _check(path, sep, names, cols, lines)
     say("indexing")
@@ -349,13 +362,14 @@ def _build(
             module, window_label = module[picked], window_label[picked]
             del picked
         window, label_code = _windows(pcs, function, module, window_label)
-        asm_column, extras = texts.result()
+        asm_column, asm_code, extras = texts.result()
     return Profile(
         path=path,
         pc=pcs,
         samples=samples,
         cycles=cycles,
         asm_column=asm_column,
+        asm_code=asm_code,
         mnemonic=mnemonic,
         mnemonics=mnemonics,
         function=function,
@@ -371,13 +385,16 @@ def _build(
 
 
 def _text_columns(text: pl.DataFrame, picked: np.ndarray | None) -> tuple[
-        StringColumn, dict[str, StringColumn]]:
-    """The asm column and the extra columns (named without their prefix), each of the rows
-    ``picked`` in that order (None: every row as read)."""
+        StringColumn, np.ndarray, dict[str, StringColumn]]:
+    """The asm column, each row's number among the distinct asm texts (Profile.asm_code)
+    and the extra columns (named without their prefix), each of the rows ``picked`` in that
+    order (None: every row as read)."""
     if picked is not None:
         text = text[picked]
     extras = {c.removeprefix("extra."): _strings(text[c]) for c in text.columns[1:]}
-    return _strings(text.drop_in_place("asm_text")), extras
+    asm = text.drop_in_place("asm_text")
+    _, asm_code = distinct_rows(asm, asm.hash().to_numpy())
+    return _strings(asm), asm_code, extras
 
 
 def _check_sum(path: str, what: str, counts: np.ndarray, lines: np.ndarray) -> None:

@@ -49,7 +49,7 @@ from pcscope.tui.widgets.pane import Pane
 from pcscope.tui.widgets.pane_bar import PaneBar
 from pcscope.tui.widgets.search import SearchView
 from pcscope.tui.widgets.virtual_list import VirtualList
-from pcscope.tui.work import in_thread
+from pcscope.tui.work import in_thread, surface
 
 TOP = ("hot", "asm", "alp")
 BOTTOM = ("findings", "calls", "search", "guide")
@@ -320,7 +320,7 @@ class MainScreen(Screen):
                 pane = _pane_of(target)
                 if pane is not None:
                     self.action_show_pane(pane)
-                target.focus()
+                self._focus(target)  # now: an action moving the focus on has the last word
             await target.run_action(spec.action)
 
         return run
@@ -486,7 +486,8 @@ class MainScreen(Screen):
 
     # -- findings ------------------------------------------------------------------------
     def on_ideas_list_verdict_changed(self, event: IdeasList.VerdictChanged) -> None:
-        self.session.save_verdict(event.idea, event.verdict)
+        surface(self, self.session.save_verdict(event.idea, event.verdict),
+                name="save verdict", group="session")
 
     def set_ideas(self, ideas: Sequence[Mapping[str, Any]]) -> None:
         """Report-form ideas (engine events, its result, the session store) become typed
@@ -582,7 +583,9 @@ class MainScreen(Screen):
                          regex=self.search.regex)
 
     def _save_view(self) -> None:
-        self.session.save_view(self.view_state())
+        saving = self.session.save_view(self.view_state())
+        if saving is not None:
+            surface(self, saving, name="save view", group="session")
 
     def on_unmount(self) -> None:
         self.analysis.close()

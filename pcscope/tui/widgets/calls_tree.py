@@ -11,7 +11,6 @@ from collections.abc import Callable
 from concurrent.futures import Future
 
 from rich.text import Text
-from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
@@ -22,7 +21,8 @@ from textual.widgets.tree import TreeNode
 from pcscope.tui import render
 from pcscope.tui.keymap import bindings
 from pcscope.tui.run_model import CallView, RunView
-from pcscope.tui.widgets.keys_in_order import answer_key
+from pcscope.tui.widgets.keys_in_order import KeysInOrder
+from pcscope.tui.work import surface
 
 STATUS_MARK = {"queued": "·", "running": "▶", "ok": "✓", "rejected": "✗", "failed": "!",
                "cancelled": "∅", "skipped": "–"}
@@ -35,7 +35,7 @@ TREE_COLOURS = {"ok": "success", "rejected": "error", "failed": "error", "runnin
 MAX_IDS = 200  # IDs listed per group in the detail (the rest are counted)
 
 
-class CallsTree(Tree[str]):
+class CallsTree(KeysInOrder, Tree[str]):
     BINDINGS = bindings("calls")
 
     def __init__(self) -> None:
@@ -51,9 +51,6 @@ class CallsTree(Tree[str]):
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, self._recolour)
-
-    async def on_key(self, event: events.Key) -> None:
-        await answer_key(self, event)
 
     def _recolour(self, _theme) -> None:
         if self._run is not None:
@@ -240,7 +237,9 @@ class CallsView(Horizontal):
         call = self.run_view.calls.get(self.selected) if self.run_view and self.selected else None
         if call is not None and call.raw is None and call.status not in ("queued", "running"):
             call.raw = ""  # asked once
-            self.fetch_record(call.id).add_done_callback(
+            fetching = self.fetch_record(call.id)
+            surface(self, fetching, name="load the call's record", group="session")
+            fetching.add_done_callback(
                 lambda done: self.post_message(self.RecordLoaded(call, done)))  # any thread
 
     class RecordLoaded(Message):

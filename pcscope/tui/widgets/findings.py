@@ -14,6 +14,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import Static
+from textual.worker import Worker, WorkerState
 
 from pcscope.core.errors import EvidenceError
 from pcscope.core.triage import Verdict
@@ -22,6 +23,7 @@ from pcscope.tui.idea_view import ShownIdea
 from pcscope.tui.keymap import bindings
 from pcscope.tui.widgets.command_line import CommandLine
 from pcscope.tui.widgets.virtual_list import Row, VirtualList
+from pcscope.tui.work import in_thread
 
 VERDICT_MARK = {"accepted": "✓", "rejected": "✗", "proposed": "·"}
 NOTE_MARK = "✎"  # the idea carries an engineer's note
@@ -133,7 +135,11 @@ def by_mechanism(ideas: list[ShownIdea]) -> list[ShownIdea]:
 
 
 class EvidenceList(VirtualList):
-    """The chosen idea's evidence IDs with what each resolves to; Enter jumps."""
+    """The chosen idea's evidence IDs with what each resolves to; Enter jumps.
+
+    Rows are drawn on the UI thread: an ID that resolves from a part not loaded yet (a
+    recorded run's ``alp:`` before the ALP has decoded, its ``mech:`` before the mechanisms
+    are read) is resolved in a worker, and shows ``…`` until then."""
 
     BINDINGS = bindings("evidence")
     COMPONENT_CLASSES = VirtualList.COMPONENT_CLASSES | {"evidence--id", "evidence--missing"}
@@ -147,10 +153,33 @@ class EvidenceList(VirtualList):
         super().__init__(id="evidence-list")
         self.store = store
         self.ids: list[str] = []
+        self._resolved: dict[str, tuple[str, str]] = {}  # shown ID -> title, ID style
+        self._resolving: Worker | None = None
+        self._waiting: list[str] = []  # IDs the worker resolves (parts not loaded)
 
     def set_ids(self, ids: list[str]) -> None:
         self.ids = list(ids)
+        self._resolved = {}
+        self._waiting = [i for i in self.ids if not self.store.resolves_now(i)]
+        self._resolving = None
+        if self._waiting:
+            store, waiting = self.store, self._waiting
+            self._resolving = in_thread(self, lambda: {i: _title_of(store, i) for i in waiting},
+                                        name="resolve evidence", group="evidence-titles",
+                                        exclusive=True)
         self.reset(len(self.ids))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker is not self._resolving:
+            return
+        if event.state == WorkerState.SUCCESS:
+            self._resolved.update(event.worker.result or {})
+        elif event.state == WorkerState.ERROR:  # the app's handler has said why
+            self._resolved.update((i, ("(not loaded)", "evidence--missing"))
+                                  for i in self._waiting)
+        else:
+            return
+        self.invalidate()
 
     def action_follow(self) -> None:
         if self.ids:
@@ -164,15 +193,22 @@ class EvidenceList(VirtualList):
 
     def row_text(self, index: int, width: int) -> Row:
         evidence_id = self.ids[index]
+        resolved = self._resolved.get(evidence_id)
+        if resolved is None and evidence_id not in self._waiting:
+            resolved = self._resolved[evidence_id] = _title_of(self.store, evidence_id)
+        title, style = resolved or ("…", "evidence--id")
         text = Row()
-        try:
-            title = self.store.resolve(evidence_id).title
-            style = "evidence--id"
-        except EvidenceError:
-            title, style = "(does not resolve in this index)", "evidence--missing"
         text.append(f" {evidence_id}", self.cell_style(style))
         text.append(f"  {title}")
         return text
+
+
+def _title_of(store, evidence_id: str) -> tuple[str, str]:
+    """An evidence row's title and the style of its ID."""
+    try:
+        return store.resolve(evidence_id).title, "evidence--id"
+    except EvidenceError:
+        return "(does not resolve in this index)", "evidence--missing"
 
 
 def idea_detail(idea: ShownIdea, verdict: Verdict) -> Content:

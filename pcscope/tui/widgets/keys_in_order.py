@@ -21,22 +21,31 @@ from textual.widget import Widget
 from textual.widgets import Input
 
 
-async def answer_key(widget: Widget, event: events.Key) -> None:
-    """A focusable widget's ``on_key``: the key's binding, now."""
-    if not _handed_back(widget, event) and await _bound(widget, event):
-        event.prevent_default()
-        event.stop()
+class KeysInOrder:
+    """Mixin of a focusable widget whose ``on_key`` answers each key's binding now.
 
+    Listed before the Textual base, so that it meets the key before the base's own
+    handler (Input's typing). A plain class, not a ``Widget``: Textual takes a widget's
+    CSS type names and default CSS through its first ``DOMNode`` base only."""
 
-class FieldInput(Input):
-    """A text field: printable keys are typed into it, the others answered in order."""
+    def types_key(self, event: events.Key) -> bool:
+        """Whether the widget types ``event`` itself (a field's printable keys)."""
+        return False
 
     async def on_key(self, event: events.Key) -> None:
-        if _handed_back(self, event) or event.is_printable:
-            return  # a printable key is Input's to type
+        assert isinstance(self, Widget)  # mixed into widgets only
+        if _handed_back(self, event) or self.types_key(event):
+            return
         if await _bound(self, event):
             event.prevent_default()
             event.stop()
+
+
+class FieldInput(KeysInOrder, Input):
+    """A text field: printable keys are typed into it, the others answered in order."""
+
+    def types_key(self, event: events.Key) -> bool:
+        return event.is_printable
 
 
 def _handed_back(widget: Widget, event: events.Key) -> bool:

@@ -8,26 +8,22 @@ pane.
 
 from __future__ import annotations
 
-from textual import events
 from textual.content import Content
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.visual import Visual
 
-from pcscope.tui.widgets.keys_in_order import answer_key
+from pcscope.tui.widgets.keys_in_order import KeysInOrder
 from pcscope.tui.widgets.virtual_list import set_virtual_height
 
 
-class TextPane(ScrollView, can_focus=True):
+class TextPane(KeysInOrder, ScrollView, can_focus=True):
     def __init__(self, content: Content | None = None, *, id: str | None = None,
                  classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._content = content or Content("")
         self._lines: list[Strip] | None = None
         self._width = -1
-
-    async def on_key(self, event: events.Key) -> None:
-        await answer_key(self, event)
 
     def update(self, content: Content) -> None:
         self._content = content

@@ -19,7 +19,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from pcscope.tui.keymap import bindings
-from pcscope.tui.widgets.keys_in_order import answer_key
+from pcscope.tui.widgets.keys_in_order import KeysInOrder
 
 
 def set_virtual_height(view: ScrollView, height: int) -> None:
@@ -57,7 +57,7 @@ class Row:
         self.cell_len += other.cell_len
 
 
-class VirtualList(ScrollView, can_focus=True):
+class VirtualList(KeysInOrder, ScrollView, can_focus=True):
     BINDINGS = bindings("list")
     COMPONENT_CLASSES = {"virtual-list--cursor", "virtual-list--cursor-blurred"}
 
@@ -185,9 +185,6 @@ class VirtualList(ScrollView, can_focus=True):
     def on_resize(self, event: events.Resize) -> None:
         set_virtual_height(self, self._count)
         self._reveal()
-
-    async def on_key(self, event: events.Key) -> None:
-        await answer_key(self, event)
 
     def on_focus(self) -> None:
         self._refresh_row(self._cursor)

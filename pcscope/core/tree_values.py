@@ -1,0 +1,65 @@
+"""What a per-operation call tree's advice addresses to whom, carried typed with its mechanism.
+
+pcscope.core.call_cohorts finds the tree, the functions outside it whose calls enter it, and
+how the allocator's instructions per operation split between the create/destroy pairs'
+members and the rest. The mechanism's checks say these in words for the reader; the advice
+reads them here (a metric is one figure, and these are lists of named parts), so no
+sentence is written to be parsed back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Caller:
+    """A function outside the tree whose calls lead into it: where operations are entered."""
+
+    name: str
+    module: str  # its module ("" when the profile names none)
+    entries: int  # its entry count (far fewer than its calls: it calls from a loop)
+    calls: int  # its calls leading into the tree (exact counts)
+    entered: tuple[str, ...]  # the members its calls lead to, where one call leads to one
+    # its call sites through a PLT stub whose count matches several members (which one it
+    # leads to is not in the profile)
+    unresolved: int
+    entered_modules: tuple[str, ...]  # the modules of the members its calls may lead to
+
+    @property
+    def reached(self) -> tuple[str, ...]:
+        """The modules of the members it reaches, when its own and all of theirs are known
+        (else none: whose module is whose cannot be said)."""
+        return self.entered_modules if self.module and all(self.entered_modules) else ()
+
+    @property
+    def own_module(self) -> bool:
+        """Whether it is in a module of the members it reaches (a library driving its own
+        operations), as far as ``reached`` tells."""
+        return self.module in self.reached
+
+
+@dataclass(frozen=True)
+class PairedAllocation:
+    """The allocator calls (with their helpers and wrappers) the create/destroy pairs'
+    members make on every entry, and where the others start."""
+
+    # instructions per operation of the allocator members' calls made for the pairs; None
+    # when the profile cannot tell (``unknown`` says why)
+    instructions: float | None
+    makers: tuple[str, ...]  # the pairs' members making allocator calls on every entry
+    # where the other allocator calls begin: the members outside the pairs calling an
+    # allocator member on every entry, and the allocator members entered by no such call
+    others: tuple[str, ...]
+    unknown: str = ""
+
+
+@dataclass(frozen=True)
+class TreeValues:
+    """A tree's callers (those making at least call_cohorts.CALLER_PART of its operations'
+    calls, most calls first) and its allocator's instructions per operation, with their
+    split (None: no allocator member or no pair)."""
+
+    callers: tuple[Caller, ...]
+    allocator: float  # instructions per operation of the allocator members (0: none)
+    paired: PairedAllocation | None
