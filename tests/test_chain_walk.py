@@ -293,6 +293,39 @@ def test_a_conditional_add_without_a_compare_on_it_is_no_wrap(tmp_path):
                                                   None).recommendation
 
 
+def test_a_load_addressed_by_the_link_of_the_same_step_is_a_second_access(tmp_path):
+    """liblzma's tree walk compares a byte of the window at each node: its address comes
+    from the link this step loaded (`sub w11, w1, w3`), through a base the chain does not
+    use (x2): a second random access per step, named with its path and the branch on it."""
+    m = chase(tmp_path, cyclic_tree())
+    second = said(m, chain_walk.SECOND)
+    assert second == ("`ldrb w12, [x2, w11, uxtw]` at 0x104c, from `ldr w3, [x10, #4]` at "
+                      "0x1018 through `sub w11, w1, w3` at 0x101c (on other paths from "
+                      "`ldr w3, [x5, x8, lsl #2]` at 0x1060); its value is branched on "
+                      "(`cmp w12, w9` at 0x1050)")
+    advice = advise(_mechanism_data(m), "executions", None)
+    assert "second random access" in advice.claim
+    assert "`ldrb w12, [x2, w11, uxtw]` at 0x104c takes its address from the link `ldr w3, " \
+        "[x10, #4]` at 0x1018 loaded in the same step (through `sub w11, w1, w3` at 0x101c) " \
+        "or, on other paths, from `ldr w3, [x5, x8, lsl #2]` at 0x1060," in advice.claim
+    # zlib's form: the window byte at the candidate plus the best length, and the bytes the
+    # unrolled extension reads from the same place
+    zlib = said(chase(tmp_path, search()), chain_walk.SECOND)
+    assert zlib is not None and zlib.startswith(
+        "`ldrb w5, [x2, w7, sxtw]` at 0x102c, from `ldrh w1, [x11, x1, lsl #1]` at 0x1018 "
+        "through `add x2, x8, x1` at 0x1028")
+    assert "also `ldurb w3, [x3, #-1]` at 0x103c, `ldrb w5, [x2, #1]` at 0x1048" in zlib
+    assert "x13" not in zlib  # the fixed string's bytes: not addressed by the link
+
+
+def test_a_field_of_the_node_the_link_points_at_is_no_second_access(tmp_path):
+    """A list walk reading the next node's payload (the link plus a constant) reads the node
+    the chain goes to next, not another structure."""
+    lines = [(10, "mov x0, x1"), (500, "ldr x0, [x0, #8]"), (500, "ldr w4, [x0, #16]"),
+             (500, "add w5, w5, w4"), (500, "cbnz x0, 0x1004"), (10, "ret")]
+    assert said(chase(tmp_path, lines), chain_walk.SECOND) is None
+
+
 def test_a_compare_reads_no_load_a_call_clobbers_before_it(tmp_path):
     """`ldrb w5` then a call: the call may change w5 (caller-saved), so `cmp w5, w10` does
     not compare the loaded byte; with the callee-saved w20 it does."""

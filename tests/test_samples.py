@@ -34,7 +34,8 @@ CATEGORIES = {  # docs/formats.md §4
     "indirect-branch", "branch-mispredict", "atomic-llsc", "atomic-contention", "barrier",
     "acquire-release", "dependent-load", "cache-miss", "tlb-miss", "store-forwarding",
     "division", "spin-wait", "call-overhead", "memcpy", "fp-dependency", "vectorization",
-    "other",
+    "register-spill", "state-in-memory", "string-routine", "hardening", "narrow-access",
+    "loop-overhead", "other",
 }
 STAGES = ("fetch", "decode", "rename", "dispatch", "issue", "complete", "retire")
 PC_RE = re.compile(r"^0x[0-9a-f]+$")

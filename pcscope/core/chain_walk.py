@@ -17,6 +17,12 @@ instructions and exact counts: the concrete levers of a pointer-chase mechanism
   ``& wmask``) indexes mask + 1 entries: the table's size, of which the link's width is only
   an upper bound. The register is usually loaded before the walk, so its value is not in
   the code; only a constant move before the walk gives the size.
+- *second access*: a load other than the chain's whose address comes, through registers, from
+  the link a chained load fetched in the same step, combined with a base the chained loads'
+  addresses do not use (liblzma's window byte at ``cur - delta``, zlib's
+  ``window[cur_match + best_len]``): each step reads a second structure at a random place. A
+  load at the link plus a constant reads the node the chain goes to next, not another
+  structure, and is not one.
 - *wrap*: an index the walk wraps at a register R it does not write and compares against
   (``add t, i, R`` + ``csel i, t, i``; ``csel t, R, zr`` + ``add``; or an ``add``/``sub``
   of R a conditional branch skips), as a cyclic buffer's position is, indexes at most R
@@ -49,6 +55,9 @@ _SHIFT = re.compile(r"lsl #(\d+)\]$")
 _SCALED = re.compile(r"(?:lsl|[su]xt[wx]) #(\d+)")  # an index operand's shift
 _COMPARES = frozenset(("cmp", "ccmp", "subs"))
 WRAPPED = "the link's index wraps at a register the walk does not write: "
+SECOND = "a second random access per step, addressed by the link loaded in the same step: "
+_FRAME = ("sp", "x29")
+_UNCONDITIONAL = frozenset(("b", "br", "ret"))
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,11 @@ class Walk:
     extension_bytes: float  # byte compares of the extension per entry into it
     link_bits: int | None  # the width that bounds the link, when it is narrower than 32
     entry_bytes: int  # the size of one indexed entry (from the index's shift)
+    # second accesses, hottest first: each the load's row, then its path back to the chained
+    # load whose link addresses it (that load last)
+    second: tuple[tuple[int, ...], ...] = ()
+    also_from: tuple[int, ...] = ()  # other links addressing the first one (other paths)
+    branched: int | None = None  # the compare of the first one's value before a branch
 
 
 class _Reader:
@@ -149,7 +163,118 @@ def read(profile: Profile, op: Callable[[int], Op], rows: list[int], keys: tuple
         if len(rejects) > 1 and _adjacent(r, rejects[0], rejects[1]):
             paired = rejects[1] - 1
     steps, bits, entry = _extension(r), *_footprint(r, keys)
-    return Walk(reject, rejected, paired, steps[0], steps[1], steps[2], bits, entry)
+    second, others = _second_accesses(r, keys)
+    branched = _branched_on(r, second[0][0]) if second else None
+    return Walk(reject, rejected, paired, steps[0], steps[1], steps[2], bits, entry, second,
+                others, branched)
+
+
+def _trace(r: _Reader, row: int, regs: tuple[str, ...], keys: tuple[int, ...],
+           depth: int = 0) -> tuple[tuple[int, ...] | None, frozenset[str]]:
+    """Where the value of ``regs`` at ``row`` comes from (writers in address order, within
+    LOOK_BACK each): the rows of one path to a chained load (that load last), or None, and the
+    registers it combines from elsewhere (loaded by another load, or set before the rows
+    read): its bases."""
+    path: tuple[int, ...] | None = None
+    bases: set[str] = set()
+    for reg in regs:
+        w = r.writer(row, reg)
+        if w is not None and w in keys:
+            path = path or (w,)
+        elif w is None or r.op(w).load or depth > 6:
+            bases.add(reg)
+        else:
+            sub, more = _trace(r, w, r.op(w).src, keys, depth + 1)
+            bases |= more
+            if sub is not None and path is None:
+                path = (w, *sub)
+    return path, frozenset(bases)
+
+
+def _addressed(r: _Reader, load: int) -> frozenset[int]:
+    """The loads of the walk (``load`` itself included, in the next step) whose address the
+    value ``load`` fetches reaches through registers: a link's are not empty."""
+    rows, reached = {load}, set[int]()
+    for _ in range(4):  # until nothing new: a few passes reach the next step's uses
+        before = len(rows), len(reached)
+        for row in r.rows:
+            o = r.op(row)
+            if o.load and not isa.is_prefetch(o.mnemonic) and \
+                    any(rows & _defs(r, row, reg) for reg in o.addr):
+                reached.add(row)
+            if not o.load and o.dest and any(rows & _defs(r, row, reg) for reg in o.src):
+                rows.add(row)
+        if (len(rows), len(reached)) == before:
+            break
+    return frozenset(reached)
+
+
+_OUTSIDE = -1  # a definition before the walk's rows
+
+
+def _defs(r: _Reader, row: int, reg: str) -> set[int]:
+    """The rows whose write of ``reg`` may reach ``row``'s read of it: back in address order
+    to the nearest join, then from the row falling into the join and every branch of the walk
+    jumping to it (_OUTSIDE for a value from before the walk's rows)."""
+    out: set[int] = set()
+    seen: set[int] = set()
+    todo = [row]
+    while todo:
+        q = todo.pop()
+        while int(r.p.pc[q]) not in r.joins and q - 1 in r.inside:
+            q -= 1
+            if reg in r.op(q).dest:
+                out.add(q)
+                break
+        else:
+            if int(r.p.pc[q]) not in r.joins:
+                out.add(_OUTSIDE)
+                continue
+            preds = [b for b in r.rows if r.op(b).target == int(r.p.pc[q])]
+            if q - 1 in r.inside and r.op(q - 1).mnemonic not in _UNCONDITIONAL:
+                preds.append(q - 1)
+            elif q - 1 not in r.inside:
+                out.add(_OUTSIDE)
+            for b in preds:
+                if b in seen:
+                    continue
+                seen.add(b)
+                if reg in r.op(b).dest:
+                    out.add(b)
+                else:
+                    todo.append(b)
+    return out
+
+
+def _second_accesses(r: _Reader, keys: tuple[int, ...]
+                     ) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
+    """The walk's loads that are no link (their value addresses nothing), not off the stack,
+    addressed by a link of the same step with a base no link's address uses, hottest first;
+    and the other links whose value reaches the first one's address (on other paths)."""
+    addressed = {k: _addressed(r, k) for k in keys}
+    links = tuple(k for k in keys if addressed[k])
+    chain_bases = {b for k in links for b in _trace(r, k, r.op(k).addr, links)[1]}
+    found = []
+    for row in r.rows:
+        o = r.op(row)
+        if not o.load or row in links or isa.is_prefetch(o.mnemonic) or o.addr[:1] == () or \
+                o.addr[0] in _FRAME:
+            continue
+        path, bases = _trace(r, row, o.addr, links)
+        if path is not None and bases - chain_bases:
+            found.append((row, *path))
+    ranked = tuple(sorted(found, key=lambda p: (-r.count(p[0]), p[0])))
+    others = tuple(k for k in links if ranked and k != ranked[0][-1] and
+                   ranked[0][0] in addressed[k])
+    return ranked, others
+
+
+def _branched_on(r: _Reader, load: int) -> int | None:
+    """The compare of ``load``'s value that a conditional branch right after it reads."""
+    value = r.op(load).dest[:1]
+    return next((row for row in r.rows if row > load and value and value[0] in r.op(row).src
+                 and r.op(row).mnemonic in _COMPARES and row + 1 in r.inside
+                 and isa.is_conditional_branch(r.op(row + 1).mnemonic)), None)
 
 
 def _rejects(r: _Reader) -> list[int]:
@@ -279,6 +404,16 @@ def checks(walk: Walk, asm: Callable[[int], str], pc: Callable[[int], int]) -> l
         out.append(PAIRED + at(walk.paired))
     if walk.extension:
         out.append(EXTENDS + f"{walk.extension_steps} steps from {pc(walk.extension[0]):#x}")
+    if walk.second:
+        load, *through, key = walk.second[0]
+        via = f" through {', '.join(at(q) for q in reversed(through))}" if through else ""
+        via += f" (on other paths from {', '.join(at(k) for k in walk.also_from)})" \
+            if walk.also_from else ""
+        on = f"; its value is branched on ({at(walk.branched)})" if walk.branched is not None \
+            else ""
+        more = f"; also {', '.join(at(p[0]) for p in walk.second[1:])}" if walk.second[1:] \
+            else ""
+        out.append(f"{SECOND}{at(load)}, from {at(key)}{via}{on}{more}")
     return out
 
 

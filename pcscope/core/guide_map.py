@@ -66,6 +66,24 @@ CATEGORY_SECTIONS: dict[str, tuple[str, ...]] = {
     "vectorization": (
         U + "execution-units/simd-and-fp-pipes", S + "vectorization/auto-vectorization",
         S + "vectorization/neon-and-sve", S + "vectorization/aliasing-and-restrict"),
+    "register-spill": (
+        U + "load-and-store-unit/load-to-use-latency", S + "compiler-flags/optimization-levels",
+        S + "vectorization/auto-vectorization"),
+    "state-in-memory": (
+        U + "load-and-store-unit/store-to-load-forwarding", S + "vectorization/aliasing-and-restrict",
+        U + "load-and-store-unit/load-to-use-latency"),
+    "string-routine": (
+        U + "calls-and-returns/call-overhead", S + "copying-and-zeroing/glibc-string-variants",
+        S + "calls/inlining-and-lto"),
+    "hardening": (
+        U + "front-end/front-end-stalls", S + "compiler-flags/per-function-overhead-flags",
+        S + "calls/inlining-and-lto"),
+    "narrow-access": (
+        U + "load-and-store-unit/store-buffer", S + "vectorization/neon-and-sve",
+        S + "memory-access/alignment"),
+    "loop-overhead": (
+        U + "front-end/instruction-fetch", S + "compiler-flags/optimization-levels",
+        U + "pipeline/out-of-order-window"),
     "other": (
         U + "front-end/front-end-stalls", S + "code-layout/bolt",
         U + "measurement/top-down-method", U + "front-end/code-footprint",
@@ -107,8 +125,8 @@ MECHANISM_SECTIONS: dict[str, tuple[str, ...]] = {
     "libc-routine": (
         U + "memory-copy-and-set/memcpy-and-memmove", S + "copying-and-zeroing/glibc-string-variants",
         S + "copying-and-zeroing/memcpy-choices"),
-    "spill-block": (
-        U + "load-and-store-unit/store-to-load-forwarding", S + "vectorization/auto-vectorization",
+    "spill-block": (  # a reload costs its load-to-use latency; it forwards (same slot, width)
+        U + "load-and-store-unit/load-to-use-latency", S + "vectorization/auto-vectorization",
         S + "vectorization/neon-and-sve"),
     "return-zeroing": (
         U + "front-end/front-end-stalls", S + "compiler-flags/per-function-overhead-flags",

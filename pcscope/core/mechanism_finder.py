@@ -71,12 +71,15 @@ CATEGORY = {
     "spin-wait": "spin-wait", "pointer-chase": "dependent-load", "byte-loop": "vectorization",
     "byte-compare": "vectorization",
     "division": "division", "libc-routine": "memcpy", "libc-lock": "atomic-contention",
-    "jit": "other", "memory-state": "store-forwarding", "per-operation": "call-overhead",
-    "table-crc": "vectorization", "return-zeroing": "other",
-    "spill-block": "store-forwarding", "byte-swap-store": "other", "store-loop": "memcpy",
+    "jit": "other", "memory-state": "state-in-memory", "per-operation": "call-overhead",
+    "table-crc": "vectorization", "return-zeroing": "hardening",
+    "spill-block": "register-spill", "byte-swap-store": "narrow-access", "store-loop": "memcpy",
     "gather-branch": "branch-mispredict", "struct-relaxation": "vectorization",
-    "fixed-trip-sum": "other",
+    "fixed-trip-sum": "loop-overhead",
 }  # fmt: skip
+# Not store-forwarding (a load that fails to forward): a spill and its reload use one slot at
+# one width, and loop state is reloaded at the width it was stored, so a reload that waits on
+# its store forwards; what they cost is the loads and stores a register would not need.
 assert set(CATEGORY.values()) <= set(CATEGORIES)
 KINDS = tuple(CATEGORY)  # every mechanism kind the finder reports
 _STUBS_TO_LIBC = ("stubs leading to C-library routines, counted with those routines' "
@@ -716,7 +719,7 @@ class _Finder:
                                                               self._libc_names, strict=True))
                  if base is None and _LOCKS.match(name)]
         out = [m for m in (self._functions("libc-routine", name, codes,
-                                           "memcpy" if name in _COPIES else "other")
+                                           "memcpy" if name in _COPIES else "string-routine")
                            for name, codes in self._libc_routines().items()) if m]
         if locks:
             m = self._functions("libc-lock", "C-library locks", locks)

@@ -102,7 +102,11 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 # 34: a loop's entries are the runs of the edges coming into it from outside, read from exact
 #     counts edge by edge (a jump into a row a branch of the loop also falls into counted);
 #     FEAT_PAuth_LR returns (retaasppc…) are returns
-FORMAT_VERSION = 34
+# 35: mechanisms carry the categories of register spills, loop state in memory, string
+#     routines, hardening, narrow accesses and loop overhead (were store-forwarding or other);
+#     a pointer-chase mechanism names the second random access of each step (a load the link
+#     of the same step addresses, with a base no link's address uses)
+FORMAT_VERSION = 35
 Progress = Callable[[str], None]
 
 

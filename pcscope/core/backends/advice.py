@@ -407,6 +407,7 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
              f"previous iteration, so each step waits for the previous load to complete; "
              f"the chain stepped {count(steps, noun)}"
              + (f", {number(per_call)} per call of {of}." if per_call else "."))
+    claim += _second_access(m)
     budget = next((c.split(": ", 1)[1] for c in m["checks"] if "step budget" in c), None)
     relink = next((c.split(": ", 1)[1] for c in m["checks"] if c.startswith(RELINKS)), None)
     bound = min((b for b in (metric(m, "table size"), metric(m, WRAPPED_SIZE),
@@ -449,6 +450,33 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
 
 
 WRAPPED_ENTRY, WRAPPED_SIZE = "wrapped entry bytes", "wrapped table size"
+
+
+def _second_access(m: dict) -> str:
+    """The claim's words on a load each step addresses with the link it just loaded
+    (pcscope.core.chain_walk): a second structure read at random."""
+    said = _check_after(m, chain_walk.SECOND)
+    if said is None:
+        return ""
+    first, *rest = said.split("; ")
+    load, origin = first.split(", from ", 1)
+    origin, _, others = origin.partition(" (on other paths from ")
+    key, _, through = origin.partition(" through ")
+    branch = next((p.removeprefix("its value is branched on (").rstrip(")") for p in rest
+                   if p.startswith("its value is branched on (")), None)
+    also = next((p.removeprefix("also ") for p in rest if p.startswith("also ")), "")
+    more = len(re.findall(r" at 0x[0-9a-f]+", also))
+    return (f" Each step also makes a second random access: {load} takes its address from "
+            f"the link {key} loaded in the same step" + (f" (through {through})" if through
+                                                         else "")
+            + (f" or, on other paths, from {others.removesuffix(')')}" if others else "")
+            + ", with a base no link's address uses, so it reads another structure at a place "
+              "the link picks"
+            + (f" ({more} more load(s) addressed the same way are in the checks)" if more
+               else "")
+            + "; a step can miss in either, so measure both loads' misses"
+            + (f", and the branch on its value ({branch.split(' at ')[0]}) resolves only when "
+               f"it arrives." if branch else "."))
 
 
 L1_BYTES = 64 * 1024  # L1D of Neoverse N1/V1/N2/V2

@@ -235,34 +235,34 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         confirm="calls per second through the stub and its indirect mispredict rate (ALP/SPE)",
     ),
     Rule(
-        "libc-routine", "other", "software",
+        "libc-routine", "string-routine", "software",
         "Time in a C-library routine {asm} in {fn}",
         "Time in a C-library routine {asm} in {fn}",
         "Call the routine less: cache results, compare lengths or hashes first, intern "
         "strings.",
-        sections_for("other", "libc-routine"),
+        sections_for("string-routine", "libc-routine"),
         "memcpy strcmp c library routine calls",
         confirm="the routine's callers (perf record -g) and bytes per call",
     ),
     Rule(
-        "spill-block", "store-forwarding", "compiler",
+        "spill-block", "register-spill", "compiler",
         "Register spills in a hot block at {asm} in {fn}",
         "Register spills in a hot block at {asm} in {fn}",
         "Give the block fewer live values: unroll less, keep accumulations in vector "
         "registers, or split the loop.",
-        sections_for("store-forwarding", "spill-block"),
+        sections_for("register-spill", "spill-block"),
         "register pressure spills unrolling",
         confirm="the block's instructions and cycles per run after unrolling less "
         "(`perf stat`), and Clang's `-Rpass-missed=regalloc` remarks",
     ),
     Rule(
-        "return-zeroing", "other", "compiler",
+        "return-zeroing", "hardening", "compiler",
         "Registers cleared on return at {asm} in {fn}",
         "Registers cleared on return at {asm} in {fn}",
         "If the threat model allows, exempt the hot small functions "
         "(`__attribute__((zero_call_used_regs(\"skip\")))`) or use a narrower mode; inline "
         "them (LTO) so fewer returns run.",
-        sections_for("other", "return-zeroing"),
+        sections_for("hardening", "return-zeroing"),
         "zero call used registers hardening flag return",
         confirm="the build flags (`-fzero-call-used-regs`), and instructions per operation "
         "with the hot functions exempted",
@@ -291,13 +291,13 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         "per operation): a constant part that does not grow with the payload is the overhead",
     ),
     Rule(
-        "memory-state", "store-forwarding", "software",
+        "memory-state", "state-in-memory", "software",
         "Loop state kept in memory at {asm} in {fn}",
         "Loop state kept in memory at {asm} in {fn}",
         "Copy the fields the loop reads and updates into local variables before the loop and "
         "write them back after it, so the compiler can keep them in registers; `restrict` on "
         "pointer parameters where the function receives them.",
-        sections_for("store-forwarding", "memory-state"),
+        sections_for("state-in-memory", "memory-state"),
         "aliasing restrict invariant fields reload store forwarding",
         confirm="the loop's instructions per iteration before and after (`perf stat -e "
         "instructions`), and the reloads' latency (SPE or ALP: a reload that waits for the "
@@ -326,11 +326,11 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         "SPE); wide compares pay off when the loop runs many bytes per call",
     ),
     Rule(
-        "byte-swap-store", "other", "software",
+        "byte-swap-store", "narrow-access", "software",
         "Byte-by-byte big-endian store at {asm} in {fn}",
         "Byte-by-byte big-endian store at {asm} in {fn}",
         "Byte-swap in a register (`rev`/`rev32`) and store the word once.",
-        sections_for("other", "byte-swap-store"),
+        sections_for("narrow-access", "byte-swap-store"),
         "byte swap rev big endian store",
         confirm="the instruction count of the function after the change (the store is "
         "exactly counted; its cycles are not)",
@@ -369,12 +369,12 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         "the field loads (L1D_CACHE_REFILL or SPE)",
     ),
     Rule(
-        "fixed-trip-sum", "other", "software",
+        "fixed-trip-sum", "loop-overhead", "software",
         "Fixed-trip lookup loop at {asm} in {fn}",
         "Fixed-trip lookup loop at {asm} in {fn}",
         "Unroll the constant-trip loop fully and compute its indexes up front, or keep the "
         "sums in a table per context.",
-        sections_for("other", "fixed-trip-sum"),
+        sections_for("loop-overhead", "fixed-trip-sum"),
         "loop unrolling constant trip count lookup table",
         confirm="the function's instructions per call before and after (`perf stat -e "
         "instructions`)",

@@ -18,5 +18,11 @@ CATEGORIES = (
     "memcpy",
     "fp-dependency",
     "vectorization",
+    "register-spill",
+    "state-in-memory",
+    "string-routine",
+    "hardening",
+    "narrow-access",
+    "loop-overhead",
     "other",
 )

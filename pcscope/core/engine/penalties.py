@@ -46,6 +46,18 @@ PENALTIES: dict[str, Penalty] = {
     "fp-dependency": Penalty(0.25, "more accumulators break the dependency chain"),
     "vectorization": Penalty(0.50, "a vectorised loop handles several elements per "
                                    "instruction"),
+    "register-spill": Penalty(0.30, "fewer live values (less unrolling, vector accumulators) "
+                                    "remove most spill stores and reloads"),
+    "state-in-memory": Penalty(0.30, "locals the compiler keeps in registers remove the field "
+                                     "loads and stores and their round trip through memory"),
+    "string-routine": Penalty(0.30, "fewer calls (a lookup done once, a kept length) or "
+                                    "word-wise compares"),
+    "hardening": Penalty(0.30, "exempting the hot small functions, where policy allows, "
+                               "removes the instructions the option adds to them"),
+    "narrow-access": Penalty(0.50, "one wide access (with rev for byte order) replaces the "
+                                   "narrow ones and their shifts"),
+    "loop-overhead": Penalty(0.15, "full unrolling removes the compare and branch, a small "
+                                   "part of each trip"),
     "other": Penalty(0.15, "a local rewrite; no model for its kind"),
     UNEXPLAINED: Penalty(0.10, "no mechanism found: a look may still find one"),
 }

@@ -56,6 +56,12 @@ SUPPORT: dict[str, Requirement] = {
     "memcpy": _MEMORY,
     "fp-dependency": Requirement("floating-point or SIMD instruction", _is_fp),
     "vectorization": _ANY,
+    "register-spill": _MEMORY,
+    "state-in-memory": _MEMORY,
+    "string-routine": _ANY,  # the routine's and its callers' code: loads, compares, branches
+    "hardening": _ANY,  # what a flag adds: register clears, canary checks, landing pads
+    "narrow-access": _MEMORY,
+    "loop-overhead": _ANY,
     "other": _ANY,
 }
 
