@@ -266,6 +266,7 @@ def test_chase_names_a_store_that_rewrites_the_structure(tmp_path, store, relink
     (chase,) = [m for m in table if m.kind == "pointer-chase"]
     said = [c.split(": ", 1)[1] for c in chase.checks if c.startswith(RELINKS)]
     assert (said[0] if said else None) == relink
+    assert (chase.chase.relink if chase.chase else None) == relink  # what the advice reads
 
 
 @pytest.mark.parametrize(("step", "budget"), [
@@ -284,3 +285,4 @@ def test_chase_step_budget(tmp_path, step, budget):
     (chase,) = [m for m in table if m.kind == "pointer-chase"]
     said = [c for c in chase.checks if "step budget" in c]
     assert (said[0].split(": ")[1].split()[0] if said else None) == budget
+    assert (chase.chase.budget if chase.chase else None) == budget  # what the advice reads

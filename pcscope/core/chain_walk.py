@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pcscope.core import isa
+from pcscope.core.chase_values import WrapBound
 from pcscope.core.mechanisms import Metric
 from pcscope.core.profile import Profile
 from pcscope.core.shapes import NARROW_LOADS, Op
@@ -375,7 +376,8 @@ def wrapped(profile: Profile, op: Callable[[int], Op], rows: list[int],
         setter = next((q for q in range(inside[0] - 1, start - 1, -1)
                        if bound in op(q).dest), None)
         constant = None if setter is None else _CONSTANT.match(profile.asm(setter))
-        entered = start == 0 or profile.function[start - 1] != fn  # read from its first row
+        # read from its first row (a Python bool: the mechanism stores it)
+        entered = bool(start == 0 or profile.function[start - 1] != fn)
         return Wrap(wrap_rows, spelled, compares, max(strides), setter,
                     None if constant is None else int(constant.group(1), 0),
                     setter is None and entered)
@@ -478,6 +480,15 @@ def wrap_metrics(wrap: Wrap | None) -> list[Metric]:
         out.append(Metric("wrapped table size", wrap.value * wrap.entry_bytes, "bytes",
                           "the wrapping register's value x the entry bytes"))
     return out
+
+
+def wrap_value(wrap: Wrap | None, asm: Callable[[int], str]) -> WrapBound | None:
+    """The wrap as the advice reads it: the register and its instructions' texts."""
+    if wrap is None:
+        return None
+    return WrapBound(wrap.bound, tuple(asm(r) for r in wrap.rows),
+                     tuple(asm(r) for r in wrap.compares),
+                     "" if wrap.setter is None else asm(wrap.setter), wrap.argument)
 
 
 def wrap_checks(wrap: Wrap | None, asm: Callable[[int], str],

@@ -49,6 +49,7 @@ from pcscope.core import (
     struct_relaxation,
     table_crc,
 )
+from pcscope.core.chase_values import ChaseValues
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.dispatch_merge import merged_into_index
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
@@ -184,14 +185,15 @@ class _Finder:
 
     def mechanism(self, kind: str, sites: list[Site], metrics: list[Metric],
                   checks: list[str], functions: Iterable[str] = (),
-                  category: str | None = None, tree: TreeValues | None = None) -> Mechanism:
+                  category: str | None = None, tree: TreeValues | None = None,
+                  chase: ChaseValues | None = None) -> Mechanism:
         sites = sorted(sites, key=lambda s: (-s.share, s.pc))
         pcs = np.fromiter((pc for s in sites for pc in s.pcs), dtype=np.uint64)
         rows = np.searchsorted(self.p.pc, pcs)  # every site PC is a row of the profile
         names = list(dict.fromkeys([*(s.function for s in sites), *functions]))
         return Mechanism(kind, category or CATEGORY[kind], sites[0].pc, tuple(sites), tuple(names),
                          self.share(rows.tolist()), tuple(metrics),
-                         tuple(checks), tree)
+                         tuple(checks), tree, chase)
 
     def count(self, row: int) -> int:
         return int(self.counts[row])
@@ -538,7 +540,9 @@ class _Finder:
                 + (["prefetch already issued in the loop (prfm)"] if prefetch else [])
                 + chain_walk.checks(walks[0], self.p.asm, lambda r: int(self.p.pc[r]))
                 + chain_walk.mask_checks(mask, self.p.asm, lambda r: int(self.p.pc[r]))
-                + chain_walk.wrap_checks(wrap, self.p.asm, lambda r: int(self.p.pc[r]))))
+                + chain_walk.wrap_checks(wrap, self.p.asm, lambda r: int(self.p.pc[r])),
+                chase=ChaseValues(budget, relink, chain_walk.wrap_value(wrap, self.p.asm))
+                if budget or relink or wrap else None))
         return out
 
     def _step_budget(self, loop: _Loop) -> str | None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pcscope.core.chase_values import ChaseValues
 from pcscope.core.ids import hex_pc
 from pcscope.core.tree_values import TreeValues
 
@@ -57,6 +58,8 @@ class Mechanism:
     # a per-operation tree's callers and allocator split, which its advice addresses to
     # their owners (lists of named parts: no metric holds them)
     tree: TreeValues | None = None
+    # a pointer chase's step budget, relinking store and wrap bound, which its advice names
+    chase: ChaseValues | None = None
 
     @property
     def id(self) -> str:

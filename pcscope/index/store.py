@@ -96,7 +96,9 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 # 30: recomputed work's checks say which rows the loop's instructions per iteration count
 # 31: a mechanism carries a per-operation tree's callers and allocator split as typed values
 #     (its ``tree``), which the advice reads instead of parsing the checks back
-FORMAT_VERSION = 31
+# 32: a pointer chase carries its step budget, relinking store and wrap bound as typed values
+#     (its ``chase``), which the advice reads instead of parsing the checks back
+FORMAT_VERSION = 32
 Progress = Callable[[str], None]
 
 

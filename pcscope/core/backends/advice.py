@@ -33,12 +33,13 @@ from pcscope.core.call_cohorts import (
     SETUP_CHECK,
     SHARED_CHECK,
 )
+from pcscope.core.chase_values import ChaseValues, WrapBound
 from pcscope.core.fixed_trip_sums import LOOP_CONTROL
 from pcscope.core.gather_partition import DIAMONDS, EXITS, LOOPS, PARTITION, SCATTERS, THREE_WAY
 from pcscope.core.hand_written import CHECK as HAND_WRITTEN
 from pcscope.core.keyed_lookups import CHECK as KEYED_CHECK
 from pcscope.core.keyed_lookups import LOOKUP_CHECK, MORE_CHECK, TREE_CHECK, WALK_CHECK
-from pcscope.core.mechanism_finder import RELINKS, is_jit_module
+from pcscope.core.mechanism_finder import is_jit_module
 from pcscope.core.mechanisms import number
 from pcscope.core.memory_state import BYTE_STORE, RELOADED, STORED_EVERY, STORED_FEWER
 from pcscope.core.patterns import libc_routine_name
@@ -407,8 +408,8 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
              f"previous iteration, so each step waits for the previous load to complete; "
              f"the chain stepped {count(steps, noun)}"
              + (f", {number(per_call)} per call of {of}." if per_call else "."))
-    budget = next((c.split(": ", 1)[1] for c in m["checks"] if "step budget" in c), None)
-    relink = next((c.split(": ", 1)[1] for c in m["checks"] if c.startswith(RELINKS)), None)
+    chase = _chase_values(m)
+    budget, relink, wrap = chase.budget, chase.relink, chase.wrap
     bound = min((b for b in (metric(m, "table size"), metric(m, WRAPPED_SIZE),
                              metric(m, "table bound")) if b is not None), default=None)
     cached = bound is not None and bound <= L2_BYTES
@@ -430,11 +431,10 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
                 "load it would hide); jump pointers to prefetch several hops ahead pay only "
                 "for a structure read far more often than it changes, since every insert "
                 "must update them.")
-    rec += step + _footprint(m)
+    rec += step + _footprint(m, wrap)
     short = per_call is not None and per_call < LONG_WALK
-    wrap = _check_after(m, chain_walk.WRAPPED)
     if wrap and bound is None:  # sized at run time: whether it misses is the question
-        held, entry = wrap.split(": ", 1)[0], number(metric(m, WRAPPED_ENTRY) or 0)
+        held, entry = wrap.register, number(metric(m, WRAPPED_ENTRY) or 0)
         rec += (f" Measure the value of {held} at run time (a breakpoint on the walk, or the "
                 f"setting the program derives it from) and the load's L1D/L2 miss rate and "
                 f"latency (SPE, or the simulator) to confirm: {entry} × {held} bytes beyond "
@@ -449,6 +449,13 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
 
 
 WRAPPED_ENTRY, WRAPPED_SIZE = "wrapped entry bytes", "wrapped table size"
+
+
+def _chase_values(m: dict) -> ChaseValues:
+    """The walk's step budget, relinking store and wrap bound (pcscope.core.chase_values;
+    none of them when the mechanism carries none)."""
+    return msgspec.convert(m["chase"], ChaseValues) if m.get("chase") else \
+        ChaseValues(None, None, None)
 
 
 L1_BYTES = 64 * 1024  # L1D of Neoverse N1/V1/N2/V2
@@ -488,11 +495,11 @@ def _step_levers(m: dict) -> str:
     return out
 
 
-def _footprint(m: dict) -> str:
-    """What the link's mask or width says of the table's size (pcscope.core.chain_walk):
-    the mask gives the size when a constant sets it; the width only bounds it."""
+def _footprint(m: dict, wrap: WrapBound | None) -> str:
+    """What the link's wrap, mask or width says of the table's size
+    (pcscope.core.chain_walk): the mask gives the size when a constant sets it; the width
+    only bounds it."""
     bits, bound = metric(m, "link bits"), metric(m, "table bound")
-    wrap = _check_after(m, chain_walk.WRAPPED)
     if wrap:
         return _wrap_footprint(m, wrap, bound)
     size = metric(m, "table size")
@@ -514,22 +521,21 @@ def _footprint(m: dict) -> str:
     return f" {number(bits)}-bit links bound the table to {entries} ({_bytes(bound)}), {_where(bound)}"
 
 
-def _wrap_footprint(m: dict, wrap: str, width_bound: float | None) -> str:
+def _wrap_footprint(m: dict, wrap: WrapBound, width_bound: float | None) -> str:
     """An index wrapped at a register R (pcscope.core.chain_walk): at most R entries, sized
     when a constant sets R, otherwise a run-time size the steps miss beyond the caches."""
-    held, detail = wrap.split(": ", 1)
-    wraps, compares, sets = (detail.split("; ") + ["", ""])[:3]
-    how = ", ".join(dict.fromkeys(re.findall(r"`[^`]+`", wraps)))
-    cmps = ", ".join(dict.fromkeys(re.findall(r"`[^`]+`", compares)))
+    held = wrap.register
+    how = ", ".join(dict.fromkeys(f"`{text}`" for text in wrap.wraps))
+    cmps = ", ".join(dict.fromkeys(f"`{text}`" for text in wrap.compares))
     entry, size = metric(m, WRAPPED_ENTRY) or 0, metric(m, WRAPPED_SIZE)
     lead = (f" The link's index wraps at {held} ({how}; the walk compares {held} with "
             f"{cmps}): ")
     if size is not None:
         return (lead + f"at most {number(size / entry)} entries of {number(entry)} bytes "
                        f"({_bytes(size)}), {_where(size)}")
-    origin = ("passed in as an argument" if "(an argument)" in sets else
-              re.sub(r" at 0x[0-9a-f]+", "", sets.split(",")[0]) if sets.startswith("set ")
-              else "set outside the code read")
+    origin = ("passed in as an argument" if wrap.argument else
+              f"set before the walk by `{wrap.setter}`" if wrap.setter else
+              "set outside the rows read")
     held_size = (f"the table holds at most {held} entries of {number(entry)} bytes "
                  f"({number(entry)} × {held} bytes), a run-time size held in {held} ({origin}, "
                  f"its value not in the code)")
@@ -585,7 +591,7 @@ FEW_PER_CALL = 2  # routine calls per caller call below which the caller's calle
 def _chase_levers(per_call: float | None, budget: str | None, relink: str | None,
                   cached: bool = False) -> str:
     """What shortens or overlaps the chain, by how long the walk is per call, whether the
-    loop already stops on a step budget (the counter the checks name) and whether it
+    loop already stops on a step budget (``budget``, the register counting down) and whether it
     rewrites the structure it walks (``relink``, the store that does). A walk that rewrites
     its structure cannot run beside another walk of it; otherwise overlapping walks is only
     a condition, since whether the next walk's start waits for this one's result (one
@@ -597,7 +603,8 @@ def _chase_levers(per_call: float | None, budget: str | None, relink: str | None
                "result)")
     trade = ("a smaller budget trades the search's result (e.g. compression ratio) for speed, "
              "so measure both")
-    cap = (f"lower the step budget the loop already has ({budget}; its start value is "
+    cap = (f"lower the step budget the loop already has ({budget} counts down by one per "
+           f"step and ends the walk at zero; its start value is "
            f"usually a tuning parameter of the search) or end earlier on a good-enough "
            f"result — {trade}" if budget else "cap it (chain length, a good-enough match — "
            f"the search's own depth or chain limits; {trade})")
