@@ -26,7 +26,6 @@ from pcscope.core import chain_walk, invariant_work, loop_nests
 from pcscope.core.call_cohorts import (
     CALLER_PART,
     CALLERS_CHECK,
-    ONE_SHOT_CHECK,
     PAIR_CHECK,
     PLUMBING,
     SETUP_CALLERS_CHECK,
@@ -45,7 +44,7 @@ from pcscope.core.memory_state import BYTE_STORE, RELOADED, STORED_EVERY, STORED
 from pcscope.core.patterns import libc_routine_name
 from pcscope.core.return_zeroing import SMALL as ZEROING_SMALL
 from pcscope.core.store_loops import WIDE
-from pcscope.core.tree_values import Caller, PairedAllocation, TreeValues
+from pcscope.core.tree_values import Caller, OneShot, PairedAllocation, TreeValues
 
 MIN_SHARE = 0.005  # own share a profile-only mechanism needs to become an idea
 MIN_SHARE_BY_KIND = {"spin-wait": 0.002, "libc-routine": 0.01, "store-loop": 0.01}
@@ -1051,16 +1050,16 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
              "reuse the context or object across operations instead of creating, "
              "initialising and freeing it on every call (which ones: the functions entered "
              "once per operation, in the mechanism's checks)")
-    one_shot = _one_shot_advice(m)
+    tree = msgspec.convert(m["tree"], TreeValues) if m.get("tree") else None
+    one_shot = _one_shot_advice(tree.one_shots if tree is not None else ())
     rec = (f"Make the per-operation part smaller than the work: {one_shot}{reuse}, pass more "
            f"data per call so the {number(per_op)} instructions are paid less often, cache lookups made "
            f"on every operation, and let LTO inline the small wrappers ({number(per_call)} "
            f"instructions per call on average).")
-    tree = msgspec.convert(m["tree"], TreeValues) if m.get("tree") else None
     if allocations and tree is not None:
         rec += _allocator_split(tree)
-    if setups:
-        named = ", ".join(_names(setups) + _names(callers or ""))
+    if setups and tree is not None:
+        named = ", ".join(f"`{name}`" for name in (*tree.setup, *tree.setup_callers))
         rec += (f" The once-per-operation set-up ({named}) is recomputed for every "
                 "operation: if it derives from the key, set the key once (initialise the "
                 "context with the key once) and change only the IV or nonce per operation, "
@@ -1170,22 +1169,14 @@ def _allocator_split(tree: TreeValues) -> str:
             f"{total - paired:,} {outside}")
 
 
-def _names(listed: str) -> list[str]:
-    """The names of a check's list of ``name (figures)`` items."""
-    return [f"`{name}`" for name in re.findall(r"(\S+) \([^)]*\)", listed)]
-
-
-def _one_shot_advice(m: dict) -> str:
+def _one_shot_advice(found: tuple[OneShot, ...]) -> str:
     """The sentence naming the tree's one-shot calls and their streaming parts (empty
     without): what to call instead, on a context kept across operations."""
-    found = _check_list(m, ONE_SHOT_CHECK)
-    if found is None:
-        return ""
-    return "".join(f"`{one}` is the one-shot form of "
-                   + ", ".join(f"`{part}`" for part in parts.split(", "))
+    return "".join(f"`{one.name}` is the one-shot form of "
+                   + ", ".join(f"`{part}`" for part in one.parts)
                    + f" (by symbol names; all entered once per operation): call those on a "
-                     f"context kept across operations instead of `{one}`; "
-                   for one, parts in re.findall(r"(\S+) \(([^)]*)\)", found))
+                     f"context kept across operations instead of `{one.name}`; "
+                   for one in found)
 
 
 def _per_operation_removes(m: dict) -> float | None:
