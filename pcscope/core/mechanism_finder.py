@@ -54,6 +54,7 @@ from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.dispatch_merge import merged_into_index
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
 from pcscope.core.member_calls import Callees
+from pcscope.core.memory_values import MemoryValues
 from pcscope.core.pattern_table import HELPER, PatternTable
 from pcscope.core.patterns import (
     CodeFacts,
@@ -186,14 +187,15 @@ class _Finder:
     def mechanism(self, kind: str, sites: list[Site], metrics: list[Metric],
                   checks: list[str], functions: Iterable[str] = (),
                   category: str | None = None, tree: TreeValues | None = None,
-                  chase: ChaseValues | None = None) -> Mechanism:
+                  chase: ChaseValues | None = None,
+                  memory: MemoryValues | None = None) -> Mechanism:
         sites = sorted(sites, key=lambda s: (-s.share, s.pc))
         pcs = np.fromiter((pc for s in sites for pc in s.pcs), dtype=np.uint64)
         rows = np.searchsorted(self.p.pc, pcs)  # every site PC is a row of the profile
         names = list(dict.fromkeys([*(s.function for s in sites), *functions]))
         return Mechanism(kind, category or CATEGORY[kind], sites[0].pc, tuple(sites), tuple(names),
                          self.share(rows.tolist()), tuple(metrics),
-                         tuple(checks), tree, chase)
+                         tuple(checks), tree, chase, memory)
 
     def count(self, row: int) -> int:
         return int(self.counts[row])
@@ -890,7 +892,8 @@ class _Finder:
             top = max(states, key=lambda s: self.share(s.rows))
             out.append(self.mechanism("memory-state", [
                 self.site(s.rows, max(s.rows, key=lambda r: (self.count(r), -r)))
-                for s in states], memory_state.metrics(top), memory_state.checks(top)))
+                for s in states], memory_state.metrics(top), memory_state.checks(top),
+                memory=memory_state.values(top)))
         return out
 
     @cached_property

@@ -18,6 +18,7 @@ import numpy as np
 
 from pcscope.core.chase_values import ChaseValues
 from pcscope.core.ids import hex_pc
+from pcscope.core.memory_values import MemoryValues
 from pcscope.core.tree_values import TreeValues
 
 
@@ -60,6 +61,8 @@ class Mechanism:
     tree: TreeValues | None = None
     # a pointer chase's step budget, relinking store and wrap bound, which its advice names
     chase: ChaseValues | None = None
+    # the fields a loop keeping its state in memory keeps there, which its advice names
+    memory: MemoryValues | None = None
 
     @property
     def id(self) -> str:

@@ -97,8 +97,9 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 # 31: a mechanism carries a per-operation tree's callers and allocator split as typed values
 #     (its ``tree``), which the advice reads instead of parsing the checks back
 # 32: a pointer chase carries its step budget, relinking store and wrap bound as typed values
-#     (its ``chase``), a per-operation tree its set-up and one-shot calls (in its ``tree``),
-#     which the advice reads instead of parsing the checks back
+#     (its ``chase``), a per-operation tree its set-up and one-shot calls (in its ``tree``), a
+#     loop keeping its state in memory its fields (``memory``), which the advice reads instead
+#     of parsing the checks back
 FORMAT_VERSION = 32
 Progress = Callable[[str], None]
 

@@ -40,7 +40,8 @@ from pcscope.core.keyed_lookups import CHECK as KEYED_CHECK
 from pcscope.core.keyed_lookups import LOOKUP_CHECK, MORE_CHECK, TREE_CHECK, WALK_CHECK
 from pcscope.core.mechanism_finder import is_jit_module
 from pcscope.core.mechanisms import number
-from pcscope.core.memory_state import BYTE_STORE, RELOADED, STORED_EVERY, STORED_FEWER
+from pcscope.core.memory_state import BYTE_STORE, RELOADED
+from pcscope.core.memory_values import MemoryValues
 from pcscope.core.patterns import libc_routine_name
 from pcscope.core.return_zeroing import SMALL as ZEROING_SMALL
 from pcscope.core.store_loops import WIDE
@@ -864,12 +865,13 @@ def _memory_state(m: dict, noun: str) -> tuple[str, str, str]:
     per = metric(m, "field accesses per iteration") or 0
     runs = metric(m, "iterations") or 0
     part = metric(m, "field access share of the loop") or 0
-    every = _checked(m, STORED_EVERY)
-    fewer = _checked(m, STORED_FEWER)
-    back = ", ".join([*every, *(f.split(" on ")[0] for f in fewer)])
+    fields = _memory_values(m)
+    every = list(fields.every)
+    fewer = [f.text() for f in fields.fewer]
+    back = ", ".join([*every, *(f.field for f in fields.fewer)])
     # a recurrence through memory is on every iteration's critical path only for a field
     # stored back every iteration
-    recur = [f for f in _checked(m, "stored value computed") if f in every]
+    recur = [f for f in fields.recurrences if f in every]
     reloaded = metric(m, "fields only reloaded") or 0
     rare = metric(m, "fields only reloaded on fewer iterations") or 0
     fn = m["functions"][0]
@@ -887,7 +889,7 @@ def _memory_state(m: dict, noun: str) -> tuple[str, str, str]:
                 f"recurrence through memory)" if recur else "")
              + (f"; loaded and stored back on fewer iterations: {', '.join(fewer)}" if fewer
                 else "")
-             + "." + _alias(m) + _missed_cse(m))
+             + "." + _alias(m) + _missed_cse(m, fields.reloaded))
     rec = (f"Copy the fields the loop uses ({back}, and the ones it only reads) into local "
            f"variables before the loop and write the updated ones back after it (or before "
            f"any call that reads them), so they stay in registers: that removes about "
@@ -901,11 +903,11 @@ def _memory_state(m: dict, noun: str) -> tuple[str, str, str]:
         claim, rec
 
 
-def _checked(m: dict, prefix: str) -> list[str]:
-    """The items a check starting with ``prefix`` lists."""
-    text = next((c.removeprefix(prefix).split(": ", 1)[-1] for c in m["checks"]
-                 if c.startswith(prefix)), "")
-    return re.findall(r"\[[^\]]*\][^,\[]*", text)
+def _memory_values(m: dict) -> MemoryValues:
+    """The fields the loop keeps in memory (pcscope.core.memory_values; none when the
+    mechanism carries none)."""
+    return msgspec.convert(m["memory"], MemoryValues) if m.get("memory") else \
+        MemoryValues((), (), (), ())
 
 
 def _alias(m: dict) -> str:
@@ -918,13 +920,13 @@ def _alias(m: dict) -> str:
             f"store may alias any field, forcing reloads after it.")
 
 
-def _missed_cse(m: dict) -> str:
-    """The reloads nothing could have changed (pcscope.core.memory_state.RELOADED)."""
+def _missed_cse(m: dict, reloads: tuple[str, ...]) -> str:
+    """The reloads nothing could have changed (pcscope.core.memory_state.RELOADED): the
+    fields ``reloads`` names, with their checks' PCs."""
     said = [c.removeprefix(RELOADED) for c in m["checks"] if c.startswith(RELOADED)]
-    if not said:
+    if not reloads:
         return ""
     # the PCs are part of the finding (the check is then not written twice)
-    reloads = [c.split(" at ")[0] for c in said]
     return (f" Stronger evidence: {', '.join(reloads)} {'is' if len(reloads) == 1 else 'are'} "
             f"loaded again with no store of any kind between, counted over every path from "
             f"the first load ({'; '.join(said)}): a missed common subexpression (often where "

@@ -517,8 +517,8 @@ class ToolBox:
 def _mechanism_data(m: Mechanism) -> dict[str, Any]:
     """A mechanism as data: kind, own share, sites (the hottest first, key PCs),
     functions, metrics, the checks that passed, a per-operation tree's values
-    (pcscope.core.tree_values) and a pointer chase's (pcscope.core.chase_values), as
-    builtins (None for other kinds)."""
+    (pcscope.core.tree_values), a pointer chase's (pcscope.core.chase_values) and a loop's
+    state in memory (pcscope.core.memory_values), as builtins (None for other kinds)."""
     return {
         "id": m.id, "kind": m.kind, "category": m.category, "share": m.share,
         "sites": len(m.sites), "functions": list(m.functions[:8]),
@@ -528,6 +528,7 @@ def _mechanism_data(m: Mechanism) -> dict[str, Any]:
         "checks": list(m.checks),
         "tree": msgspec.to_builtins(m.tree) if m.tree is not None else None,
         "chase": msgspec.to_builtins(m.chase) if m.chase is not None else None,
+        "memory": msgspec.to_builtins(m.memory) if m.memory is not None else None,
     }
 
 
