@@ -52,6 +52,7 @@ from pcscope.core import (
 from pcscope.core.chase_values import ChaseValues
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.dispatch_merge import merged_into_index
+from pcscope.core.gather_values import GatherValues
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
 from pcscope.core.member_calls import Callees
 from pcscope.core.memory_values import MemoryValues
@@ -188,14 +189,15 @@ class _Finder:
                   checks: list[str], functions: Iterable[str] = (),
                   category: str | None = None, tree: TreeValues | None = None,
                   chase: ChaseValues | None = None,
-                  memory: MemoryValues | None = None) -> Mechanism:
+                  memory: MemoryValues | None = None,
+                  gather: GatherValues | None = None) -> Mechanism:
         sites = sorted(sites, key=lambda s: (-s.share, s.pc))
         pcs = np.fromiter((pc for s in sites for pc in s.pcs), dtype=np.uint64)
         rows = np.searchsorted(self.p.pc, pcs)  # every site PC is a row of the profile
         names = list(dict.fromkeys([*(s.function for s in sites), *functions]))
         return Mechanism(kind, category or CATEGORY[kind], sites[0].pc, tuple(sites), tuple(names),
                          self.share(rows.tolist()), tuple(metrics),
-                         tuple(checks), tree, chase, memory)
+                         tuple(checks), tree, chase, memory, gather)
 
     def count(self, row: int) -> int:
         return int(self.counts[row])

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pcscope.core.chase_values import ChaseValues
+from pcscope.core.gather_values import GatherValues
 from pcscope.core.ids import hex_pc
 from pcscope.core.memory_values import MemoryValues
 from pcscope.core.tree_values import TreeValues
@@ -63,6 +64,8 @@ class Mechanism:
     chase: ChaseValues | None = None
     # the fields a loop keeping its state in memory keeps there, which its advice names
     memory: MemoryValues | None = None
+    # a gather-branch loop's branches on the key by role, which its advice names
+    gather: GatherValues | None = None
 
     @property
     def id(self) -> str:

@@ -35,6 +35,7 @@ from pcscope.core.call_cohorts import (
 from pcscope.core.chase_values import ChaseValues, WrapBound
 from pcscope.core.fixed_trip_sums import LOOP_CONTROL
 from pcscope.core.gather_partition import DIAMONDS, EXITS, LOOPS, PARTITION, SCATTERS, THREE_WAY
+from pcscope.core.gather_values import CALL, LONG_PATH, LOOP, GatherValues
 from pcscope.core.hand_written import CHECK as HAND_WRITTEN
 from pcscope.core.keyed_lookups import CHECK as KEYED_CHECK
 from pcscope.core.keyed_lookups import LOOKUP_CHECK, MORE_CHECK, TREE_CHECK, WALK_CHECK
@@ -1300,22 +1301,22 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
              + ". Every key is a load whose address is known only after its index is loaded, "
              "and every decision is a data-dependent branch. Exact counts show how often each "
              "branch went one way, not how often it mispredicted or how long the key loads took.")
-    guarding = _after(m, "branches that guard a loop")
-    diamonds = re.sub(r" \(rejoining at [^)]*\)", "", _check_after(m, DIAMONDS) or "")
-    exits = _check_after(m, EXITS) or ""
-    many = ", `" in exits  # more than one exit: the verbs agree
+    branches = _gather_values(m)
+    diamonds = ", ".join(branches.diamonds)
+    exits = ", ".join(branches.exits)
+    many = len(branches.exits) > 1  # the verbs agree
     ends = ("end the scans (loop exits) and stay branches" if many else
             "ends its scan (a loop exit) and stays a branch")
     ended = "end the scans: loop exits" if many else "ends its scan: a loop exit"
     leave = "exit the loop and stay branches" if many else "exits the loop and stays a branch"
     # a partition's scans branch to its swaps and end at its order tests: a block partition
     # rewrites the scan, so only a branch into a loop or a call stops it
-    guards = [g for g in guarding.split("; ") if g and (
-        not partition or g.endswith(("(a loop)", "(a call)")))]
-    leaves = [] if partition else [f"{e} (exits the loop)" for e in exits.split(", ") if e]
+    kept = [g for g in branches.guards if not partition or g.guards in (LOOP, CALL)]
+    guards = [f"{g.branch} ({g.guards})" for g in kept]
+    leaves = [] if partition else [f"{e} (exits the loop)" for e in branches.exits]
     stops = "; ".join(guards + leaves)
     why = ("its sides do not rejoin within a few instructions: it picks a path, not a value"
-           if any(g.endswith("(a long path)") for g in guards) else
+           if any(g.guards == LONG_PATH for g in kept) else
            "it guards a loop or call, not a value choice" if guards else
            "a loop exit ends the loop, it does not pick a value")
     gather = ("Take the key loads off the decision's path: gather the keys into a contiguous "
@@ -1356,15 +1357,24 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
     return title, claim, rec
 
 
+def _gather_values(m: dict) -> GatherValues:
+    """The branches on the key by role (pcscope.core.gather_values; none when the
+    mechanism carries none)."""
+    return msgspec.convert(m["gather"], GatherValues) if m.get("gather") else \
+        GatherValues((), (), ())
+
+
 def _roles_said(m: dict) -> str:
     """The sentence naming what each branch on the key does (its value choices, its loop
     exits, the branches guarding more), each list the check's own words so the checks do not
     repeat it."""
+    branches = _gather_values(m)
     diamonds, exits = _check_after(m, DIAMONDS), _check_after(m, EXITS)
     guarding = _after(m, "branches that guard a loop")
-    said = ([f"{diamonds} {'are short diamonds' if ', `' in diamonds else 'is a short diamond'}"
+    several, leaving = len(branches.diamonds) > 1, len(branches.exits) > 1
+    said = ([f"{diamonds} {'are short diamonds' if several else 'is a short diamond'}"
              ", only picking a value"] if diamonds else []) + \
-        ([f"{exits} {'exit' if ', `' in exits else 'exits'} the loop"] if exits else []) + \
+        ([f"{exits} {'exit' if leaving else 'exits'} the loop"] if exits else []) + \
         ([f"not value choices: {guarding}"] if guarding else [])
     text = "; ".join(said)
     return f". {text[:1].upper()}{text[1:]}" if said else ""
