@@ -53,6 +53,7 @@ from pcscope.core.chase_values import ChaseValues
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.dispatch_merge import merged_into_index
 from pcscope.core.gather_values import GatherValues
+from pcscope.core.lookup_values import LookupValues
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
 from pcscope.core.member_calls import Callees
 from pcscope.core.memory_values import MemoryValues
@@ -190,14 +191,15 @@ class _Finder:
                   category: str | None = None, tree: TreeValues | None = None,
                   chase: ChaseValues | None = None,
                   memory: MemoryValues | None = None,
-                  gather: GatherValues | None = None) -> Mechanism:
+                  gather: GatherValues | None = None,
+                  lookup: LookupValues | None = None) -> Mechanism:
         sites = sorted(sites, key=lambda s: (-s.share, s.pc))
         pcs = np.fromiter((pc for s in sites for pc in s.pcs), dtype=np.uint64)
         rows = np.searchsorted(self.p.pc, pcs)  # every site PC is a row of the profile
         names = list(dict.fromkeys([*(s.function for s in sites), *functions]))
         return Mechanism(kind, category or CATEGORY[kind], sites[0].pc, tuple(sites), tuple(names),
                          self.share(rows.tolist()), tuple(metrics),
-                         tuple(checks), tree, chase, memory, gather)
+                         tuple(checks), tree, chase, memory, gather, lookup)
 
     def count(self, row: int) -> int:
         return int(self.counts[row])
@@ -773,7 +775,8 @@ class _Finder:
                     sites.append(self.site(stub, stub[-1]))
                     checks.append("its PLT stub is counted with it")
         m = self.mechanism(kind, sites, metrics, checks,
-                           functions=[name for name, _ in callers], category=category)
+                           functions=[name for name, _ in callers], category=category,
+                           lookup=keyed_lookups.values(keyed) if keyed else None)
         if keyed:
             self.keyed[m.id] = keyed
         return m

@@ -19,6 +19,7 @@ import numpy as np
 from pcscope.core.chase_values import ChaseValues
 from pcscope.core.gather_values import GatherValues
 from pcscope.core.ids import hex_pc
+from pcscope.core.lookup_values import LookupValues
 from pcscope.core.memory_values import MemoryValues
 from pcscope.core.tree_values import TreeValues
 
@@ -66,6 +67,8 @@ class Mechanism:
     memory: MemoryValues | None = None
     # a gather-branch loop's branches on the key by role, which its advice names
     gather: GatherValues | None = None
+    # a lookup routine's constant-key callers, which its advice addresses
+    lookup: LookupValues | None = None
 
     @property
     def id(self) -> str:

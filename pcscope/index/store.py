@@ -99,7 +99,8 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 # 32: a pointer chase carries its step budget, relinking store and wrap bound as typed values
 #     (its ``chase``), a per-operation tree its set-up and one-shot calls (in its ``tree``), a
 #     loop keeping its state in memory its fields (``memory``), a gather-branch loop its
-#     branches by role (``gather``), which the advice reads instead of parsing the checks back
+#     branches by role (``gather``), a lookup routine its constant-key callers (``lookup``),
+#     which the advice reads instead of parsing the checks back
 FORMAT_VERSION = 32
 Progress = Callable[[str], None]
 

@@ -37,8 +37,8 @@ from pcscope.core.fixed_trip_sums import LOOP_CONTROL
 from pcscope.core.gather_partition import DIAMONDS, EXITS, LOOPS, PARTITION, SCATTERS, THREE_WAY
 from pcscope.core.gather_values import CALL, LONG_PATH, LOOP, GatherValues
 from pcscope.core.hand_written import CHECK as HAND_WRITTEN
-from pcscope.core.keyed_lookups import CHECK as KEYED_CHECK
-from pcscope.core.keyed_lookups import LOOKUP_CHECK, MORE_CHECK, TREE_CHECK, WALK_CHECK
+from pcscope.core.keyed_lookups import LOOKUP_CHECK, MORE_CHECK, TREE_CHECK
+from pcscope.core.lookup_values import LookupValues
 from pcscope.core.mechanism_finder import is_jit_module
 from pcscope.core.mechanisms import number
 from pcscope.core.memory_state import BYTE_STORE, RELOADED
@@ -796,16 +796,16 @@ def _libc(m: dict, noun: str) -> tuple[str, str, str]:
                       f"before `{name}`, or cache the last hit." if compares else
                       " from a loop: merge the calls (one call over the whole range) or "
                       "inline a fixed-size case."))
-        keyed = next((c.removeprefix(KEYED_CHECK) for c in m["checks"]
-                      if c.startswith(KEYED_CHECK)), None)
-        if keyed is not None:
+        walkers = _lookup_callers(m)
+        if walkers:
+            keyed = walkers[0]
             keys = int(metric(m, "constant keys") or 0)
             entries = metric(m, "keyed caller entries") or 0
             claim += (f" `{keyed}` (entered {count(entries, noun)}) calls `{caller}` from "
                       f"{keys} call sites: {keys} lookups per entry, each with a different "
                       f"constant key ({number(metric(m, 'constant-key lookups per caller entry') or 0)} "
                       f"calls per entry).")
-            rec += _walk_advice(m)
+            rec += _walk_advice(m, walkers)
         claim += _keyed_lookup_links(m)
         what = "Lookups by name" if compares else "Calls"
         return f"{what}: {name} called from {caller}", claim, rec
@@ -815,11 +815,15 @@ def _libc(m: dict, noun: str) -> tuple[str, str, str]:
     return f"Time in the C library's {name} ({number(calls)} calls)", claim, rec
 
 
-def _walk_advice(m: dict) -> str:
-    """The recommendation to the constant-key callers, naming them all, with the part of
-    the lookups it deletes."""
-    callers: list[str] = next((c.removeprefix(WALK_CHECK).split(", ") for c in m["checks"]
-                               if c.startswith(WALK_CHECK)), [])
+def _lookup_callers(m: dict) -> tuple[str, ...]:
+    """The lookup's constant-key callers, the one with the most such calls first
+    (pcscope.core.lookup_values; none when the mechanism carries none)."""
+    return msgspec.convert(m["lookup"], LookupValues).callers if m.get("lookup") else ()
+
+
+def _walk_advice(m: dict, callers: tuple[str, ...]) -> str:
+    """The recommendation to the constant-key ``callers``, naming them all, with the part
+    of the lookups it deletes."""
     deleted = metric(m, "lookups one walk per entry deletes")
     return (f" In {' and '.join(f'`{c}`' for c in callers)}, walk the request once and "
             f"dispatch on the name (switch, perfect hash, generated decoder), or cache the "

@@ -518,8 +518,9 @@ def _mechanism_data(m: Mechanism) -> dict[str, Any]:
     """A mechanism as data: kind, own share, sites (the hottest first, key PCs),
     functions, metrics, the checks that passed, a per-operation tree's values
     (pcscope.core.tree_values), a pointer chase's (pcscope.core.chase_values), a loop's
-    state in memory (pcscope.core.memory_values) and a gather-branch loop's branches
-    (pcscope.core.gather_values), as builtins (None for other kinds)."""
+    state in memory (pcscope.core.memory_values), a gather-branch loop's branches
+    (pcscope.core.gather_values) and a lookup's constant-key callers
+    (pcscope.core.lookup_values), as builtins (None for other kinds)."""
     return {
         "id": m.id, "kind": m.kind, "category": m.category, "share": m.share,
         "sites": len(m.sites), "functions": list(m.functions[:8]),
@@ -531,6 +532,7 @@ def _mechanism_data(m: Mechanism) -> dict[str, Any]:
         "chase": msgspec.to_builtins(m.chase) if m.chase is not None else None,
         "memory": msgspec.to_builtins(m.memory) if m.memory is not None else None,
         "gather": msgspec.to_builtins(m.gather) if m.gather is not None else None,
+        "lookup": msgspec.to_builtins(m.lookup) if m.lookup is not None else None,
     }
 
 
