@@ -21,6 +21,7 @@ from pcscope.core.gather_values import GatherValues
 from pcscope.core.ids import hex_pc
 from pcscope.core.lookup_values import LookupValues
 from pcscope.core.memory_values import MemoryValues
+from pcscope.core.recomputed_values import RecomputedValues
 from pcscope.core.tree_values import TreeValues
 
 
@@ -69,6 +70,8 @@ class Mechanism:
     gather: GatherValues | None = None
     # a lookup routine's constant-key callers, which its advice addresses
     lookup: LookupValues | None = None
+    # the work a loop recomputes from rarely changing inputs, which its advice names
+    recomputed: RecomputedValues | None = None
 
     @property
     def id(self) -> str:

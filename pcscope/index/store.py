@@ -100,7 +100,8 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 #     (its ``chase``), a per-operation tree its set-up and one-shot calls (in its ``tree``), a
 #     loop keeping its state in memory its fields (``memory``), a gather-branch loop its
 #     branches by role (``gather``), a lookup routine its constant-key callers (``lookup``),
-#     which the advice reads instead of parsing the checks back
+#     a loop its recomputed and clamped work (``recomputed``), which the advice reads instead
+#     of parsing the checks back
 FORMAT_VERSION = 32
 Progress = Callable[[str], None]
 

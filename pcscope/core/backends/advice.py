@@ -44,6 +44,7 @@ from pcscope.core.mechanisms import number
 from pcscope.core.memory_state import BYTE_STORE, RELOADED
 from pcscope.core.memory_values import MemoryValues
 from pcscope.core.patterns import libc_routine_name
+from pcscope.core.recomputed_values import RecomputedValues
 from pcscope.core.return_zeroing import SMALL as ZEROING_SMALL
 from pcscope.core.store_loops import WIDE
 from pcscope.core.tree_values import Caller, OneShot, PairedAllocation, TreeValues
@@ -192,8 +193,9 @@ def _hoist_first(m: dict, recommendation: str) -> str:
     inputs, when that is several instructions per iteration: a scalar change that comes
     before any rewrite of the loop (a vector form needs those values fixed anyway)."""
     per = metric(m, invariant_work.PER_ITERATION)
-    listed = _check_after(m, invariant_work.CHECK)
-    what = None if listed is None else _with_more(*_named(listed, SHOWN))
+    work = _recomputed(m)
+    listed = work.instructions if work is not None else ()
+    what = _with_more(*_named(listed, SHOWN)) if listed else None
     clamped = _clamped(m)
     if m["kind"] == "pointer-chase" or ((per is None or per < LEADS or what is None)
                                         and not clamped):
@@ -205,7 +207,7 @@ def _hoist_first(m: dict, recommendation: str) -> str:
     of = metric(m, invariant_work.LOOP_PER_ITERATION)
     share = metric(m, invariant_work.SHARE)
     # the rows the total counts by their span; which paths it leaves out is in the checks
-    rows = (_check_after(m, invariant_work.COUNTED) or "").partition(" (")[0]
+    rows = work.span if work is not None else ""
     lead = (f"First hoist the work the loop recomputes: {number(per)} of "
             + (f"the {number(of or 0)} instructions per iteration at {rows}" if rows
                else f"its {number(of or 0)} instructions per iteration")
@@ -223,20 +225,24 @@ def _hoist_first(m: dict, recommendation: str) -> str:
     return f"{lead} Then: {recommendation[:1].lower()}{recommendation[1:]}"
 
 
-def _named(listed: str, shown: int) -> tuple[str, int]:
-    """``shown`` instructions of a check's list ("`a` at 0x1, `b` at 0x2, …", address order),
-    the loads first (what the compiler may not move, so what the reader must), and how many
-    are left out: the checks keep the whole list."""
-    items = [i if i.startswith("`") else f"`{i}" for i in listed.split(", `")]
-    named = sorted(items, key=lambda i: not i.startswith("`ld"))[:shown]  # stable
-    return ", ".join(named), len(items) - len(named)
+def _recomputed(m: dict) -> RecomputedValues | None:
+    """The work the loop recomputes (pcscope.core.recomputed_values; None without)."""
+    return msgspec.convert(m["recomputed"], RecomputedValues) if m.get("recomputed") else None
+
+
+def _named(listed: tuple[str, ...], shown: int) -> tuple[str, int]:
+    """``shown`` of the instructions ``listed`` (address order), the loads first (what the
+    compiler may not move, so what the reader must), and how many are left out: the checks
+    keep the whole list."""
+    named = sorted(listed, key=lambda i: not i.startswith("`ld"))[:shown]  # stable
+    return ", ".join(named), len(listed) - len(named)
 
 
 def _with_more(named: str, more: int) -> str:
     return f"{named} (and {more} more)" if more else named
 
 
-def _and_more(listed: str) -> str:
+def _and_more(listed: tuple[str, ...]) -> str:
     """The first load of a check's list (or its first instruction) and how many more."""
     first, more = _named(listed, 1)
     return f"{first} and {more} more" if more else first
@@ -247,17 +253,15 @@ def _clamped(m: dict) -> str:
     work and its size, the part that stays, what the counts cannot tell), or "". Short: it
     follows the recomputed work's sentences, whose other inputs it shares; the checks keep
     the whole lists."""
-    clamp = _check_after(m, invariant_work.CLAMPED)
-    work = _check_after(m, invariant_work.CLAMPED_WORK)
+    found = _recomputed(m)
+    clamp = found.clamp if found is not None else None
     per = metric(m, invariant_work.CLAMPED_PER_ITERATION)
-    if not clamp or not work or per is None or per < LEADS:
+    if clamp is None or not clamp.work or per is None or per < LEADS:
         return ""
-    csel, _, saturated = clamp.partition("; ")[0].partition(" (`")[0].partition(" is ")
-    stays = _check_after(m, invariant_work.STAYS)
-    why, _, how = (_check_after(m, invariant_work.NOT_COUNTED) or "").partition("; ")
+    stays, why, how = clamp.stays, clamp.picks, "; ".join(clamp.count)
     share = metric(m, invariant_work.CLAMPED_SHARE) or 0
-    return (f"what the clamp {csel} fixes once saturated ({saturated}): "
-            f"{_and_more(work)}"
+    return (f"what the clamp {clamp.clamp} fixes once saturated ({clamp.saturates}): "
+            f"{_and_more(clamp.work)}"
             f" ({number(per)} more per iteration, {number(share)}% at most): compute it where "
             f"its other inputs change"
             + (f"; only {_and_more(stays)} stay per "
@@ -478,9 +482,9 @@ def _step_levers(m: dict) -> str:
                     f"fixed value: load both with one `ldrh` and compare once against a "
                     f"halfword built before the walk, so the {number(round(100 - rejected, 1))}% "
                     f"that pass the first byte save a load, a compare and a branch.")
-    recomputed = _check_after(m, invariant_work.CHECK)
-    if recomputed:
-        first_one, _, rest = recomputed.partition(", `")
+    work = _recomputed(m)
+    if work is not None and work.instructions:
+        first_one, *rest = work.instructions
         out += (f" {first_one}{' (and more, in the checks)' if rest else ''} is recomputed "
                 f"from inputs that rarely change: compute it where they change (usually an "
                 f"address: a base plus a rarely changing offset) so the step indexes it with "

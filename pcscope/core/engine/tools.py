@@ -519,8 +519,9 @@ def _mechanism_data(m: Mechanism) -> dict[str, Any]:
     functions, metrics, the checks that passed, a per-operation tree's values
     (pcscope.core.tree_values), a pointer chase's (pcscope.core.chase_values), a loop's
     state in memory (pcscope.core.memory_values), a gather-branch loop's branches
-    (pcscope.core.gather_values) and a lookup's constant-key callers
-    (pcscope.core.lookup_values), as builtins (None for other kinds)."""
+    (pcscope.core.gather_values), a lookup's constant-key callers
+    (pcscope.core.lookup_values) and a loop's recomputed work
+    (pcscope.core.recomputed_values), as builtins (None where there is none)."""
     return {
         "id": m.id, "kind": m.kind, "category": m.category, "share": m.share,
         "sites": len(m.sites), "functions": list(m.functions[:8]),
@@ -533,6 +534,7 @@ def _mechanism_data(m: Mechanism) -> dict[str, Any]:
         "memory": msgspec.to_builtins(m.memory) if m.memory is not None else None,
         "gather": msgspec.to_builtins(m.gather) if m.gather is not None else None,
         "lookup": msgspec.to_builtins(m.lookup) if m.lookup is not None else None,
+        "recomputed": msgspec.to_builtins(m.recomputed) if m.recomputed is not None else None,
     }
 
 
