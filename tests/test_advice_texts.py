@@ -54,7 +54,7 @@ def test_a_short_walk_is_not_capped_but_its_misses_are_hidden() -> None:
     """6.64 steps per call: a budget of tens of steps rarely ends the walk, so lowering it is
     not advised; the next walk's head is prefetched. Overlapping walks is a condition."""
     m = mech("pointer-chase", {"chain steps": 5e7, "steps per call": 6.64}, ["in a loop"],
-             chase=ChaseValues("w14", None, None))
+             chase=ChaseValues("w14", None, None, None, False))
     rec = advise(m, "executions", None).recommendation
     assert "lower the step budget" not in rec and "rarely ends it" in rec
     assert "prefetch the head of the next walk" in rec
@@ -65,7 +65,7 @@ def test_a_short_walk_is_not_capped_but_its_misses_are_hidden() -> None:
 
 def test_lowering_a_long_walks_budget_says_what_it_costs() -> None:
     m = mech("pointer-chase", {"chain steps": 5e7, "steps per call": 23.05}, ["in a loop"],
-             chase=ChaseValues("w6", None, None))
+             chase=ChaseValues("w6", None, None, None, False))
     rec = advise(m, "executions", None).recommendation
     assert "lower the step budget the loop already has (w6" in rec
     assert "trades the search's result (e.g. compression ratio) for speed" in rec
@@ -77,7 +77,8 @@ def test_a_walk_that_rewrites_its_structure_gets_no_jump_pointers_or_interleavin
     jump pointers stale and cannot run beside another walk: both levers are ruled out, with
     the store named. Without that store both stay, as conditions only."""
     m = mech("pointer-chase", {"chain steps": 5e7, "steps per call": 6.64}, ["in a loop"],
-             chase=ChaseValues(None, "`str w3, [x30]` at 0x5208", None))
+             chase=ChaseValues(None, "`str w3, [x30]` at 0x5208", None, None,
+                                    False))
     rec = advise(m, "executions", None).recommendation
     assert "jump pointers to prefetch several hops ahead do not fit" in rec
     assert "(`str w3, [x30]` at 0x5208), so they would go stale on every insert" in rec

@@ -277,13 +277,15 @@ def test_a_wrap_set_from_memory_names_its_whole_setter(tmp_path):
 @pytest.mark.parametrize(("lines", "values", "says"), [
     (cyclic_tree(), ChaseValues("w14", "`str w3, [x30]` at 0x1010", WrapBound(
         "w7", ("add w8, w4, w7", "csel w4, w8, w4, lo"), ("cmp w11, w7", "cmp w11, w7"), "",
-        True)), ["(`str w3, [x30]` at 0x1010), so they would go stale on every insert",
+        True), None, False), ["(`str w3, [x30]` at 0x1010), so they would go stale on every insert",
                  "The link's index wraps at w7 (`add w8, w4, w7`, `csel w4, w8, w4, lo`; the "
                  "walk compares w7 with `cmp w11, w7`)", "(passed in as an argument, its "
                  "value not in the code)", "Measure the value of w7 at run time"]),
-    (search(), ChaseValues("w6", None, None),
+    (search(), ChaseValues("w6", None, None, "`and w1, w1, w12`, set before the walk by "
+                           "`ldr w12, [x0, #0x58]`, value not in the code", False),
      ["lower the step budget the loop already has (w6 counts down by one per step and ends "
-      "the walk at zero; its start value"]),
+      "the walk at zero; its start value", "The link is masked (`and w1, w1, w12`, set before "
+      "the walk by `ldr w12, [x0, #0x58]`, value not in the code)"]),
 ])  # fmt: skip
 def test_a_reopened_index_gives_the_advice_the_walks_budget_relink_and_wrap(tmp_path, lines,
                                                                            values, says):

@@ -325,10 +325,19 @@ def mask_checks(mask: Mask | None, asm: Callable[[int], str],
                 pc: Callable[[int], int]) -> list[str]:
     if mask is None:
         return []
+    return [MASKED + _mask_said(mask, lambda row: f"`{asm(row)}` at {pc(row):#x}")]
+
+
+def mask_value(mask: Mask | None, asm: Callable[[int], str]) -> str | None:
+    """The mask as the advice names it: the check's words without the PCs."""
+    return None if mask is None else _mask_said(mask, lambda row: f"`{asm(row)}`")
+
+
+def _mask_said(mask: Mask, at: Callable[[int], str]) -> str:
     sets = "set outside the rows read" if mask.setter is None else \
-        f"set before the walk by `{asm(mask.setter)}` at {pc(mask.setter):#x}"
+        f"set before the walk by {at(mask.setter)}"
     value = "" if mask.value is not None else ", value not in the code"
-    return [f"{MASKED}`{asm(mask.row)}` at {pc(mask.row):#x}, {sets}{value}"]
+    return f"{at(mask.row)}, {sets}{value}"
 
 
 @dataclass(frozen=True)

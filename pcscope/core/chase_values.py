@@ -1,7 +1,8 @@
 """What a pointer chase's advice reads of its loop, carried typed with its mechanism.
 
-pcscope.core.mechanism_finder finds the walk's step budget and the store relinking the
-structure it walks, and pcscope.core.chain_walk the register its index wraps at. The
+pcscope.core.mechanism_finder finds the walk's step budget, the store relinking the
+structure it walks and its prefetches, and pcscope.core.chain_walk the register its index
+wraps at and the mask on its link. The
 mechanism's checks say these in words for the reader (with each instruction's PC); the
 advice reads them here (a metric is one figure, and these are registers and instructions),
 so no sentence is written to be parsed back.
@@ -25,8 +26,13 @@ class WrapBound:
 
 @dataclass(frozen=True)
 class ChaseValues:
-    """A walk's limits and writes the advice addresses (None: the loop has none)."""
+    """A walk's limits, writes and prefetches the advice addresses (None: the loop has
+    none)."""
 
     budget: str | None  # the register counting the steps down to zero, as spelled
     relink: str | None  # the store writing a loaded link back (instruction and PC)
     wrap: WrapBound | None
+    # the mask on the link as the checks say it without the PCs (its ``and`` and what sets
+    # the register: ```and w1, w1, w12`, set outside the rows read, value not in the code``)
+    mask: str | None
+    prefetched: bool  # the loop already issues a prefetch

@@ -547,8 +547,9 @@ class _Finder:
                 + chain_walk.checks(walks[0], self.p.asm, lambda r: int(self.p.pc[r]))
                 + chain_walk.mask_checks(mask, self.p.asm, lambda r: int(self.p.pc[r]))
                 + chain_walk.wrap_checks(wrap, self.p.asm, lambda r: int(self.p.pc[r])),
-                chase=ChaseValues(budget, relink, chain_walk.wrap_value(wrap, self.p.asm))
-                if budget or relink or wrap else None))
+                chase=ChaseValues(budget, relink, chain_walk.wrap_value(wrap, self.p.asm),
+                                  chain_walk.mask_value(mask, self.p.asm), prefetch)
+                if budget or relink or wrap or mask or prefetch else None))
         return out
 
     def _step_budget(self, loop: _Loop) -> str | None:

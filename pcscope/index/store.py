@@ -96,12 +96,11 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 # 30: recomputed work's checks say which rows the loop's instructions per iteration count
 # 31: a mechanism carries a per-operation tree's callers and allocator split as typed values
 #     (its ``tree``), which the advice reads instead of parsing the checks back
-# 32: a pointer chase carries its step budget, relinking store and wrap bound as typed values
-#     (its ``chase``), a per-operation tree its set-up and one-shot calls (in its ``tree``), a
-#     loop keeping its state in memory its fields (``memory``), a gather-branch loop its
-#     branches by role (``gather``), a lookup routine its constant-key callers (``lookup``),
-#     a loop its recomputed and clamped work (``recomputed``), which the advice reads instead
-#     of parsing the checks back
+# 32: typed values the advice reads instead of parsing the checks back: a pointer chase's step
+#     budget, relinking store, wrap bound, mask and prefetch (its ``chase``), a per-operation
+#     tree's set-up and one-shot calls (in its ``tree``), a loop's fields kept in memory
+#     (``memory``), a gather-branch loop's branches by role (``gather``), a lookup's
+#     constant-key callers (``lookup``), a loop's recomputed and clamped work (``recomputed``)
 FORMAT_VERSION = 32
 Progress = Callable[[str], None]
 

@@ -16,7 +16,6 @@ false-positive rate on profile-only evidence (RISK below, from reviews of real p
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -407,7 +406,6 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
     steps = metric(m, "chain steps") or 0
     per_call = metric(m, "steps per call")
     fn = m["functions"][0]
-    prefetched = any("prfm" in c for c in m["checks"])
     where, of = _loop_where(m)
     claim = (f"{where} loads its next address from the value it loaded in the "
              f"previous iteration, so each step waits for the previous load to complete; "
@@ -415,6 +413,7 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
              + (f", {number(per_call)} per call of {of}." if per_call else "."))
     chase = _chase_values(m)
     budget, relink, wrap = chase.budget, chase.relink, chase.wrap
+    prefetched = chase.prefetched
     bound = min((b for b in (metric(m, "table size"), metric(m, WRAPPED_SIZE),
                              metric(m, "table bound")) if b is not None), default=None)
     cached = bound is not None and bound <= L2_BYTES
@@ -436,7 +435,7 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
                 "load it would hide); jump pointers to prefetch several hops ahead pay only "
                 "for a structure read far more often than it changes, since every insert "
                 "must update them.")
-    rec += step + _footprint(m, wrap)
+    rec += step + _footprint(m, wrap, chase.mask)
     short = per_call is not None and per_call < LONG_WALK
     if wrap and bound is None:  # sized at run time: whether it misses is the question
         held, entry = wrap.register, number(metric(m, WRAPPED_ENTRY) or 0)
@@ -460,7 +459,7 @@ def _chase_values(m: dict) -> ChaseValues:
     """The walk's step budget, relinking store and wrap bound (pcscope.core.chase_values;
     none of them when the mechanism carries none)."""
     return msgspec.convert(m["chase"], ChaseValues) if m.get("chase") else \
-        ChaseValues(None, None, None)
+        ChaseValues(None, None, None, None, False)
 
 
 L1_BYTES = 64 * 1024  # L1D of Neoverse N1/V1/N2/V2
@@ -500,7 +499,7 @@ def _step_levers(m: dict) -> str:
     return out
 
 
-def _footprint(m: dict, wrap: WrapBound | None) -> str:
+def _footprint(m: dict, wrap: WrapBound | None, masked: str | None) -> str:
     """What the link's wrap, mask or width says of the table's size
     (pcscope.core.chain_walk): the mask gives the size when a constant sets it; the width
     only bounds it."""
@@ -508,9 +507,6 @@ def _footprint(m: dict, wrap: WrapBound | None) -> str:
     if wrap:
         return _wrap_footprint(m, wrap, bound)
     size = metric(m, "table size")
-    masked = _check_after(m, chain_walk.MASKED)
-    if masked:  # the instructions without their PCs, which the checks give
-        masked = re.sub(r" at 0x[0-9a-f]+", "", masked)
     if size is not None:
         return f" The link is masked ({masked}): mask + 1 entries, {_bytes(size)}, {_where(size)}"
     if bits is None or bound is None:
