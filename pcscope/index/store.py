@@ -98,7 +98,7 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 #     (its ``tree``), which the advice reads instead of parsing the checks back
 # 32: typed values the advice reads instead of parsing the checks back: a pointer chase's step
 #     budget, relinking store, wrap bound, mask and prefetch (its ``chase``), a per-operation
-#     tree's set-up and one-shot calls (in its ``tree``), a loop's fields kept in memory
+#     tree's set-up, one-shot calls and pairs (in its ``tree``), a loop's fields kept in memory
 #     (``memory``), a gather-branch loop's branches by role (``gather``), a lookup's
 #     constant-key callers (``lookup``), a loop's recomputed and clamped work (``recomputed``)
 FORMAT_VERSION = 32

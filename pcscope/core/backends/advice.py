@@ -25,7 +25,6 @@ from pcscope.core import chain_walk, invariant_work, loop_nests
 from pcscope.core.call_cohorts import (
     CALLER_PART,
     CALLERS_CHECK,
-    PAIR_CHECK,
     PLUMBING,
     SETUP_CALLERS_CHECK,
     SETUP_CHECK,
@@ -1051,13 +1050,13 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
              # last, so a shortened claim loses it before the members: the recommendation
              # names the callers again with what is theirs to change
              + (f" Entered from outside the tree by {entered}." if entered else ""))
-    pairs = _check_list(m, PAIR_CHECK)
+    tree = msgspec.convert(m["tree"], TreeValues) if m.get("tree") else None
+    pairs = ", ".join(p.text() for p in tree.pairs) if tree is not None else ""
     reuse = (f"reuse {pairs} across operations instead of making and releasing each on "
              f"every operation" if pairs else
              "reuse the context or object across operations instead of creating, "
              "initialising and freeing it on every call (which ones: the functions entered "
              "once per operation, in the mechanism's checks)")
-    tree = msgspec.convert(m["tree"], TreeValues) if m.get("tree") else None
     one_shot = _one_shot_advice(tree.one_shots if tree is not None else ())
     rec = (f"Make the per-operation part smaller than the work: {one_shot}{reuse}, pass more "
            f"data per call so the {number(per_op)} instructions are paid less often, cache lookups made "
