@@ -50,6 +50,19 @@ def test_dispatch_that_merges_nothing_keeps_the_category_penalty() -> None:
     assert advise(switch, "executions", None).removes is None
 
 
+def test_threaded_dispatch_is_told_by_its_sites_not_by_a_checks_wording() -> None:
+    """Threaded dispatch is the finder's rule on the sites (pcscope.core.shapes.DISPATCH_SITES
+    in one function), read from the figure: a check worded otherwise, or one that happens to
+    say "threaded" of one shared jump, does not change it."""
+    figures = {"dispatches": 1e7, "instructions per dispatch": 37.8, "dispatch sequence": 11,
+               "merged into the opcode": 7}
+    many = mech("dispatch", {"dispatch sites": 162, **figures}, ["each handler has its own br"])
+    assert advise(many, "executions", None).removes == round(7 / 11, 3)
+    one = mech("dispatch", {"dispatch sites": 1, **figures},
+               ["one shared jump, not threaded code"])
+    assert advise(one, "executions", None).removes is None
+
+
 def test_a_short_walk_is_not_capped_but_its_misses_are_hidden() -> None:
     """6.64 steps per call: a budget of tens of steps rarely ends the walk, so lowering it is
     not advised; the next walk's head is prefetched. Overlapping walks is a condition."""

@@ -44,6 +44,7 @@ from pcscope.core.memory_values import MemoryValues
 from pcscope.core.patterns import libc_routine_name
 from pcscope.core.recomputed_values import RecomputedValues
 from pcscope.core.return_zeroing import SMALL as ZEROING_SMALL
+from pcscope.core.shapes import DISPATCH_SITES
 from pcscope.core.store_loops import WIDE
 from pcscope.core.tree_values import Caller, OneShot, PairedAllocation, TreeValues
 
@@ -317,7 +318,7 @@ def _dispatch(m: dict, noun: str) -> tuple[str, str, str]:
     runs = metric(m, "dispatches") or 0
     per = metric(m, "instructions per dispatch")
     fn = m["functions"][0]
-    threaded = any("threaded" in c for c in m["checks"])
+    threaded = _threaded(m)
     claim = (f"Interpreter dispatch in `{fn}`: {sites} table-fed `br` sites dispatched "
              f"{count(runs, noun)}, one per {number(per or 0)} instructions of the function, so "
              f"every bytecode pays a table load and an indirect branch whose target the "
@@ -1201,8 +1202,13 @@ def _return_zeroing_removes(m: dict) -> float | None:
 def _dispatch_removes(m: dict) -> float | None:
     """Threaded dispatch that merges flags into the opcode: the advice deletes the merging."""
     merged, sequence = metric(m, "merged into the opcode"), metric(m, "dispatch sequence")
-    threaded = any("threaded" in c for c in m["checks"])
-    return round(merged / sequence, 3) if threaded and merged and sequence else None
+    return round(merged / sequence, 3) if _threaded(m) and merged and sequence else None
+
+
+def _threaded(m: dict) -> bool:
+    """Threaded dispatch, by the rule its check states: enough dispatch sites in one
+    function that each handler ends in its own copy (pcscope.core.shapes.DISPATCH_SITES)."""
+    return (metric(m, "dispatch sites") or 0) >= DISPATCH_SITES
 
 
 def _byte_swap(m: dict, noun: str) -> tuple[str, str, str]:
