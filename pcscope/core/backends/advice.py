@@ -31,7 +31,7 @@ from pcscope.core.call_cohorts import (
     SHARED_CHECK,
 )
 from pcscope.core.chase_values import ChaseValues, WrapBound
-from pcscope.core.fixed_trip_sums import LOOP_CONTROL
+from pcscope.core.fixed_trip_sums import LOOP_CONTROL, VARIES
 from pcscope.core.gather_partition import DIAMONDS, EXITS, LOOPS, PARTITION, SCATTERS, THREE_WAY
 from pcscope.core.gather_values import CALL, LONG_PATH, LOOP, GatherValues
 from pcscope.core.hand_written import CHECK as HAND_WRITTEN
@@ -46,6 +46,8 @@ from pcscope.core.recomputed_values import RecomputedValues
 from pcscope.core.return_zeroing import SMALL as ZEROING_SMALL
 from pcscope.core.shapes import DISPATCH_SITES
 from pcscope.core.store_loops import WIDE
+from pcscope.core.struct_relaxation import FIXED_BASE
+from pcscope.core.table_crc import REFLECTED
 from pcscope.core.tree_values import Caller, OneShot, PairedAllocation, TreeValues
 
 MIN_SHARE = 0.005  # own share a profile-only mechanism needs to become an idea
@@ -987,7 +989,7 @@ def _return_zeroing(m: dict, noun: str) -> tuple[str, str, str]:
 def _table_crc(m: dict, noun: str) -> tuple[str, str, str]:
     lookups = metric(m, "table lookups") or 0
     fn = m["functions"][0]
-    reflected = any("reflected (low byte" in c for c in m["checks"])
+    reflected = any(REFLECTED in c for c in m["checks"])
     claim = (f"`{fn}` computes a CRC with lookup tables: byte-indexed 32-bit table loads ran "
              f"{count(lookups, noun)}, each xored into the CRC (about one per input byte), and "
              f"the function has no `crc32*` instruction. The CRC is "
@@ -1416,8 +1418,7 @@ def _struct_relaxation(m: dict, noun: str) -> tuple[str, str, str]:
     stride = int(metric(m, "struct stride") or 0)
     updates = metric(m, "update share") or 0
     runs = metric(m, "iterations") or 0
-    fixed = any(c.startswith("the table entry is added to values the loop does not load")
-                for c in m["checks"])
+    fixed = FIXED_BASE in m["checks"]
     several = m["sites"] > 1
     claim = (f"{'Loops' if several else 'A loop'} in `{fn}` "
              f"{'relax' if several else 'relaxes'} costs over an array of "
@@ -1454,7 +1455,7 @@ def _fixed_trip_sum(m: dict, noun: str) -> tuple[str, str, str]:
     per_trip = metric(m, "instructions per trip") or 0
     calls = metric(m, "function calls") or 0
     per_call = metric(m, "instructions per call") or 0
-    varies = any("the bound may differ" in c for c in m["checks"])
+    varies = any(VARIES in c for c in m["checks"])
     claim = (f"`{fn}` is entered {count(calls, noun)}, {number(per_call)} instructions per "
              f"entry, and runs loops whose head count is a whole multiple of their entries: "
              f"{_after(m, 'loops whose head count')}. Each trip adds a table "
