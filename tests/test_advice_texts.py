@@ -3,14 +3,18 @@ checks contradict (from a review of the real corpus by an Arm performance engine
 
 from __future__ import annotations
 
+import msgspec
+
 from pcscope.core.backends.advice import advise
+from pcscope.core.chase_values import ChaseValues
 
 
 def mech(kind: str, metrics: dict[str, float], checks: list[str],
-         functions: tuple[str, ...] = ("f",)) -> dict:
+         functions: tuple[str, ...] = ("f",), chase: ChaseValues | None = None) -> dict:
     return {"kind": kind, "share": 0.2, "functions": list(functions), "checks": checks,
             "metrics": [{"name": k, "value": v} for k, v in metrics.items()],
-            "site_pcs": [(0x10,)], "sites": 1}
+            "site_pcs": [(0x10,)], "sites": 1,
+            "chase": msgspec.to_builtins(chase) if chase else None}
 
 
 def test_threaded_dispatch_keeps_only_what_the_sites_leave_to_do() -> None:
@@ -46,11 +50,24 @@ def test_dispatch_that_merges_nothing_keeps_the_category_penalty() -> None:
     assert advise(switch, "executions", None).removes is None
 
 
+def test_threaded_dispatch_is_told_by_its_sites_not_by_a_checks_wording() -> None:
+    """Threaded dispatch is the finder's rule on the sites (pcscope.core.shapes.DISPATCH_SITES
+    in one function), read from the figure: a check worded otherwise, or one that happens to
+    say "threaded" of one shared jump, does not change it."""
+    figures = {"dispatches": 1e7, "instructions per dispatch": 37.8, "dispatch sequence": 11,
+               "merged into the opcode": 7}
+    many = mech("dispatch", {"dispatch sites": 162, **figures}, ["each handler has its own br"])
+    assert advise(many, "executions", None).removes == round(7 / 11, 3)
+    one = mech("dispatch", {"dispatch sites": 1, **figures},
+               ["one shared jump, not threaded code"])
+    assert advise(one, "executions", None).removes is None
+
+
 def test_a_short_walk_is_not_capped_but_its_misses_are_hidden() -> None:
     """6.64 steps per call: a budget of tens of steps rarely ends the walk, so lowering it is
     not advised; the next walk's head is prefetched. Overlapping walks is a condition."""
-    m = mech("pointer-chase", {"chain steps": 5e7, "steps per call": 6.64},
-             ["in a loop", "the walk already has a step budget: w14 counts down by one per step"])
+    m = mech("pointer-chase", {"chain steps": 5e7, "steps per call": 6.64}, ["in a loop"],
+             chase=ChaseValues("w14", None, None, None, False))
     rec = advise(m, "executions", None).recommendation
     assert "lower the step budget" not in rec and "rarely ends it" in rec
     assert "prefetch the head of the next walk" in rec
@@ -60,8 +77,8 @@ def test_a_short_walk_is_not_capped_but_its_misses_are_hidden() -> None:
 
 
 def test_lowering_a_long_walks_budget_says_what_it_costs() -> None:
-    m = mech("pointer-chase", {"chain steps": 5e7, "steps per call": 23.05},
-             ["in a loop", "the walk already has a step budget: w6 counts down by one per step"])
+    m = mech("pointer-chase", {"chain steps": 5e7, "steps per call": 23.05}, ["in a loop"],
+             chase=ChaseValues("w6", None, None, None, False))
     rec = advise(m, "executions", None).recommendation
     assert "lower the step budget the loop already has (w6" in rec
     assert "trades the search's result (e.g. compression ratio) for speed" in rec
@@ -72,9 +89,9 @@ def test_a_walk_that_rewrites_its_structure_gets_no_jump_pointers_or_interleavin
     """A walk that stores the links it loads back into the structure (a tree insert) makes
     jump pointers stale and cannot run beside another walk: both levers are ruled out, with
     the store named. Without that store both stay, as conditions only."""
-    relink = ("the walk stores a link it loaded back into the structure (it rewrites the "
-              "structure as it walks, e.g. an insert): `str w3, [x30]` at 0x5208")
-    m = mech("pointer-chase", {"chain steps": 5e7, "steps per call": 6.64}, ["in a loop", relink])
+    m = mech("pointer-chase", {"chain steps": 5e7, "steps per call": 6.64}, ["in a loop"],
+             chase=ChaseValues(None, "`str w3, [x30]` at 0x5208", None, None,
+                                    False))
     rec = advise(m, "executions", None).recommendation
     assert "jump pointers to prefetch several hops ahead do not fit" in rec
     assert "(`str w3, [x30]` at 0x5208), so they would go stale on every insert" in rec

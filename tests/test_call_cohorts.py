@@ -15,6 +15,7 @@ from pcscope.core.engine.tools import _mechanism_data
 from pcscope.core.mechanism_finder import find_mechanisms
 from pcscope.core.patterns import code_facts, find_patterns
 from pcscope.core.readers.profile_csv import read_profile
+from pcscope.core.tree_values import OneShot, Pair
 from tests.test_mechanism_rules import STUB, mechanisms_of
 
 
@@ -538,3 +539,31 @@ def test_allocations_outside_every_pair_stay_with_the_tree(tmp_path, pair, text)
     advice = advise(_mechanism_data(m), "executions", None)
     assert text in advice.recommendation
     assert "Reuse also removes" not in advice.recommendation
+
+
+def test_a_reopened_index_gives_the_advice_the_set_up_one_shot_calls_and_pairs(tmp_path):
+    # a C++ set-up member carries its parameters, a space and a comma in its name: the
+    # advice names it whole
+    from pcscope.index.store import open_workload
+
+    setup = "gf::init(key const*, int)"
+    blocks = [*tree([2000] * 8), (setup, 0x700000, 2000, vector(100)),
+              ("initkey", 0x740000, 2000, calling(0x700000, after=6)),
+              *((name, 0x760000 + 0x10000 * i, 2000, small(5))
+                for i, name in enumerate(("Dig", "DigInit_ex", "DigUpdate", "DigFinal_ex"))),
+              ("foo_up_ref", 0x7c0000, 2000, small(5)), *null_checked(0x7d0000, 4000, 2000)]
+    operations(tmp_path, blocks)  # writes p.csv
+    open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms  # noqa: B018
+    reopened = open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms
+    (m,) = [m for m in reopened if m.kind == "per-operation"]
+    assert m.tree is not None and m.tree.setup == (setup,)
+    assert m.tree.setup_callers == ("initkey",)
+    assert m.tree.one_shots == (OneShot("Dig", ("DigInit_ex", "DigUpdate", "DigFinal_ex")),)
+    assert m.tree.pairs == (Pair("foo", "foo_up_ref", "foo_free", 1, 2),)
+    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    assert "reuse foo (foo_up_ref/foo_free, 1× per operation; foo_free is entered 2× and " \
+           "returns at its null check on the rest) across operations" in rec
+    assert f"(`{setup}`, `initkey`) is recomputed for every operation" in rec
+    assert "`Dig` is the one-shot form of `DigInit_ex`, `DigUpdate`, `DigFinal_ex` (by symbol " \
+           "names; all entered once per operation): call those on a context kept across " \
+           "operations instead of `Dig`; " in rec

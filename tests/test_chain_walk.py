@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import csv
 
+import pytest
+
 from pcscope.core import chain_walk, invariant_work
 from pcscope.core.backends.advice import advise
+from pcscope.core.chase_values import ChaseValues, WrapBound
 from pcscope.core.engine.tools import _mechanism_data
 from pcscope.core.mechanism_finder import find_mechanisms
 from pcscope.core.patterns import Code, code_facts, find_patterns
@@ -341,3 +344,37 @@ def test_a_compare_reads_no_load_a_call_clobbers_before_it(tmp_path):
         reader = chain_walk._Reader(profile, Code(profile).op, [0, 1, 2, 3], frozenset())
         got = reader.compared_load(3)
         assert (got[0] if got else None) == compared, reg
+
+
+def test_a_wrap_set_from_memory_names_its_whole_setter(tmp_path):
+    """A bound loaded before the walk is named by its whole instruction, commas and all."""
+    m = chase(tmp_path, cyclic_tree(size_set="ldr w7, [x0, #0x10]"))
+    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    assert "a run-time size held in w7 (set before the walk by `ldr w7, [x0, #0x10]`, its " \
+           "value not in the code)" in rec
+
+
+@pytest.mark.parametrize(("lines", "values", "says"), [
+    (cyclic_tree(), ChaseValues("w14", "`str w3, [x30]` at 0x1010", WrapBound(
+        "w7", ("add w8, w4, w7", "csel w4, w8, w4, lo"), ("cmp w11, w7", "cmp w11, w7"), "",
+        True), None, False), ["(`str w3, [x30]` at 0x1010), so they would go stale on every insert",
+                 "The link's index wraps at w7 (`add w8, w4, w7`, `csel w4, w8, w4, lo`; the "
+                 "walk compares w7 with `cmp w11, w7`)", "(passed in as an argument, its "
+                 "value not in the code)", "Measure the value of w7 at run time"]),
+    (search(), ChaseValues("w6", None, None, "`and w1, w1, w12`, set before the walk by "
+                           "`ldr w12, [x0, #0x58]`, value not in the code", False),
+     ["lower the step budget the loop already has (w6 counts down by one per step and ends "
+      "the walk at zero; its start value", "The link is masked (`and w1, w1, w12`, set before "
+      "the walk by `ldr w12, [x0, #0x58]`, value not in the code)"]),
+])  # fmt: skip
+def test_a_reopened_index_gives_the_advice_the_walks_budget_relink_and_wrap(tmp_path, lines,
+                                                                           values, says):
+    from pcscope.index.store import open_workload
+
+    chase(tmp_path, lines)  # writes p.csv
+    open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms  # noqa: B018
+    reopened = open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms
+    (m,) = [m for m in reopened if m.kind == "pointer-chase"]
+    assert m.chase == values
+    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    assert all(s in rec for s in says), rec

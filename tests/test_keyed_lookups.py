@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pcscope.core.keyed_lookups import LOOKUP_CHECK, MORE_CHECK, TREE_CHECK
+from pcscope.core.lookup_values import LookupValues
 from tests.test_mechanism_rules import STRCMP, STUB, lookup, mechanisms_of
 
 ENTRIES = 125  # the caller's entries; 8 lookups each make the 1,000 lookups below
@@ -245,3 +246,25 @@ def test_callers_making_under_one_percent_of_the_calls_are_not_named(tmp_path):
     assert "rare" not in m.functions and "lookup" in m.functions
     assert any(c.endswith("its callers: lookup (1,000), 1 more (0.50% of the calls)")
                for c in m.checks)
+
+
+def test_a_reopened_index_gives_the_advice_every_constant_key_caller(tmp_path):
+    # a C++ caller carries its parameters, a comma among them, in its name: named whole
+    from pcscope.core.backends.advice import advise
+    from pcscope.core.engine.tools import _mechanism_data
+    from pcscope.index.store import open_workload
+
+    router = "Router::dispatch(Request&, int)"
+    libc_of(tmp_path, [
+        ("lookup", 0x1000, 1000, lookup(0x1000)), ("plt", 0x4000, 1000, STUB),
+        ("strcmp", 0x5000, 1000, LONG_STRCMP), ("forwarder", 0x6000, 500, ["b 0x1000"]),
+        (router, 0x3000, ENTRIES, keyed_calls(KEYS, 4) + ["ret"]),
+        ("requests", 0x7000, ENTRIES, keyed_calls(KEYS, 4, to=0x6000) + ["ret"])])
+    open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms  # noqa: B018
+    reopened = open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms
+    (m,) = [m for m in reopened if m.kind == "libc-routine"]
+    assert m.lookup == LookupValues((router, "requests"))
+    advice = advise(_mechanism_data(m), "executions", None)
+    assert f"`{router}` (entered 125 times) calls `lookup` from 4 call sites" in advice.claim
+    assert f"In `{router}` and `requests`, walk the request once and dispatch on the name" \
+        in advice.recommendation

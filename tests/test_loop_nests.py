@@ -338,3 +338,25 @@ def test_entries_the_counts_cannot_tell_keep_the_loops_own_answer(tmp_path):
     counts less what the loop sends them, here 0), not a difference of mixed counts. A guard:
     it passes on the code before entry_runs too."""
     assert recomputed_work(tmp_path, split_entry("br x9")).entries == 0
+
+
+def test_a_reopened_index_gives_the_advice_the_recomputed_and_the_clamped_work(tmp_path):
+    from pcscope.index.store import open_workload
+
+    mechanisms_of(tmp_path, [("optimum", 0x1000, clamped_relaxation()), WORK])  # p.csv
+    open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms  # noqa: B018
+    reopened = open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms
+    (m,) = of_kind(reopened, "struct-relaxation")
+    work = m.recomputed
+    assert work is not None and len(work.instructions) == 4 and work.span == "0x1000–0x1084"
+    assert work.clamp is not None and work.clamp.clamp == "`csel w0, w1, w0, ls` at 0x1018"
+    assert work.clamp.saturates == "5 for w1 ≥ 5" and len(work.clamp.work) == 5
+    assert work.clamp.work[0] == "`sub w0, w0, #2` at 0x101c"
+    assert work.clamp.count == ("count how often `cmp w1, #5` at 0x1010 finds w1 ≥ 5",)
+    rec = advise(as_dict(m), "executions", None).recommendation
+    assert rec.startswith("First hoist the work the loop recomputes: 4 of the ")
+    assert "instructions per iteration at 0x1000–0x1084 (" in rec
+    assert "Hoist also what the clamp `csel w0, w1, w0, ls` at 0x1018 fixes once saturated " \
+        "(5 for w1 ≥ 5): `ldr w16, [x0, #8]` at 0x102c and 4 more" in rec
+    assert "Counts cannot tell how often it saturates (a `csel` runs the same either way): " \
+        "count how often `cmp w1, #5` at 0x1010 finds w1 ≥ 5." in rec

@@ -20,6 +20,7 @@ from pcscope.core.gather_partition import (
     SCATTERS,
     THREE_WAY,
 )
+from pcscope.core.gather_values import CALL, GatherValues, Guard
 from pcscope.core.mechanism_finder import find_mechanisms
 from pcscope.core.patterns import code_facts, find_patterns
 from pcscope.core.readers.profile_csv import read_profile
@@ -509,3 +510,34 @@ def test_a_lone_scatter_branches_on_what_its_key_addresses(tmp_path):
     claim = advise(as_dict(m), "executions", None).claim
     assert "It branches on each key" not in claim
     assert "It branches on what each key addresses, not on the key: `cbnz w4" in claim
+
+
+SEARCH = [(10000, "ldr w6, [x14]"), (10000, "add w1, w13, w6"),
+          (10000, "ldrb w1, [x2, w1, uxtw]"), (10000, "cmp w1, w12"), (10000, "b.eq #0x1030"),
+          (9900, "add w0, w0, #1"), (9900, "add x14, x14, #4"), (9900, "cmp x14, x16"),
+          (9900, "b.ne #0x1000"), (100, "mov w0, #0"), (100, "ret"), (100, "nop"),
+          (100, "mov w0, w6"), (100, "ret")]  # stops at the first key equal to the pivot
+
+
+@pytest.mark.parametrize(("loop", "values", "says"), [
+    (scan([(4000, "mov w0, w1"), (4000, "bl #0x5000")], COUNT),
+     GatherValues((), (), (Guard("`b.eq 0x1020` at 0x1010", CALL),)),
+     ["A branch-free rewrite does not apply: `b.eq 0x1020` at 0x1010 (a call); it guards a "
+      "loop or call"]),
+    (SEARCH, GatherValues((), ("`b.eq` at 0x1010",), ()),
+     ["`b.eq` at 0x1010 (exits the loop)", "`b.eq` at 0x1010 exits the loop"]),
+    (scan([(4000, "add w8, w8, #1")], COUNT), GatherValues(("`b.eq` at 0x1010",), (), ()),
+     ["decide branch-free where the branch only picks a value (`csel`/`cset`): `b.eq` at "
+      "0x1010", "is a short diamond, only picking a value"]),
+])  # fmt: skip
+def test_a_reopened_index_gives_the_advice_the_branches_by_role(tmp_path, loop, values, says):
+    from pcscope.index.store import open_workload
+
+    mechanisms_of(tmp_path, [("f", 0x1000, loop), WORK])  # writes p.csv
+    open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms  # noqa: B018
+    reopened = open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms
+    (m,) = of_kind(reopened, "gather-branch")
+    assert m.gather == values
+    advice = advise(as_dict(m), "executions", None)
+    text = advice.claim + " " + advice.recommendation
+    assert all(s in text for s in says), text

@@ -266,6 +266,7 @@ def test_chase_names_a_store_that_rewrites_the_structure(tmp_path, store, relink
     (chase,) = [m for m in table if m.kind == "pointer-chase"]
     said = [c.split(": ", 1)[1] for c in chase.checks if c.startswith(RELINKS)]
     assert (said[0] if said else None) == relink
+    assert (chase.chase.relink if chase.chase else None) == relink  # what the advice reads
 
 
 @pytest.mark.parametrize(("step", "budget"), [
@@ -284,3 +285,24 @@ def test_chase_step_budget(tmp_path, step, budget):
     (chase,) = [m for m in table if m.kind == "pointer-chase"]
     said = [c for c in chase.checks if "step budget" in c]
     assert (said[0].split(": ")[1].split()[0] if said else None) == budget
+    assert (chase.chase.budget if chase.chase else None) == budget  # what the advice reads
+
+
+def test_a_reopened_index_tells_the_advice_the_walk_already_prefetches(tmp_path):
+    """A walk issuing `prfm` is told to check how far ahead it runs, not to add one; a walk
+    without is not told it has one (a check's wording no longer decides it)."""
+    from pcscope.core.backends.advice import advise
+    from pcscope.core.engine.tools import _mechanism_data
+    from pcscope.index.store import open_workload
+
+    for prefetch, told in ((["prfm pldl1keep, [x0, #0x40]"], True), ([], False)):
+        lines = walk(0x1000)
+        folder = tmp_path / str(told)
+        folder.mkdir()
+        mechanisms_of(folder, [("f", 0x1000, 100, [*lines[:-2], *prefetch, *lines[-2:]])])
+        open_workload(folder / "p.csv", index_dir=folder / "idx").mechanisms  # noqa: B018
+        reopened = open_workload(folder / "p.csv", index_dir=folder / "idx").mechanisms
+        (chase,) = [m for m in reopened if m.kind == "pointer-chase"]
+        assert (chase.chase is not None and chase.chase.prefetched) is told
+        rec = advise(_mechanism_data(chase), "executions", None).recommendation
+        assert ("The loop already issues `prfm`" in rec) is told

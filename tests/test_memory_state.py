@@ -10,6 +10,7 @@ import pytest
 from pcscope.core.backends.advice import advise
 from pcscope.core.engine.tools import _mechanism_data
 from pcscope.core.memory_state import RELOADED
+from pcscope.core.memory_values import FieldUse, MemoryValues
 from tests.test_mechanism_rules import mechanisms_of
 
 AT = 0x1000
@@ -217,3 +218,33 @@ def test_a_path_taken_every_iteration_is_every_iteration(tmp_path):
         in claim
     assert "fewer iterations" not in claim
     assert f"at {AT + 44:#x}, 1× per iteration" in claim
+
+
+@pytest.mark.parametrize(("blocks", "values", "says"), [
+    ([("copy", AT, 1000, stream_loop())],
+     MemoryValues(("[x0]", "[x0, #0x8]", "[x19, #0x288]"), (),
+                  ("[x0]", "[x0, #0x8]", "[x19, #0x288]"), ()),
+     ["Copy the fields the loop uses ([x0], [x0, #0x8], [x19, #0x288], and the ones",
+      "; 3 of them are computed from their own load", "from every iteration's critical path"]),
+    (encoder(rare=100, later=50),
+     MemoryValues(("[x0, #0x10]", "[x0, #0x28]"), (FieldUse("[x0, #0x8]", 0.1, False),),
+                  ("[x0, #0x8]", "[x0, #0x10]", "[x0, #0x28]"), ()),
+     ["loaded and stored back on fewer iterations: [x0, #0x8] on 10.0% of iterations",
+      "; 2 of them are computed from their own load",
+      "Copy the fields the loop uses ([x0, #0x10], [x0, #0x28], [x0, #0x8], and the ones"]),
+    ([("copy", AT, 1000, coder(back=f"b.ne {hex(AT)}"))],
+     MemoryValues(("[x0, #0x10]", "[x0, #0x28]"), (), ("[x0, #0x10]", "[x0, #0x28]"),
+                  ("[x0, #0x10]",)),
+     ["Stronger evidence: [x0, #0x10] is loaded again with no store of any kind between"]),
+])  # fmt: skip
+def test_a_reopened_index_gives_the_advice_the_fields(tmp_path, blocks, values, says):
+    from pcscope.index.store import open_workload
+
+    mechanisms_of(tmp_path, blocks)  # writes p.csv
+    open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms  # noqa: B018
+    reopened = open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms
+    (m,) = [m for m in reopened if m.kind == "memory-state"]
+    assert m.memory == values
+    advice = advise(_mechanism_data(m), "executions", None)
+    text = advice.claim + " " + advice.recommendation
+    assert all(s in text for s in says), text

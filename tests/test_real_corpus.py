@@ -334,8 +334,7 @@ def test_chase_advice_follows_the_walk_length_and_the_guides() -> None:
 
     long_walk = _chase_levers(23.0, None, None)
     assert "cap it (" in long_walk and "first" in long_walk
-    assert "lower the step budget the loop already has (w6" in _chase_levers(23.0, "w6 counts",
-                                                                              None)
+    assert "lower the step budget the loop already has (w6" in _chase_levers(23.0, "w6", None)
     assert "capping it saves little" in _chase_levers(4.1, None, None)
     for per_call in (23.0, 4.1, None):
         m = {"kind": "pointer-chase", "share": 0.5, "functions": ["f"], "checks": [],

@@ -7,6 +7,7 @@ import pytest
 from test_mechanism_rules import mechanisms_of
 
 from pcscope.core.backends.advice import advise
+from pcscope.core.engine.tools import _mechanism_data
 
 # SHA-256's digest output: each state word stored most significant byte first
 BIG_ENDIAN = ["ldr w0, [x20], #4", "add x19, x19, #4", "lsr w3, w0, #0x18",
@@ -16,9 +17,8 @@ BIG_ENDIAN = ["ldr w0, [x20], #4", "add x19, x19, #4", "lsr w3, w0, #0x18",
 
 
 def as_dict(m) -> dict:
-    return {"kind": m.kind, "share": m.share, "functions": list(m.functions),
-            "checks": list(m.checks), "sites": len(m.sites), "site_pcs": [s.pcs for s in m.sites],
-            "metrics": [{"name": x.name, "value": x.value} for x in m.metrics]}
+    """The mechanism as the advice gets it (its typed values too)."""
+    return _mechanism_data(m)
 
 
 def test_big_endian_byte_stores_are_one_rev_and_str(tmp_path):

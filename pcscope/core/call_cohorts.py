@@ -76,7 +76,7 @@ from pcscope.core.member_calls import Callees
 from pcscope.core.patterns import CodeFacts
 from pcscope.core.profile import Profile
 from pcscope.core.stub_targets import entry_counts
-from pcscope.core.tree_values import Caller, PairedAllocation, TreeValues
+from pcscope.core.tree_values import Caller, OneShot, Pair, PairedAllocation, TreeValues
 
 CALLER_PART = 0.01  # part of the calls a caller must make to be named (trees, lookups)
 COHORT_FUNCTIONS = 8  # members that make a per-operation tree
@@ -108,9 +108,9 @@ _ALLOCATOR_ROUTINES = ("malloc", "calloc", "realloc", "reallocarray", "aligned_a
 _ALLOCATOR = re.compile(r"^(?:__libc_)?(" + "|".join(_ALLOCATOR_ROUTINES) + r")$")
 SETUP_CHECK = "vector or crypto code entered exactly once per operation"  # the advice reads it
 SHARED_CHECK = "callees shared with another tree"  # the advice reads it
-PAIR_CHECK = "create/destroy pairs entered equally often per operation"  # the advice reads it
+PAIR_CHECK = "create/destroy pairs entered equally often per operation"
 SETUP_CALLERS_CHECK = "members calling the set-up on every entry"  # the advice reads it
-ONE_SHOT_CHECK = "one-shot calls whose streaming parts are members too"  # the advice reads it
+ONE_SHOT_CHECK = "one-shot calls whose streaming parts are members too"
 CALLERS_CHECK = "entered from outside the tree by"  # the advice reads it
 PAIRED_CHECK = "allocator calls of the create/destroy pairs"
 OWN_MODULE, OTHER_MODULE = "its own module", "another module"
@@ -577,7 +577,10 @@ def metrics(cohort: Cohort) -> list[Metric]:
 
 def values(cohort: Cohort) -> TreeValues:
     """What the advice addresses to whom (pcscope.core.tree_values), as the checks say it."""
-    return TreeValues(cohort.callers, cohort.allocator, cohort.paired)
+    return TreeValues(cohort.callers, cohort.allocator, cohort.paired,
+                      tuple(m.name for m in cohort.members if m.setup),
+                      tuple(m.name for m in cohort.members if m.sets_up is not None),
+                      _one_shots(cohort), _pairs_of(cohort))
 
 
 def checks(cohort: Cohort, owner: Callable[[int], str]) -> list[str]:
@@ -720,14 +723,16 @@ def _pairs(cohort: Cohort) -> list[str]:
     """The check naming the objects the tree makes and releases on every operation
     (_pair_list) and the one naming the allocator calls their members make; none without
     a pair."""
-    found = [f"{stem} ({m.name}/{other.name}, {k}× per operation"
-             + (f"; {other.name} is entered {other.per_operation}× and returns at its null "
-                f"check on the rest" if other.per_operation != k else "") + ")"
-             for stem, m, other, k in _pair_list(cohort.members, cohort.operations)]
+    found = _pairs_of(cohort)
     if not found:
         return []
     return [f"{PAIR_CHECK} (by symbol name: an object made and released per operation): "
-            + ", ".join(found), *_paired(cohort)]
+            + ", ".join(p.text() for p in found), *_paired(cohort)]
+
+
+def _pairs_of(cohort: Cohort) -> tuple[Pair, ...]:
+    return tuple(Pair(stem, m.name, other.name, k, other.per_operation)
+                 for stem, m, other, k in _pair_list(cohort.members, cohort.operations))
 
 
 def _paired(cohort: Cohort) -> list[str]:
@@ -747,11 +752,11 @@ def _paired(cohort: Cohort) -> list[str]:
             f"{', '.join(p.others) or 'none'}"]
 
 
-def _one_shot(cohort: Cohort) -> list[str]:
-    """The check naming a member whose name, followed by Init, Update and Final (the C
-    convention of a streaming API and its one-shot form: EVP_Digest and EVP_DigestInit_ex,
-    EVP_DigestUpdate, EVP_DigestFinal_ex), names other members too: the one-shot call that
-    runs the whole stream, and its objects, on every operation. None without."""
+def _one_shots(cohort: Cohort) -> tuple[OneShot, ...]:
+    """The members whose names, followed by Init, Update and Final (the C convention of a
+    streaming API and its one-shot form: EVP_Digest and EVP_DigestInit_ex, EVP_DigestUpdate,
+    EVP_DigestFinal_ex), name other members too: the one-shot calls that run the whole
+    stream, and its objects, on every operation."""
     names = [m.name for m in cohort.members if not is_hidden_name(m.name)]
     found = []
     for stem in names:
@@ -759,7 +764,14 @@ def _one_shot(cohort: Cohort) -> list[str]:
                  if n != stem and n.lower().startswith(stem.lower())
                  and n[len(stem):].lstrip("_").lower().startswith(part)}
         if len(parts) == len(_STREAM_PARTS):
-            found.append(f"{stem} ({', '.join(parts[part] for part in _STREAM_PARTS)})")
+            found.append(OneShot(stem, tuple(parts[part] for part in _STREAM_PARTS)))
+    return tuple(found)
+
+
+def _one_shot(cohort: Cohort) -> list[str]:
+    """The check naming the one-shot calls (_one_shots) with their parts; none without."""
+    found = _one_shots(cohort)
     if not found:
         return []
-    return [f"{ONE_SHOT_CHECK} (by symbol name): " + ", ".join(found)]
+    return [f"{ONE_SHOT_CHECK} (by symbol name): "
+            + ", ".join(f"{one.name} ({', '.join(one.parts)})" for one in found)]

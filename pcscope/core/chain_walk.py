@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pcscope.core import isa, shapes
+from pcscope.core.chase_values import WrapBound
 from pcscope.core.mechanisms import Metric
 from pcscope.core.profile import Profile
 from pcscope.core.shapes import NARROW_LOADS, Op
@@ -455,10 +456,19 @@ def mask_checks(mask: Mask | None, asm: Callable[[int], str],
                 pc: Callable[[int], int]) -> list[str]:
     if mask is None:
         return []
+    return [MASKED + _mask_said(mask, lambda row: f"`{asm(row)}` at {pc(row):#x}")]
+
+
+def mask_value(mask: Mask | None, asm: Callable[[int], str]) -> str | None:
+    """The mask as the advice names it: the check's words without the PCs."""
+    return None if mask is None else _mask_said(mask, lambda row: f"`{asm(row)}`")
+
+
+def _mask_said(mask: Mask, at: Callable[[int], str]) -> str:
     sets = "set outside the rows read" if mask.setter is None else \
-        f"set before the walk by `{asm(mask.setter)}` at {pc(mask.setter):#x}"
+        f"set before the walk by {at(mask.setter)}"
     value = "" if mask.value is not None else ", value not in the code"
-    return [f"{MASKED}`{asm(mask.row)}` at {pc(mask.row):#x}, {sets}{value}"]
+    return f"{at(mask.row)}, {sets}{value}"
 
 
 @dataclass(frozen=True)
@@ -504,8 +514,8 @@ def wrapped(profile: Profile, op: Callable[[int], Op], rows: list[int],
         setter = shapes.setter(op, reached, bound, int(profile.pc[inside[-1]]))
         start = reached[-1] if reached else inside[0]
         # read from the function's first row, which falls through to the walk
-        entered = len(reached) == len(before) and \
-            (start == 0 or profile.function[start - 1] != profile.function[start])
+        entered = bool(len(reached) == len(before) and  # a Python bool: the mechanism stores it
+                       (start == 0 or profile.function[start - 1] != profile.function[start]))
         return Wrap(wrap_rows, spelled, compares, max(strides), setter,
                     None if setter is None else shapes.constant(profile.asm(setter)),
                     setter is None and entered)
@@ -608,6 +618,15 @@ def wrap_metrics(wrap: Wrap | None) -> list[Metric]:
         out.append(Metric("wrapped table size", wrap.value * wrap.entry_bytes, "bytes",
                           "the wrapping register's value x the entry bytes"))
     return out
+
+
+def wrap_value(wrap: Wrap | None, asm: Callable[[int], str]) -> WrapBound | None:
+    """The wrap as the advice reads it: the register and its instructions' texts."""
+    if wrap is None:
+        return None
+    return WrapBound(wrap.bound, tuple(asm(r) for r in wrap.rows),
+                     tuple(asm(r) for r in wrap.compares),
+                     "" if wrap.setter is None else asm(wrap.setter), wrap.argument)
 
 
 def wrap_checks(wrap: Wrap | None, asm: Callable[[int], str],

@@ -39,6 +39,10 @@ MIN_TRIPS, MAX_TRIPS = 2, 16
 ROUND = 0.001  # trips per entry within this fraction of a whole number
 MIN_SHARE = 0.005  # a loop's own share worth a mechanism
 LOOP_CONTROL = 2  # instructions per trip a full unroll deletes: the compare and the branch
+# the words of the check on a loop bound a register set before the loop holds (the advice
+# reads them)
+VARIES = ("exits on a compare with a register set before the loop (the bound may differ "
+          "between calls: the counts show the same average, not the same bound)")
 
 
 @dataclass(frozen=True)
@@ -127,8 +131,7 @@ def _bound_text(finder: _Finder, loop: FixedTripSum) -> str:
     if setter is not None and loop_dataflow.immediate(finder.op(setter).operands[-1]) is not None \
             and finder.op(setter).mnemonic in ("movz", "movn", "mov"):
         return f"exits on a compare with a constant set before the loop (`{finder.p.asm(setter)}`)"
-    return ("exits on a compare with a register set before the loop (the bound may differ "
-            "between calls: the counts show the same average, not the same bound)")
+    return VARIES
 
 
 def _mechanism(finder: _Finder, fn: int, loops: list[FixedTripSum]) -> Mechanism:

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pcscope.core import isa, loop_dataflow, natural_loops
+from pcscope.core.gather_values import CALL, LONG_PATH, LOOP, GatherValues, Guard
 from pcscope.core.mechanisms import Mechanism, Metric
 from pcscope.core.profile import Profile
 from pcscope.core.shapes import Op
@@ -282,7 +283,7 @@ EXIT = "exits the loop"
 @dataclass(frozen=True)
 class _Path:
     pcs: tuple[int, ...]  # the rows run, the loop's (or scan's) head last if reached
-    end: str  # EXIT, "a loop", "a call", or "" (reached the head, or SIDE rows run)
+    end: str  # EXIT, LOOP, CALL, or "" (reached the head, or SIDE rows run)
 
 
 def _roles(ops: list[Op], at: list[int], nested: frozenset[int], cycle: list[int],
@@ -304,7 +305,7 @@ def _role(ops: list[Op], by_pc: dict[int, int], nested: frozenset[int], cycle: l
     the diamond's join."""
     branch = ops[at]
     if branch.target is None:
-        return Role("a long path")
+        return Role(LONG_PATH)
     sides = [_paths(ops, by_pc, nested, cycle, heads, at, pc)
              for pc in (branch.pc + 4, branch.target)]
     stay = [[p for p in side if p.end != EXIT] for side in sides]
@@ -316,7 +317,7 @@ def _role(ops: list[Op], by_pc: dict[int, int], nested: frozenset[int], cycle: l
         return Role(DIAMOND, join, max(p.pcs.index(join) for p in every),
                     "" if join not in heads else "the loop head " if cycle[at] < 0 else
                     "its inner cycle's head ")
-    return Role(next((p.end for p in every if p.end), "a long path"))
+    return Role(next((p.end for p in every if p.end), LONG_PATH))
 
 
 def _paths(ops: list[Op], by_pc: dict[int, int], nested: frozenset[int], cycle: list[int],
@@ -333,13 +334,13 @@ def _paths(ops: list[Op], by_pc: dict[int, int], nested: frozenset[int], cycle: 
         if len(path) > SIDE or pc in path:
             out.append(_Path(path, ""))
         elif pc in nested:
-            out.append(_Path(path, "a loop"))
+            out.append(_Path(path, LOOP))
         elif i is None or cycle[i] != cycle[at]:
             out.append(_Path(path, EXIT))
         elif pc in heads:
             out.append(_Path((*path, pc), ""))
         elif isa.is_call(ops[i].mnemonic):
-            out.append(_Path((*path, pc), "a call"))
+            out.append(_Path((*path, pc), CALL))
         else:
             o, here = ops[i], (*path, pc)
             after = () if isa.ends_flow(o.mnemonic) else (pc + 4,)
@@ -392,12 +393,16 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
                         + (f", taken {shares[r]:.0%})" if shares[r] is not None else ")")
                         for r in loop.branches)
     roles = list(zip(loop.branches, loop.roles, strict=True))
-    guarding = "; ".join(f"`{p.asm(r)}` at {int(p.pc[r]):#x} ({role.kind})" for r, role in roles
-                         if role.kind not in (DIAMOND, EXIT))
+    values = GatherValues(
+        tuple(_named(p, r) for r, role in roles if role.kind == DIAMOND),
+        tuple(_named(p, r) for r, role in roles if role.kind == EXIT),
+        tuple(Guard(f"`{p.asm(r)}` at {int(p.pc[r]):#x}", role.kind) for r, role in roles
+              if role.kind not in (DIAMOND, EXIT)))
+    guarding = "; ".join(f"{g.branch} ({g.guards})" for g in values.guards)
     diamonds = ", ".join(
         f"{_named(p, r)} (rejoining at {role.head}{role.join:#x} within {role.rows})"
         for r, role in roles if role.kind == DIAMOND)
-    exits = ", ".join(_named(p, r) for r, role in roles if role.kind == EXIT)
+    exits = ", ".join(values.exits)
     checks = [
         "index loads (4 or 8 bytes) at an address that moves by a constant each iteration: "
         + _texts(p, loop.streams),
@@ -461,7 +466,7 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
         *([Metric("inner cycles", inner, "cycles",
                   "cycles nested in the loops, whose heads the loop iterations count too")]
           if (inner := sum(len(x.cycles) - 1 for x in loops)) else []),
-    ], checks)
+    ], checks, gather=values)
 
 
 def _three_way(finder: _Finder, loop: GatherLoop) -> tuple[str, float | None, int]:

@@ -35,6 +35,7 @@ from pcscope.core import isa, natural_loops, shapes
 from pcscope.core.loop_dataflow import FLAGS, immediate, reads, writes
 from pcscope.core.mechanisms import Mechanism, Metric
 from pcscope.core.profile import Profile
+from pcscope.core.recomputed_values import ClampValues, RecomputedValues
 from pcscope.core.shapes import Op
 
 if TYPE_CHECKING:
@@ -474,7 +475,8 @@ def annotate(finder: _Finder, found: list[Mechanism]) -> list[Mechanism]:
                           natural_loops.entries(p, finder.facts, loop.rows))
         out.append(m if found_work is None else replace(
             m, metrics=(*m.metrics, *metrics(found_work, p.total)),
-            checks=(*m.checks, *checks(found_work, p.asm, lambda r: int(p.pc[r])))))
+            checks=(*m.checks, *checks(found_work, p.asm, lambda r: int(p.pc[r]))),
+            recomputed=values(found_work, p.asm, lambda r: int(p.pc[r]))))
     return out
 
 
@@ -494,6 +496,18 @@ def metrics(work: Recomputed, total: float) -> list[Metric]:
                        "/ the loop head's count (an upper bound: all iterations saturated)"),
                 Metric(CLAMPED_SHARE, round(100.0 * sat.executions / total, 3) if total else 0.0,
                        "%", "executions of those instructions / the total")])]
+
+
+def values(work: Recomputed, asm: Callable[[int], str],
+           pc: Callable[[int], int]) -> RecomputedValues:
+    """The work as the advice names it (pcscope.core.recomputed_values)."""
+    def at(row: int) -> str:
+        return f"`{asm(row)}` at {pc(row):#x}"
+    sat = work.saturated
+    clamp = None if sat is None else ClampValues(
+        at(sat.clamps[0].row), _saturates(sat.clamps[0]), tuple(at(r) for r in sat.rows),
+        tuple(at(r) for r in sat.varying), _picks(sat), _how(sat, at))
+    return RecomputedValues(tuple(at(r) for r in work.rows), _span(work.counted, pc), clamp)
 
 
 def checks(work: Recomputed, asm: Callable[[int], str], pc: Callable[[int], int]) -> list[str]:
@@ -523,23 +537,40 @@ def _counted(c: Counted, pc: Callable[[int], int]) -> str:
              f"{', '.join(f'{pc(r):#x}' for r in c.cycles)} ({c.cycles_per_iteration:g} per "
              f"iteration)"] if c.cycles else []) + \
         ([f"the callees of its {c.calls} call{'s' if c.calls > 1 else ''}"] if c.calls else [])
-    return (f"{pc(c.first):#x}–{pc(c.last):#x} ({c.rows} rows, the rarer paths included"
+    return (f"{_span(c, pc)} ({c.rows} rows, the rarer paths included"
             + (f"; not {' nor '.join(left)}" if left else "") + ")")
+
+
+def _span(c: Counted, pc: Callable[[int], int]) -> str:
+    return f"{pc(c.first):#x}–{pc(c.last):#x}"
+
+
+def _saturates(c: Clamp) -> str:
+    """The value a clamp fixes and when: ``5 for w1 ≥ 5``."""
+    return f"{c.constant} for {c.register} {'≥' if c.above else '≤'} {c.constant}"
+
+
+def _picks(sat: Saturated) -> str:
+    """Why the counts cannot tell how often the clamps saturate."""
+    return "a `csel` runs the same either way" \
+        if any(c.compare is not None for c in sat.clamps) else \
+        "a minimum or maximum runs the same either way"
+
+
+def _how(sat: Saturated, at: Callable[[int], str]) -> tuple[str, ...]:
+    """What to count instead, one per clamp."""
+    return tuple(f"count how often {at(c.compare) if c.compare is not None else at(c.row)} "
+                 f"finds {c.register} {'≥' if c.above else '≤'} {c.constant}"
+                 for c in sat.clamps)
 
 
 def _clamp_checks(sat: Saturated, asm: Callable[[int], str],
                   at: Callable[[int], str]) -> list[str]:
     def said(c: Clamp) -> str:
-        side = "≥" if c.above else "≤"
-        return (f"{at(c.row)} is {c.constant} for {c.register} {side} {c.constant}"
+        return (f"{at(c.row)} is {_saturates(c)}"
                 + (f" (`{asm(c.compare)}`)" if c.compare is not None else ""))
-    how = [f"count how often {at(c.compare) if c.compare is not None else at(c.row)} "
-           f"finds {c.register} {'≥' if c.above else '≤'} {c.constant}" for c in sat.clamps]
-    picks = "a `csel` runs the same either way" \
-        if any(c.compare is not None for c in sat.clamps) else \
-        "a minimum or maximum runs the same either way"
     out = [CLAMPED + "; ".join(said(c) for c in sat.clamps),
            CLAMPED_WORK + ", ".join(at(r) for r in sat.rows)]
     if sat.varying:
         out.append(STAYS + ", ".join(at(r) for r in sat.varying))
-    return [*out, f"{NOT_COUNTED}{picks}; {'; '.join(how)}"]
+    return [*out, f"{NOT_COUNTED}{_picks(sat)}; {'; '.join(_how(sat, at))}"]

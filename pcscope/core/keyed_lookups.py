@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pcscope.core import shapes
+from pcscope.core.lookup_values import LookupValues
 from pcscope.core.mechanisms import Metric
 from pcscope.core.profile import Profile
 
@@ -39,7 +40,7 @@ PART = 0.05  # part of all the calls' lookups a caller must make to be named
 KEY_REGISTERS = ("x1", "x0")  # where a lookup's key is passed (after the table, else first)
 LOOK_BACK = 8  # rows of the caller before a call searched for its key's adrp/add
 CHECK = ("a caller passes a different address constant (adrp; add) as the key at each of "
-         "its call sites: ")  # the check naming that caller (the advice reads it)
+         "its call sites: ")  # the check naming that caller
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ def check(caller: KeyedCaller) -> str:
     return f"{CHECK}{caller.name}"
 
 
-WALK_CHECK = "constant-key callers that could walk the request once per entry: "  # advice reads it
+WALK_CHECK = "constant-key callers that could walk the request once per entry: "
 
 
 def walk_metric(callers: list[KeyedCaller], lookups: int) -> Metric:
@@ -143,8 +144,14 @@ def walk_metric(callers: list[KeyedCaller], lookups: int) -> Metric:
 
 
 def walk_check(callers: list[KeyedCaller]) -> str:
-    """The check naming every constant-key caller (the advice names them all)."""
+    """The check naming every constant-key caller (the advice names them all, from
+    ``values``)."""
     return WALK_CHECK + ", ".join(c.name for c in callers)
+
+
+def values(callers: list[KeyedCaller]) -> LookupValues:
+    """The constant-key callers as the advice addresses them (pcscope.core.lookup_values)."""
+    return LookupValues(tuple(c.name for c in callers))
 
 
 def hit_metrics(profile: Profile, op: Callable[[int], shapes.Op],

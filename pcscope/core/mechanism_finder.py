@@ -49,10 +49,14 @@ from pcscope.core import (
     struct_relaxation,
     table_crc,
 )
+from pcscope.core.chase_values import ChaseValues
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.dispatch_merge import merged_into_index
+from pcscope.core.gather_values import GatherValues
+from pcscope.core.lookup_values import LookupValues
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
 from pcscope.core.member_calls import Callees
+from pcscope.core.memory_values import MemoryValues
 from pcscope.core.pattern_table import HELPER, PatternTable
 from pcscope.core.patterns import (
     CodeFacts,
@@ -187,14 +191,18 @@ class _Finder:
 
     def mechanism(self, kind: str, sites: list[Site], metrics: list[Metric],
                   checks: list[str], functions: Iterable[str] = (),
-                  category: str | None = None, tree: TreeValues | None = None) -> Mechanism:
+                  category: str | None = None, tree: TreeValues | None = None,
+                  chase: ChaseValues | None = None,
+                  memory: MemoryValues | None = None,
+                  gather: GatherValues | None = None,
+                  lookup: LookupValues | None = None) -> Mechanism:
         sites = sorted(sites, key=lambda s: (-s.share, s.pc))
         pcs = np.fromiter((pc for s in sites for pc in s.pcs), dtype=np.uint64)
         rows = np.searchsorted(self.p.pc, pcs)  # every site PC is a row of the profile
         names = list(dict.fromkeys([*(s.function for s in sites), *functions]))
         return Mechanism(kind, category or CATEGORY[kind], sites[0].pc, tuple(sites), tuple(names),
                          self.share(rows.tolist()), tuple(metrics),
-                         tuple(checks), tree)
+                         tuple(checks), tree, chase, memory, gather, lookup)
 
     def count(self, row: int) -> int:
         return int(self.counts[row])
@@ -541,7 +549,10 @@ class _Finder:
                 + (["prefetch already issued in the loop (prfm)"] if prefetch else [])
                 + chain_walk.checks(walks[0], self.p.asm, lambda r: int(self.p.pc[r]))
                 + chain_walk.mask_checks(mask, self.p.asm, lambda r: int(self.p.pc[r]))
-                + chain_walk.wrap_checks(wrap, self.p.asm, lambda r: int(self.p.pc[r]))))
+                + chain_walk.wrap_checks(wrap, self.p.asm, lambda r: int(self.p.pc[r])),
+                chase=ChaseValues(budget, relink, chain_walk.wrap_value(wrap, self.p.asm),
+                                  chain_walk.mask_value(mask, self.p.asm), prefetch)
+                if budget or relink or wrap or mask or prefetch else None))
         return out
 
     def _step_budget(self, loop: _Loop) -> str | None:
@@ -768,7 +779,8 @@ class _Finder:
                     sites.append(self.site(stub, stub[-1]))
                     checks.append("its PLT stub is counted with it")
         m = self.mechanism(kind, sites, metrics, checks,
-                           functions=[name for name, _ in callers], category=category)
+                           functions=[name for name, _ in callers], category=category,
+                           lookup=keyed_lookups.values(keyed) if keyed else None)
         if keyed:
             self.keyed[m.id] = keyed
         return m
@@ -889,7 +901,8 @@ class _Finder:
             top = max(states, key=lambda s: self.share(s.rows))
             out.append(self.mechanism("memory-state", [
                 self.site(s.rows, max(s.rows, key=lambda r: (self.count(r), -r)))
-                for s in states], memory_state.metrics(top), memory_state.checks(top)))
+                for s in states], memory_state.metrics(top), memory_state.checks(top),
+                memory=memory_state.values(top)))
         return out
 
     @cached_property

@@ -16,7 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pcscope.core.chase_values import ChaseValues
+from pcscope.core.gather_values import GatherValues
 from pcscope.core.ids import hex_pc
+from pcscope.core.lookup_values import LookupValues
+from pcscope.core.memory_values import MemoryValues
+from pcscope.core.recomputed_values import RecomputedValues
 from pcscope.core.tree_values import TreeValues
 
 
@@ -57,6 +62,16 @@ class Mechanism:
     # a per-operation tree's callers and allocator split, which its advice addresses to
     # their owners (lists of named parts: no metric holds them)
     tree: TreeValues | None = None
+    # a pointer chase's step budget, relinking store and wrap bound, which its advice names
+    chase: ChaseValues | None = None
+    # the fields a loop keeping its state in memory keeps there, which its advice names
+    memory: MemoryValues | None = None
+    # a gather-branch loop's branches on the key by role, which its advice names
+    gather: GatherValues | None = None
+    # a lookup routine's constant-key callers, which its advice addresses
+    lookup: LookupValues | None = None
+    # the work a loop recomputes from rarely changing inputs, which its advice names
+    recomputed: RecomputedValues | None = None
 
     @property
     def id(self) -> str:

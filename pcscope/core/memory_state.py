@@ -34,6 +34,7 @@ from functools import cached_property
 
 from pcscope.core import isa
 from pcscope.core.mechanisms import Metric
+from pcscope.core.memory_values import EVERY, FieldUse, MemoryValues
 from pcscope.core.profile import Profile
 from pcscope.core.shapes import Op
 
@@ -42,7 +43,8 @@ FIELD_FRACTION = 0.2  # ...and their part of the loop's executed instructions
 CALLS_PER_ITERATION = 0.5  # calls per iteration from which reloading is required
 STABLE_DEPTH = 3  # pointer loads followed back from a base to where it comes from
 SLICE = 16  # instructions looked back from a store for the loaded value it depends on
-EVERY = 0.9  # part of the iterations from which an access runs "every iteration"
+LISTED = 6  # fields a check lists (the hottest loop's first in address order)
+RELOADS_LISTED = 3  # reloads a check each names
 _FRAME = frozenset(("sp", "x29"))
 _CONSTANT = frozenset(("adrp", "adr"))
 _MOVES = frozenset(("mov", "orr"))  # ``mov x0, x19`` (``orr x0, xzr, x19``) copies an address
@@ -52,7 +54,8 @@ _SIZES = {"w": 4, "x": 8, "s": 4, "d": 8, "q": 16, "b": 1, "h": 2}
 _BYTE_STORES = frozenset(("strb", "sturb"))
 # the check naming a reload nothing could have changed (the advice reads it)
 RELOADED = "reloaded with no store between (a missed CSE): "
-# the checks listing stored-back fields by how often they run, and the aliasing byte store
+# the checks listing stored-back fields by how often they run (the advice names them from
+# ``values``), and the aliasing byte store (the advice quotes it)
 STORED_EVERY = "fields loaded and stored back every iteration: "
 STORED_FEWER = "fields loaded and stored back on fewer iterations: "
 BYTE_STORE = "the hottest byte store through another address: "
@@ -70,22 +73,6 @@ class Reload:
     again: tuple[int, ...]  # the PCs of the reloads, hottest first
     runs: int  # the reloads' executions
     redundant: int  # of them, at least this many came from an earlier load, nothing between
-
-
-@dataclass(frozen=True)
-class FieldUse:
-    """A field and the part of the loop's iterations that touch it."""
-
-    field: str  # as ``[x0, #0x10]``
-    part: float  # of the iterations, at most 1
-    bound: bool  # an upper bound (several rows that may run on one iteration), not exact
-
-    @property
-    def every(self) -> bool:
-        return self.part >= EVERY
-
-    def text(self) -> str:
-        return f"{self.field} on {'at most ' if self.bound else ''}{self.part:.1%} of iterations"
 
 
 @dataclass(frozen=True)
@@ -408,28 +395,35 @@ def metrics(state: LoopState) -> list[Metric]:
     ]
 
 
+def values(state: LoopState) -> MemoryValues:
+    """The fields the checks list, as the advice names them (pcscope.core.memory_values)."""
+    return MemoryValues(tuple(f.field for f in state.stored_back if f.every)[:LISTED],
+                        tuple(f for f in state.stored_back if not f.every)[:LISTED],
+                        state.recurrences[:LISTED],
+                        tuple(r.field for r in state.reloads[:RELOADS_LISTED]))
+
+
 def checks(state: LoopState) -> list[str]:
     out = ["loads and stores of [base, #offset] fields whose base the loop does not change "
            "(or reloads from such a field), not stack slots",
            f"{state.per_iteration:g} field loads and stores per iteration "
            f"({state.fraction:.0%} of the loop's instructions); no call on most iterations"]
-    every = [f.field for f in state.stored_back if f.every]
-    fewer = [f.text() for f in state.stored_back if not f.every]
-    if every:
-        out.append(STORED_EVERY + ", ".join(every[:6]))
-    if fewer:
-        out.append(STORED_FEWER + ", ".join(fewer[:6]))
-    if state.recurrences:
+    listed = values(state)
+    if listed.every:
+        out.append(STORED_EVERY + ", ".join(listed.every))
+    if listed.fewer:
+        out.append(STORED_FEWER + ", ".join(f.text() for f in listed.fewer))
+    if listed.recurrences:
         out.append("stored value computed from the field's own load (a recurrence through "
                    "memory, store-to-load forwarding each iteration): "
-                   + ", ".join(state.recurrences[:6]))
+                   + ", ".join(listed.recurrences))
     if state.byte_store is not None:
         b = state.byte_store
         out.append(f"{state.byte_stores} byte store(s) through other addresses "
                    f"in the loop (a char store may alias any field, which forces the reloads)")
         out.append(f"{BYTE_STORE}`{b.asm}` at {b.pc:#x}, {b.runs / state.iterations:.2g}× "
                    f"per iteration ({b.runs:,} of {state.iterations:,})")
-    for r in state.reloads[:3]:
+    for r in state.reloads[:RELOADS_LISTED]:
         out.append(f"{RELOADED}{r.field} at {r.first:#x}, again at "
                    f"{', '.join(f'{pc:#x}' for pc in r.again[:6])} (at least {r.redundant:,} "
                    f"of {r.runs:,} runs, {r.redundant / state.iterations:.0%} of iterations)")

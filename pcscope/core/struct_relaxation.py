@@ -41,6 +41,8 @@ RARE = 0.25  # at most this share of iterations updates the struct
 MIN_SHARE = 0.005  # a loop's own share worth a mechanism
 _SIZES = {"b": 1, "h": 2, "w": 4, "x": 8, "s": 4, "d": 8, "q": 16}
 _COMPARES = frozenset(("cmp", "cmn", "subs"))
+# the check of a table entry added to a base the loop does not load (the advice reads it)
+FIXED_BASE = "the table entry is added to values the loop does not load (a fixed base)"
 
 
 @dataclass(frozen=True)
@@ -141,8 +143,7 @@ def _mechanism(finder: _Finder, loops: list[Relaxation]) -> Mechanism:
         f"{top.updates / top.iterations:.1%} of the iterations ({top.updates:,} of "
         f"{top.iterations:,})",
     ]
-    checks.append("the table entry is added to values the loop does not load (a fixed base)"
-                  if top.base_fixed else
+    checks.append(FIXED_BASE if top.base_fixed else
                   "the table entry is added to other values loaded in the loop (a base that "
                   "changes with the index)")
     if len(loops) > 1:

@@ -30,6 +30,8 @@ INDEX_BACK = 64  # instructions looked back for a table load's index producers (
 STEP_BACK = 6  # instructions looked back from a CRC step for its table load
 CONSUMERS = 32  # instructions looked ahead for the eors consuming a table load
 _TOP_BYTE = {"w": 24, "x": 56}  # a right shift by this leaves the top byte
+# the words naming a reflected CRC in its check (the advice tells the two forms apart by them)
+REFLECTED = "reflected (low byte indexes the table, the CRC shifts right)"
 
 
 @dataclass(frozen=True)
@@ -144,8 +146,8 @@ def metrics(crc: TableCrc) -> list[Metric]:
 
 
 def checks(crc: TableCrc) -> list[str]:
-    kind = ("reflected (low byte indexes the table, the CRC shifts right): the crc32* "
-            "instructions compute this form directly" if crc.reflected else
+    kind = (f"{REFLECTED}: the crc32* instructions compute this form directly"
+            if crc.reflected else
             "MSB-first (top byte indexes the table, the CRC shifts left): crc32* computes the "
             "reflected form, so bit-reverse (rbit) around it or fold with PMULL")
     return ["32-bit loads from a table indexed by a byte of a value (and #0xff / ubfx #8 / "

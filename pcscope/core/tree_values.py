@@ -2,7 +2,7 @@
 
 pcscope.core.call_cohorts finds the tree, the functions outside it whose calls enter it, and
 how the allocator's instructions per operation split between the create/destroy pairs'
-members and the rest. The mechanism's checks say these in words for the reader; the advice
+members and the rest, which members set up a key and which are one-shot calls. The mechanism's checks say these in words for the reader; the advice
 reads them here (a metric is one figure, and these are lists of named parts), so no
 sentence is written to be parsed back.
 """
@@ -55,11 +55,43 @@ class PairedAllocation:
 
 
 @dataclass(frozen=True)
+class Pair:
+    """An object the tree makes and releases on every operation: members named one stem plus
+    a making and a releasing suffix, entered as often as each other past a null check."""
+
+    stem: str
+    make: str
+    release: str
+    per_operation: int
+    release_entered: int  # the releasing member's entries per operation (more: null checks)
+
+    def text(self) -> str:
+        return (f"{self.stem} ({self.make}/{self.release}, {self.per_operation}× per operation"
+                + (f"; {self.release} is entered {self.release_entered}× and returns at its "
+                   f"null check on the rest" if self.release_entered != self.per_operation
+                   else "") + ")")
+
+
+@dataclass(frozen=True)
+class OneShot:
+    """A member whose name, followed by Init, Update and Final, names other members too: the
+    one-shot call running a whole stream on every operation."""
+
+    name: str
+    parts: tuple[str, ...]  # its streaming parts' names: init, update, final
+
+
+@dataclass(frozen=True)
 class TreeValues:
     """A tree's callers (those making at least call_cohorts.CALLER_PART of its operations'
-    calls, most calls first) and its allocator's instructions per operation, with their
-    split (None: no allocator member or no pair)."""
+    calls, most calls first), its allocator's instructions per operation, with their
+    split (None: no allocator member or no pair), its key set-up, its one-shot calls and its
+    create/destroy pairs."""
 
     callers: tuple[Caller, ...]
     allocator: float  # instructions per operation of the allocator members (0: none)
     paired: PairedAllocation | None
+    setup: tuple[str, ...]  # the members that are vector or crypto code once per operation
+    setup_callers: tuple[str, ...]  # the members calling the set-up on every entry
+    one_shots: tuple[OneShot, ...]
+    pairs: tuple[Pair, ...]  # the create/destroy pairs

@@ -106,7 +106,12 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 #     routines, hardening, narrow accesses and loop overhead (were store-forwarding or other);
 #     a pointer-chase mechanism names the second random access of each step (a load the link
 #     of the same step addresses, with a base no link's address uses)
-FORMAT_VERSION = 35
+# 36: typed values the advice reads instead of parsing the checks back: a pointer chase's step
+#     budget, relinking store, wrap bound, mask and prefetch (its ``chase``), a per-operation
+#     tree's set-up, one-shot calls and pairs (in its ``tree``), a loop's fields kept in memory
+#     (``memory``), a gather-branch loop's branches by role (``gather``), a lookup's
+#     constant-key callers (``lookup``), a loop's recomputed and clamped work (``recomputed``)
+FORMAT_VERSION = 36
 Progress = Callable[[str], None]
 
 

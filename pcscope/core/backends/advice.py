@@ -26,25 +26,30 @@ from pcscope.core import chain_walk, invariant_work, loop_nests
 from pcscope.core.call_cohorts import (
     CALLER_PART,
     CALLERS_CHECK,
-    ONE_SHOT_CHECK,
-    PAIR_CHECK,
     PLUMBING,
     SETUP_CALLERS_CHECK,
     SETUP_CHECK,
     SHARED_CHECK,
 )
-from pcscope.core.fixed_trip_sums import LOOP_CONTROL
+from pcscope.core.chase_values import ChaseValues, WrapBound
+from pcscope.core.fixed_trip_sums import LOOP_CONTROL, VARIES
 from pcscope.core.gather_partition import DIAMONDS, EXITS, LOOPS, PARTITION, SCATTERS, THREE_WAY
+from pcscope.core.gather_values import CALL, LONG_PATH, LOOP, GatherValues
 from pcscope.core.hand_written import CHECK as HAND_WRITTEN
-from pcscope.core.keyed_lookups import CHECK as KEYED_CHECK
-from pcscope.core.keyed_lookups import LOOKUP_CHECK, MORE_CHECK, TREE_CHECK, WALK_CHECK
-from pcscope.core.mechanism_finder import RELINKS, is_jit_module
+from pcscope.core.keyed_lookups import LOOKUP_CHECK, MORE_CHECK, TREE_CHECK
+from pcscope.core.lookup_values import LookupValues
+from pcscope.core.mechanism_finder import is_jit_module
 from pcscope.core.mechanisms import number
-from pcscope.core.memory_state import BYTE_STORE, RELOADED, STORED_EVERY, STORED_FEWER
+from pcscope.core.memory_state import BYTE_STORE, RELOADED
+from pcscope.core.memory_values import MemoryValues
 from pcscope.core.patterns import libc_routine_name
+from pcscope.core.recomputed_values import RecomputedValues
 from pcscope.core.return_zeroing import SMALL as ZEROING_SMALL
+from pcscope.core.shapes import DISPATCH_SITES
 from pcscope.core.store_loops import WIDE
-from pcscope.core.tree_values import Caller, PairedAllocation, TreeValues
+from pcscope.core.struct_relaxation import FIXED_BASE
+from pcscope.core.table_crc import REFLECTED
+from pcscope.core.tree_values import Caller, OneShot, PairedAllocation, TreeValues
 
 MIN_SHARE = 0.005  # own share a profile-only mechanism needs to become an idea
 MIN_SHARE_BY_KIND = {"spin-wait": 0.002, "libc-routine": 0.01, "store-loop": 0.01}
@@ -190,8 +195,9 @@ def _hoist_first(m: dict, recommendation: str) -> str:
     inputs, when that is several instructions per iteration: a scalar change that comes
     before any rewrite of the loop (a vector form needs those values fixed anyway)."""
     per = metric(m, invariant_work.PER_ITERATION)
-    listed = _check_after(m, invariant_work.CHECK)
-    what = None if listed is None else _with_more(*_named(listed, SHOWN))
+    work = _recomputed(m)
+    listed = work.instructions if work is not None else ()
+    what = _with_more(*_named(listed, SHOWN)) if listed else None
     clamped = _clamped(m)
     if m["kind"] == "pointer-chase" or ((per is None or per < LEADS or what is None)
                                         and not clamped):
@@ -203,7 +209,7 @@ def _hoist_first(m: dict, recommendation: str) -> str:
     of = metric(m, invariant_work.LOOP_PER_ITERATION)
     share = metric(m, invariant_work.SHARE)
     # the rows the total counts by their span; which paths it leaves out is in the checks
-    rows = (_check_after(m, invariant_work.COUNTED) or "").partition(" (")[0]
+    rows = work.span if work is not None else ""
     lead = (f"First hoist the work the loop recomputes: {number(per)} of "
             + (f"the {number(of or 0)} instructions per iteration at {rows}" if rows
                else f"its {number(of or 0)} instructions per iteration")
@@ -221,20 +227,24 @@ def _hoist_first(m: dict, recommendation: str) -> str:
     return f"{lead} Then: {recommendation[:1].lower()}{recommendation[1:]}"
 
 
-def _named(listed: str, shown: int) -> tuple[str, int]:
-    """``shown`` instructions of a check's list ("`a` at 0x1, `b` at 0x2, …", address order),
-    the loads first (what the compiler may not move, so what the reader must), and how many
-    are left out: the checks keep the whole list."""
-    items = [i if i.startswith("`") else f"`{i}" for i in listed.split(", `")]
-    named = sorted(items, key=lambda i: not i.startswith("`ld"))[:shown]  # stable
-    return ", ".join(named), len(items) - len(named)
+def _recomputed(m: dict) -> RecomputedValues | None:
+    """The work the loop recomputes (pcscope.core.recomputed_values; None without)."""
+    return msgspec.convert(m["recomputed"], RecomputedValues) if m.get("recomputed") else None
+
+
+def _named(listed: tuple[str, ...], shown: int) -> tuple[str, int]:
+    """``shown`` of the instructions ``listed`` (address order), the loads first (what the
+    compiler may not move, so what the reader must), and how many are left out: the checks
+    keep the whole list."""
+    named = sorted(listed, key=lambda i: not i.startswith("`ld"))[:shown]  # stable
+    return ", ".join(named), len(listed) - len(named)
 
 
 def _with_more(named: str, more: int) -> str:
     return f"{named} (and {more} more)" if more else named
 
 
-def _and_more(listed: str) -> str:
+def _and_more(listed: tuple[str, ...]) -> str:
     """The first load of a check's list (or its first instruction) and how many more."""
     first, more = _named(listed, 1)
     return f"{first} and {more} more" if more else first
@@ -245,17 +255,15 @@ def _clamped(m: dict) -> str:
     work and its size, the part that stays, what the counts cannot tell), or "". Short: it
     follows the recomputed work's sentences, whose other inputs it shares; the checks keep
     the whole lists."""
-    clamp = _check_after(m, invariant_work.CLAMPED)
-    work = _check_after(m, invariant_work.CLAMPED_WORK)
+    found = _recomputed(m)
+    clamp = found.clamp if found is not None else None
     per = metric(m, invariant_work.CLAMPED_PER_ITERATION)
-    if not clamp or not work or per is None or per < LEADS:
+    if clamp is None or not clamp.work or per is None or per < LEADS:
         return ""
-    csel, _, saturated = clamp.partition("; ")[0].partition(" (`")[0].partition(" is ")
-    stays = _check_after(m, invariant_work.STAYS)
-    why, _, how = (_check_after(m, invariant_work.NOT_COUNTED) or "").partition("; ")
+    stays, why, how = clamp.stays, clamp.picks, "; ".join(clamp.count)
     share = metric(m, invariant_work.CLAMPED_SHARE) or 0
-    return (f"what the clamp {csel} fixes once saturated ({saturated}): "
-            f"{_and_more(work)}"
+    return (f"what the clamp {clamp.clamp} fixes once saturated ({clamp.saturates}): "
+            f"{_and_more(clamp.work)}"
             f" ({number(per)} more per iteration, {number(share)}% at most): compute it where "
             f"its other inputs change"
             + (f"; only {_and_more(stays)} stay per "
@@ -313,7 +321,7 @@ def _dispatch(m: dict, noun: str) -> tuple[str, str, str]:
     runs = metric(m, "dispatches") or 0
     per = metric(m, "instructions per dispatch")
     fn = m["functions"][0]
-    threaded = any("threaded" in c for c in m["checks"])
+    threaded = _threaded(m)
     claim = (f"Interpreter dispatch in `{fn}`: {sites} table-fed `br` sites dispatched "
              f"{count(runs, noun)}, one per {number(per or 0)} instructions of the function, so "
              f"every bytecode pays a table load and an indirect branch whose target the "
@@ -401,15 +409,15 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
     steps = metric(m, "chain steps") or 0
     per_call = metric(m, "steps per call")
     fn = m["functions"][0]
-    prefetched = any("prfm" in c for c in m["checks"])
     where, of = _loop_where(m)
     claim = (f"{where} loads its next address from the value it loaded in the "
              f"previous iteration, so each step waits for the previous load to complete; "
              f"the chain stepped {count(steps, noun)}"
              + (f", {number(per_call)} per call of {of}." if per_call else "."))
     claim += _second_access(m)
-    budget = next((c.split(": ", 1)[1] for c in m["checks"] if "step budget" in c), None)
-    relink = next((c.split(": ", 1)[1] for c in m["checks"] if c.startswith(RELINKS)), None)
+    chase = _chase_values(m)
+    budget, relink, wrap = chase.budget, chase.relink, chase.wrap
+    prefetched = chase.prefetched
     bound = min((b for b in (metric(m, "table size"), metric(m, WRAPPED_SIZE),
                              metric(m, "table bound")) if b is not None), default=None)
     cached = bound is not None and bound <= L2_BYTES
@@ -431,11 +439,10 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
                 "load it would hide); jump pointers to prefetch several hops ahead pay only "
                 "for a structure read far more often than it changes, since every insert "
                 "must update them.")
-    rec += step + _footprint(m)
+    rec += step + _footprint(m, wrap, chase.mask)
     short = per_call is not None and per_call < LONG_WALK
-    wrap = _check_after(m, chain_walk.WRAPPED)
     if wrap and bound is None:  # sized at run time: whether it misses is the question
-        held, entry = wrap.split(": ", 1)[0], number(metric(m, WRAPPED_ENTRY) or 0)
+        held, entry = wrap.register, number(metric(m, WRAPPED_ENTRY) or 0)
         rec += (f" Measure the value of {held} at run time (a breakpoint on the walk, or the "
                 f"setting the program derives it from) and the load's L1D/L2 miss rate and "
                 f"latency (SPE, or the simulator) to confirm: {entry} × {held} bytes beyond "
@@ -479,6 +486,13 @@ def _second_access(m: dict) -> str:
                f"it arrives." if branch else "."))
 
 
+def _chase_values(m: dict) -> ChaseValues:
+    """The walk's step budget, relinking store and wrap bound (pcscope.core.chase_values;
+    none of them when the mechanism carries none)."""
+    return msgspec.convert(m["chase"], ChaseValues) if m.get("chase") else \
+        ChaseValues(None, None, None, None, False)
+
+
 L1_BYTES = 64 * 1024  # L1D of Neoverse N1/V1/N2/V2
 L2_BYTES = 512 * 1024  # the smallest L2 of those cores (512 KiB to 2 MiB)
 
@@ -498,9 +512,9 @@ def _step_levers(m: dict) -> str:
                     f"fixed value: load both with one `ldrh` and compare once against a "
                     f"halfword built before the walk, so the {number(round(100 - rejected, 1))}% "
                     f"that pass the first byte save a load, a compare and a branch.")
-    recomputed = _check_after(m, invariant_work.CHECK)
-    if recomputed:
-        first_one, _, rest = recomputed.partition(", `")
+    work = _recomputed(m)
+    if work is not None and work.instructions:
+        first_one, *rest = work.instructions
         out += (f" {first_one}{' (and more, in the checks)' if rest else ''} is recomputed "
                 f"from inputs that rarely change: compute it where they change (usually an "
                 f"address: a base plus a rarely changing offset) so the step indexes it with "
@@ -516,17 +530,14 @@ def _step_levers(m: dict) -> str:
     return out
 
 
-def _footprint(m: dict) -> str:
-    """What the link's mask or width says of the table's size (pcscope.core.chain_walk):
-    the mask gives the size when a constant sets it; the width only bounds it."""
+def _footprint(m: dict, wrap: WrapBound | None, masked: str | None) -> str:
+    """What the link's wrap, mask or width says of the table's size
+    (pcscope.core.chain_walk): the mask gives the size when a constant sets it; the width
+    only bounds it."""
     bits, bound = metric(m, "link bits"), metric(m, "table bound")
-    wrap = _check_after(m, chain_walk.WRAPPED)
     if wrap:
         return _wrap_footprint(m, wrap, bound)
     size = metric(m, "table size")
-    masked = _check_after(m, chain_walk.MASKED)
-    if masked:  # the instructions without their PCs, which the checks give
-        masked = re.sub(r" at 0x[0-9a-f]+", "", masked)
     if size is not None:
         return f" The link is masked ({masked}): mask + 1 entries, {_bytes(size)}, {_where(size)}"
     if bits is None or bound is None:
@@ -542,22 +553,21 @@ def _footprint(m: dict) -> str:
     return f" {number(bits)}-bit links bound the table to {entries} ({_bytes(bound)}), {_where(bound)}"
 
 
-def _wrap_footprint(m: dict, wrap: str, width_bound: float | None) -> str:
+def _wrap_footprint(m: dict, wrap: WrapBound, width_bound: float | None) -> str:
     """An index wrapped at a register R (pcscope.core.chain_walk): at most R entries, sized
     when a constant sets R, otherwise a run-time size the steps miss beyond the caches."""
-    held, detail = wrap.split(": ", 1)
-    wraps, compares, sets = (detail.split("; ") + ["", ""])[:3]
-    how = ", ".join(dict.fromkeys(re.findall(r"`[^`]+`", wraps)))
-    cmps = ", ".join(dict.fromkeys(re.findall(r"`[^`]+`", compares)))
+    held = wrap.register
+    how = ", ".join(dict.fromkeys(f"`{text}`" for text in wrap.wraps))
+    cmps = ", ".join(dict.fromkeys(f"`{text}`" for text in wrap.compares))
     entry, size = metric(m, WRAPPED_ENTRY) or 0, metric(m, WRAPPED_SIZE)
     lead = (f" The link's index wraps at {held} ({how}; the walk compares {held} with "
             f"{cmps}): ")
     if size is not None:
         return (lead + f"at most {number(size / entry)} entries of {number(entry)} bytes "
                        f"({_bytes(size)}), {_where(size)}")
-    origin = ("passed in as an argument" if "(an argument)" in sets else
-              re.sub(r" at 0x[0-9a-f]+", "", sets.split(",")[0]) if sets.startswith("set ")
-              else "set outside the code read")
+    origin = ("passed in as an argument" if wrap.argument else
+              f"set before the walk by `{wrap.setter}`" if wrap.setter else
+              "set outside the rows read")
     held_size = (f"the table holds at most {held} entries of {number(entry)} bytes "
                  f"({number(entry)} × {held} bytes), a run-time size held in {held} ({origin}, "
                  f"its value not in the code)")
@@ -613,7 +623,7 @@ FEW_PER_CALL = 2  # routine calls per caller call below which the caller's calle
 def _chase_levers(per_call: float | None, budget: str | None, relink: str | None,
                   cached: bool = False) -> str:
     """What shortens or overlaps the chain, by how long the walk is per call, whether the
-    loop already stops on a step budget (the counter the checks name) and whether it
+    loop already stops on a step budget (``budget``, the register counting down) and whether it
     rewrites the structure it walks (``relink``, the store that does). A walk that rewrites
     its structure cannot run beside another walk of it; otherwise overlapping walks is only
     a condition, since whether the next walk's start waits for this one's result (one
@@ -625,7 +635,8 @@ def _chase_levers(per_call: float | None, budget: str | None, relink: str | None
                "result)")
     trade = ("a smaller budget trades the search's result (e.g. compression ratio) for speed, "
              "so measure both")
-    cap = (f"lower the step budget the loop already has ({budget}; its start value is "
+    cap = (f"lower the step budget the loop already has ({budget} counts down by one per "
+           f"step and ends the walk at zero; its start value is "
            f"usually a tuning parameter of the search) or end earlier on a good-enough "
            f"result — {trade}" if budget else "cap it (chain length, a good-enough match — "
            f"the search's own depth or chain limits; {trade})")
@@ -816,16 +827,16 @@ def _libc(m: dict, noun: str) -> tuple[str, str, str]:
                       f"before `{name}`, or cache the last hit." if compares else
                       " from a loop: merge the calls (one call over the whole range) or "
                       "inline a fixed-size case."))
-        keyed = next((c.removeprefix(KEYED_CHECK) for c in m["checks"]
-                      if c.startswith(KEYED_CHECK)), None)
-        if keyed is not None:
+        walkers = _lookup_callers(m)
+        if walkers:
+            keyed = walkers[0]
             keys = int(metric(m, "constant keys") or 0)
             entries = metric(m, "keyed caller entries") or 0
             claim += (f" `{keyed}` (entered {count(entries, noun)}) calls `{caller}` from "
                       f"{keys} call sites: {keys} lookups per entry, each with a different "
                       f"constant key ({number(metric(m, 'constant-key lookups per caller entry') or 0)} "
                       f"calls per entry).")
-            rec += _walk_advice(m)
+            rec += _walk_advice(m, walkers)
         claim += _keyed_lookup_links(m)
         what = "Lookups by name" if compares else "Calls"
         return f"{what}: {name} called from {caller}", claim, rec
@@ -835,11 +846,15 @@ def _libc(m: dict, noun: str) -> tuple[str, str, str]:
     return f"Time in the C library's {name} ({number(calls)} calls)", claim, rec
 
 
-def _walk_advice(m: dict) -> str:
-    """The recommendation to the constant-key callers, naming them all, with the part of
-    the lookups it deletes."""
-    callers: list[str] = next((c.removeprefix(WALK_CHECK).split(", ") for c in m["checks"]
-                               if c.startswith(WALK_CHECK)), [])
+def _lookup_callers(m: dict) -> tuple[str, ...]:
+    """The lookup's constant-key callers, the one with the most such calls first
+    (pcscope.core.lookup_values; none when the mechanism carries none)."""
+    return msgspec.convert(m["lookup"], LookupValues).callers if m.get("lookup") else ()
+
+
+def _walk_advice(m: dict, callers: tuple[str, ...]) -> str:
+    """The recommendation to the constant-key ``callers``, naming them all, with the part
+    of the lookups it deletes."""
     deleted = metric(m, "lookups one walk per entry deletes")
     return (f" In {' and '.join(f'`{c}`' for c in callers)}, walk the request once and "
             f"dispatch on the name (switch, perfect hash, generated decoder), or cache the "
@@ -886,12 +901,13 @@ def _memory_state(m: dict, noun: str) -> tuple[str, str, str]:
     per = metric(m, "field accesses per iteration") or 0
     runs = metric(m, "iterations") or 0
     part = metric(m, "field access share of the loop") or 0
-    every = _checked(m, STORED_EVERY)
-    fewer = _checked(m, STORED_FEWER)
-    back = ", ".join([*every, *(f.split(" on ")[0] for f in fewer)])
+    fields = _memory_values(m)
+    every = list(fields.every)
+    fewer = [f.text() for f in fields.fewer]
+    back = ", ".join([*every, *(f.field for f in fields.fewer)])
     # a recurrence through memory is on every iteration's critical path only for a field
     # stored back every iteration
-    recur = [f for f in _checked(m, "stored value computed") if f in every]
+    recur = [f for f in fields.recurrences if f in every]
     reloaded = metric(m, "fields only reloaded") or 0
     rare = metric(m, "fields only reloaded on fewer iterations") or 0
     fn = m["functions"][0]
@@ -909,7 +925,7 @@ def _memory_state(m: dict, noun: str) -> tuple[str, str, str]:
                 f"recurrence through memory)" if recur else "")
              + (f"; loaded and stored back on fewer iterations: {', '.join(fewer)}" if fewer
                 else "")
-             + "." + _alias(m) + _missed_cse(m))
+             + "." + _alias(m) + _missed_cse(m, fields.reloaded))
     rec = (f"Copy the fields the loop uses ({back}, and the ones it only reads) into local "
            f"variables before the loop and write the updated ones back after it (or before "
            f"any call that reads them), so they stay in registers: that removes about "
@@ -923,11 +939,11 @@ def _memory_state(m: dict, noun: str) -> tuple[str, str, str]:
         claim, rec
 
 
-def _checked(m: dict, prefix: str) -> list[str]:
-    """The items a check starting with ``prefix`` lists."""
-    text = next((c.removeprefix(prefix).split(": ", 1)[-1] for c in m["checks"]
-                 if c.startswith(prefix)), "")
-    return re.findall(r"\[[^\]]*\][^,\[]*", text)
+def _memory_values(m: dict) -> MemoryValues:
+    """The fields the loop keeps in memory (pcscope.core.memory_values; none when the
+    mechanism carries none)."""
+    return msgspec.convert(m["memory"], MemoryValues) if m.get("memory") else \
+        MemoryValues((), (), (), ())
 
 
 def _alias(m: dict) -> str:
@@ -940,13 +956,13 @@ def _alias(m: dict) -> str:
             f"store may alias any field, forcing reloads after it.")
 
 
-def _missed_cse(m: dict) -> str:
-    """The reloads nothing could have changed (pcscope.core.memory_state.RELOADED)."""
+def _missed_cse(m: dict, reloads: tuple[str, ...]) -> str:
+    """The reloads nothing could have changed (pcscope.core.memory_state.RELOADED): the
+    fields ``reloads`` names, with their checks' PCs."""
     said = [c.removeprefix(RELOADED) for c in m["checks"] if c.startswith(RELOADED)]
-    if not said:
+    if not reloads:
         return ""
     # the PCs are part of the finding (the check is then not written twice)
-    reloads = [c.split(" at ")[0] for c in said]
     return (f" Stronger evidence: {', '.join(reloads)} {'is' if len(reloads) == 1 else 'are'} "
             f"loaded again with no store of any kind between, counted over every path from "
             f"the first load ({'; '.join(said)}): a missed common subexpression (often where "
@@ -1002,7 +1018,7 @@ def _return_zeroing(m: dict, noun: str) -> tuple[str, str, str]:
 def _table_crc(m: dict, noun: str) -> tuple[str, str, str]:
     lookups = metric(m, "table lookups") or 0
     fn = m["functions"][0]
-    reflected = any("reflected (low byte" in c for c in m["checks"])
+    reflected = any(REFLECTED in c for c in m["checks"])
     claim = (f"`{fn}` computes a CRC with lookup tables: byte-indexed 32-bit table loads ran "
              f"{count(lookups, noun)}, each xored into the CRC (about one per input byte), and "
              f"the function has no `crc32*` instruction. The CRC is "
@@ -1066,22 +1082,22 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
              # last, so a shortened claim loses it before the members: the recommendation
              # names the callers again with what is theirs to change
              + (f" Entered from outside the tree by {entered}." if entered else ""))
-    pairs = _check_list(m, PAIR_CHECK)
+    tree = msgspec.convert(m["tree"], TreeValues) if m.get("tree") else None
+    pairs = ", ".join(p.text() for p in tree.pairs) if tree is not None else ""
     reuse = (f"reuse {pairs} across operations instead of making and releasing each on "
              f"every operation" if pairs else
              "reuse the context or object across operations instead of creating, "
              "initialising and freeing it on every call (which ones: the functions entered "
              "once per operation, in the mechanism's checks)")
-    one_shot = _one_shot_advice(m)
+    one_shot = _one_shot_advice(tree.one_shots if tree is not None else ())
     rec = (f"Make the per-operation part smaller than the work: {one_shot}{reuse}, pass more "
            f"data per call so the {number(per_op)} instructions are paid less often, cache lookups made "
            f"on every operation, and let LTO inline the small wrappers ({number(per_call)} "
            f"instructions per call on average).")
-    tree = msgspec.convert(m["tree"], TreeValues) if m.get("tree") else None
     if allocations and tree is not None:
         rec += _allocator_split(tree)
-    if setups:
-        named = ", ".join(_names(setups) + _names(callers or ""))
+    if setups and tree is not None:
+        named = ", ".join(f"`{name}`" for name in (*tree.setup, *tree.setup_callers))
         rec += (f" The once-per-operation set-up ({named}) is recomputed for every "
                 "operation: if it derives from the key, set the key once (initialise the "
                 "context with the key once) and change only the IV or nonce per operation, "
@@ -1191,22 +1207,14 @@ def _allocator_split(tree: TreeValues) -> str:
             f"{total - paired:,} {outside}")
 
 
-def _names(listed: str) -> list[str]:
-    """The names of a check's list of ``name (figures)`` items."""
-    return [f"`{name}`" for name in re.findall(r"(\S+) \([^)]*\)", listed)]
-
-
-def _one_shot_advice(m: dict) -> str:
+def _one_shot_advice(found: tuple[OneShot, ...]) -> str:
     """The sentence naming the tree's one-shot calls and their streaming parts (empty
     without): what to call instead, on a context kept across operations."""
-    found = _check_list(m, ONE_SHOT_CHECK)
-    if found is None:
-        return ""
-    return "".join(f"`{one}` is the one-shot form of "
-                   + ", ".join(f"`{part}`" for part in parts.split(", "))
+    return "".join(f"`{one.name}` is the one-shot form of "
+                   + ", ".join(f"`{part}`" for part in one.parts)
                    + f" (by symbol names; all entered once per operation): call those on a "
-                     f"context kept across operations instead of `{one}`; "
-                   for one, parts in re.findall(r"(\S+) \(([^)]*)\)", found))
+                     f"context kept across operations instead of `{one.name}`; "
+                   for one in found)
 
 
 def _per_operation_removes(m: dict) -> float | None:
@@ -1225,8 +1233,13 @@ def _return_zeroing_removes(m: dict) -> float | None:
 def _dispatch_removes(m: dict) -> float | None:
     """Threaded dispatch that merges flags into the opcode: the advice deletes the merging."""
     merged, sequence = metric(m, "merged into the opcode"), metric(m, "dispatch sequence")
-    threaded = any("threaded" in c for c in m["checks"])
-    return round(merged / sequence, 3) if threaded and merged and sequence else None
+    return round(merged / sequence, 3) if _threaded(m) and merged and sequence else None
+
+
+def _threaded(m: dict) -> bool:
+    """Threaded dispatch, by the rule its check states: enough dispatch sites in one
+    function that each handler ends in its own copy (pcscope.core.shapes.DISPATCH_SITES)."""
+    return (metric(m, "dispatch sites") or 0) >= DISPATCH_SITES
 
 
 def _byte_swap(m: dict, noun: str) -> tuple[str, str, str]:
@@ -1328,22 +1341,22 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
              + ". Every key is a load whose address is known only after its index is loaded, "
              "and every decision is a data-dependent branch. Exact counts show how often each "
              "branch went one way, not how often it mispredicted or how long the key loads took.")
-    guarding = _after(m, "branches that guard a loop")
-    diamonds = re.sub(r" \(rejoining at [^)]*\)", "", _check_after(m, DIAMONDS) or "")
-    exits = _check_after(m, EXITS) or ""
-    many = ", `" in exits  # more than one exit: the verbs agree
+    branches = _gather_values(m)
+    diamonds = ", ".join(branches.diamonds)
+    exits = ", ".join(branches.exits)
+    many = len(branches.exits) > 1  # the verbs agree
     ends = ("end the scans (loop exits) and stay branches" if many else
             "ends its scan (a loop exit) and stays a branch")
     ended = "end the scans: loop exits" if many else "ends its scan: a loop exit"
     leave = "exit the loop and stay branches" if many else "exits the loop and stays a branch"
     # a partition's scans branch to its swaps and end at its order tests: a block partition
     # rewrites the scan, so only a branch into a loop or a call stops it
-    guards = [g for g in guarding.split("; ") if g and (
-        not partition or g.endswith(("(a loop)", "(a call)")))]
-    leaves = [] if partition else [f"{e} (exits the loop)" for e in exits.split(", ") if e]
+    kept = [g for g in branches.guards if not partition or g.guards in (LOOP, CALL)]
+    guards = [f"{g.branch} ({g.guards})" for g in kept]
+    leaves = [] if partition else [f"{e} (exits the loop)" for e in branches.exits]
     stops = "; ".join(guards + leaves)
     why = ("its sides do not rejoin within a few instructions: it picks a path, not a value"
-           if any(g.endswith("(a long path)") for g in guards) else
+           if any(g.guards == LONG_PATH for g in kept) else
            "it guards a loop or call, not a value choice" if guards else
            "a loop exit ends the loop, it does not pick a value")
     gather = ("Take the key loads off the decision's path: gather the keys into a contiguous "
@@ -1384,15 +1397,24 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
     return title, claim, rec
 
 
+def _gather_values(m: dict) -> GatherValues:
+    """The branches on the key by role (pcscope.core.gather_values; none when the
+    mechanism carries none)."""
+    return msgspec.convert(m["gather"], GatherValues) if m.get("gather") else \
+        GatherValues((), (), ())
+
+
 def _roles_said(m: dict) -> str:
     """The sentence naming what each branch on the key does (its value choices, its loop
     exits, the branches guarding more), each list the check's own words so the checks do not
     repeat it."""
+    branches = _gather_values(m)
     diamonds, exits = _check_after(m, DIAMONDS), _check_after(m, EXITS)
     guarding = _after(m, "branches that guard a loop")
-    said = ([f"{diamonds} {'are short diamonds' if ', `' in diamonds else 'is a short diamond'}"
+    several, leaving = len(branches.diamonds) > 1, len(branches.exits) > 1
+    said = ([f"{diamonds} {'are short diamonds' if several else 'is a short diamond'}"
              ", only picking a value"] if diamonds else []) + \
-        ([f"{exits} {'exit' if ', `' in exits else 'exits'} the loop"] if exits else []) + \
+        ([f"{exits} {'exit' if leaving else 'exits'} the loop"] if exits else []) + \
         ([f"not value choices: {guarding}"] if guarding else [])
     text = "; ".join(said)
     return f". {text[:1].upper()}{text[1:]}" if said else ""
@@ -1425,8 +1447,7 @@ def _struct_relaxation(m: dict, noun: str) -> tuple[str, str, str]:
     stride = int(metric(m, "struct stride") or 0)
     updates = metric(m, "update share") or 0
     runs = metric(m, "iterations") or 0
-    fixed = any(c.startswith("the table entry is added to values the loop does not load")
-                for c in m["checks"])
+    fixed = FIXED_BASE in m["checks"]
     several = m["sites"] > 1
     claim = (f"{'Loops' if several else 'A loop'} in `{fn}` "
              f"{'relax' if several else 'relaxes'} costs over an array of "
@@ -1463,7 +1484,7 @@ def _fixed_trip_sum(m: dict, noun: str) -> tuple[str, str, str]:
     per_trip = metric(m, "instructions per trip") or 0
     calls = metric(m, "function calls") or 0
     per_call = metric(m, "instructions per call") or 0
-    varies = any("the bound may differ" in c for c in m["checks"])
+    varies = any(VARIES in c for c in m["checks"])
     claim = (f"`{fn}` is entered {count(calls, noun)}, {number(per_call)} instructions per "
              f"entry, and runs loops whose head count is a whole multiple of their entries: "
              f"{_after(m, 'loops whose head count')}. Each trip adds a table "

@@ -516,8 +516,12 @@ class ToolBox:
 
 def _mechanism_data(m: Mechanism) -> dict[str, Any]:
     """A mechanism as data: kind, own share, sites (the hottest first, key PCs),
-    functions, metrics, the checks that passed and a per-operation tree's values
-    (pcscope.core.tree_values, as builtins; None for other kinds)."""
+    functions, metrics, the checks that passed, a per-operation tree's values
+    (pcscope.core.tree_values), a pointer chase's (pcscope.core.chase_values), a loop's
+    state in memory (pcscope.core.memory_values), a gather-branch loop's branches
+    (pcscope.core.gather_values), a lookup's constant-key callers
+    (pcscope.core.lookup_values) and a loop's recomputed work
+    (pcscope.core.recomputed_values), as builtins (None where there is none)."""
     return {
         "id": m.id, "kind": m.kind, "category": m.category, "share": m.share,
         "sites": len(m.sites), "functions": list(m.functions[:8]),
@@ -526,6 +530,11 @@ def _mechanism_data(m: Mechanism) -> dict[str, Any]:
                     for x in m.metrics],
         "checks": list(m.checks),
         "tree": msgspec.to_builtins(m.tree) if m.tree is not None else None,
+        "chase": msgspec.to_builtins(m.chase) if m.chase is not None else None,
+        "memory": msgspec.to_builtins(m.memory) if m.memory is not None else None,
+        "gather": msgspec.to_builtins(m.gather) if m.gather is not None else None,
+        "lookup": msgspec.to_builtins(m.lookup) if m.lookup is not None else None,
+        "recomputed": msgspec.to_builtins(m.recomputed) if m.recomputed is not None else None,
     }
 
 

@@ -1,0 +1,38 @@
+"""What a pointer chase's advice reads of its loop, carried typed with its mechanism.
+
+pcscope.core.mechanism_finder finds the walk's step budget, the store relinking the
+structure it walks and its prefetches, and pcscope.core.chain_walk the register its index
+wraps at and the mask on its link. The
+mechanism's checks say these in words for the reader (with each instruction's PC); the
+advice reads them here (a metric is one figure, and these are registers and instructions),
+so no sentence is written to be parsed back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class WrapBound:
+    """The chained loads' index wrapped at a register the walk does not write."""
+
+    register: str  # as the code spells it (``w7``)
+    wraps: tuple[str, ...]  # the instructions adding it and choosing (or skipping) it
+    compares: tuple[str, ...]  # the walk's compares against it
+    setter: str  # the instruction before the walk setting it ("" when none is found)
+    argument: bool  # nothing in the function before the walk sets it
+
+
+@dataclass(frozen=True)
+class ChaseValues:
+    """A walk's limits, writes and prefetches the advice addresses (None: the loop has
+    none)."""
+
+    budget: str | None  # the register counting the steps down to zero, as spelled
+    relink: str | None  # the store writing a loaded link back (instruction and PC)
+    wrap: WrapBound | None
+    # the mask on the link as the checks say it without the PCs (its ``and`` and what sets
+    # the register: ```and w1, w1, w12`, set outside the rows read, value not in the code``)
+    mask: str | None
+    prefetched: bool  # the loop already issues a prefetch

@@ -1,0 +1,32 @@
+"""What a gather-branch loop's branches on its keys do, carried typed with its mechanism.
+
+pcscope.core.gather_partition finds each branch's role: a short diamond picking a value, a
+loop exit, or a branch guarding a loop, a call or a long path. The mechanism's checks list
+them in words for the reader; the advice reads them here (a metric is one figure, and
+these are lists of branches), so no sentence is written to be parsed back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# what a branch that is neither a value choice nor a loop exit guards
+LOOP, CALL, LONG_PATH = "a loop", "a call", "a long path"
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A branch on the key that guards more than a value choice."""
+
+    branch: str  # its text and PC, as the checks write it (```b.eq 0x10` at 0x20``)
+    guards: str  # LOOP, CALL or LONG_PATH
+
+
+@dataclass(frozen=True)
+class GatherValues:
+    """The heaviest loop's branches on the key by role, in address order; a diamond or an
+    exit by its mnemonic and PC (the checks give each whole)."""
+
+    diamonds: tuple[str, ...]
+    exits: tuple[str, ...]
+    guards: tuple[Guard, ...]

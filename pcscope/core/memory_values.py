@@ -1,0 +1,41 @@
+"""What a loop keeping its state in memory keeps there, carried typed with its mechanism.
+
+pcscope.core.memory_state finds the fields a loop loads and stores back, those whose stored
+value comes from their own load, and those it reloads with nothing between. The
+mechanism's checks list them in words for the reader; the advice names them from here (a
+metric is one figure, and these are lists of fields), so no sentence is written to be
+parsed back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EVERY = 0.9  # part of the iterations from which an access runs "every iteration"
+
+
+@dataclass(frozen=True)
+class FieldUse:
+    """A field and the part of the loop's iterations that touch it."""
+
+    field: str  # as ``[x0, #0x10]``
+    part: float  # of the iterations, at most 1
+    bound: bool  # an upper bound (several rows that may run on one iteration), not exact
+
+    @property
+    def every(self) -> bool:
+        return self.part >= EVERY
+
+    def text(self) -> str:
+        return f"{self.field} on {'at most ' if self.bound else ''}{self.part:.1%} of iterations"
+
+
+@dataclass(frozen=True)
+class MemoryValues:
+    """The fields the checks list (each list as long as its check's): stored back on every
+    iteration, on fewer, computed from their own load, and reloaded with nothing between."""
+
+    every: tuple[str, ...]
+    fewer: tuple[FieldUse, ...]
+    recurrences: tuple[str, ...]
+    reloaded: tuple[str, ...]
