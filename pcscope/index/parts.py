@@ -48,7 +48,10 @@ def save_parts(build: Path, profile: Profile, inputs: Inputs, say: Progress) -> 
     from pcscope.core.readers.guides import read_guide
 
     say("finding patterns")
-    patterns = find_patterns(profile, code_facts(profile))
+    facts = code_facts(profile)
+    return_free_memory()  # the facts' temporaries, before the pattern pass adds its own
+    patterns = find_patterns(profile, facts)
+    del facts
     folder = build / "patterns"
     folder.mkdir()
     for name, array in patterns.to_arrays().items():
