@@ -85,6 +85,15 @@ class _Reader:
                  joins: frozenset[int]) -> None:
         self.p, self.op, self.rows, self.joins = profile, op, rows, joins
         self.inside = set(rows)
+        # the rows of the walk jumping to each pc, and _defs' answers: asked per row, per
+        # register and per pass, they were found anew by scanning every row (an interpreter's
+        # walk of thousands of rows took minutes)
+        self.jumps_to: dict[int, list[int]] = {}
+        for row in rows:
+            target = op(row).target
+            if target is not None:
+                self.jumps_to.setdefault(target, []).append(row)
+        self.defs: dict[tuple[int, str], frozenset[int]] = {}
         self.writes: dict[str, int] = {}  # per register: the most runs of a row writing it
         for row in rows:
             for reg in op(row).dest:
@@ -213,10 +222,17 @@ def _addressed(r: _Reader, load: int) -> frozenset[int]:
 _OUTSIDE = -1  # a definition before the walk's rows
 
 
-def _defs(r: _Reader, row: int, reg: str) -> set[int]:
+def _defs(r: _Reader, row: int, reg: str) -> frozenset[int]:
     """The rows whose write of ``reg`` may reach ``row``'s read of it: back in address order
     to the nearest join, then from the row falling into the join and every branch of the walk
     jumping to it (_OUTSIDE for a value from before the walk's rows)."""
+    if (row, reg) not in r.defs:
+        r.defs[row, reg] = _reaching_defs(r, row, reg)
+    return r.defs[row, reg]
+
+
+def _reaching_defs(r: _Reader, row: int, reg: str) -> frozenset[int]:
+    """_defs, found."""
     out: set[int] = set()
     seen: set[int] = set()
     todo = [row]
@@ -231,7 +247,7 @@ def _defs(r: _Reader, row: int, reg: str) -> set[int]:
             if int(r.p.pc[q]) not in r.joins:
                 out.add(_OUTSIDE)
                 continue
-            preds = [b for b in r.rows if r.op(b).target == int(r.p.pc[q])]
+            preds = list(r.jumps_to.get(int(r.p.pc[q]), ()))
             if q - 1 in r.inside and r.op(q - 1).mnemonic not in _UNCONDITIONAL:
                 preds.append(q - 1)
             elif q - 1 not in r.inside:
@@ -244,7 +260,7 @@ def _defs(r: _Reader, row: int, reg: str) -> set[int]:
                     out.add(b)
                 else:
                     todo.append(b)
-    return out
+    return frozenset(out)
 
 
 def _second_accesses(r: _Reader, keys: tuple[int, ...]
