@@ -22,14 +22,32 @@ def as_dict(m) -> dict:
 
 
 def test_big_endian_byte_stores_are_one_rev_and_str(tmp_path):
+    """The loop that only stores the words (load, pointer step, compare, branch) is the
+    swap's own: its whole body is the site, and `rev` + `str` leave 6 of its 11 rows."""
     profile, table = mechanisms_of(tmp_path, [("final", 0x1000, 1000, BIG_ENDIAN)])
+    (m,) = [m for m in table if m.kind == "byte-swap-store"]
+    assert m.sites[0].pcs == tuple(0x1000 + 4 * i for i in range(11))
+    assert m.share == pytest.approx(11 * 1000 / profile.total)
+    figures = {x.name: x.value for x in m.metrics}
+    assert figures["words stored"] == 1000 and figures["instructions per word"] == 7
+    assert figures["loop instructions per word"] == 4
+    advice = advise(as_dict(m), "executions", None)
+    assert "`rev w`" in advice.recommendation and "rev32 v.16b" in advice.recommendation
+    assert "4 more per word" in advice.claim
+    assert advice.removes == round(5 / 11, 3)
+
+
+def test_a_loop_doing_other_work_is_not_the_swaps(tmp_path):
+    """The swap inside a loop with work of its own: only the shifts and byte stores are
+    the site; the loop's other rows belong to whatever that work is."""
+    work = ["add x5, x5, x6", "eor x6, x6, x5", "mul x7, x5, x6", "add x8, x7, #3",
+            "madd x9, x8, x7, x6", "sub x10, x9, x5"]
+    loop = [*BIG_ENDIAN[:-2], *work, *BIG_ENDIAN[-2:]]
+    profile, table = mechanisms_of(tmp_path, [("final", 0x1000, 1000, loop)])
     (m,) = [m for m in table if m.kind == "byte-swap-store"]
     assert m.sites[0].pcs == tuple(0x1000 + 4 * i for i in range(2, 9))
     assert m.share == pytest.approx(7 * 1000 / profile.total)
-    figures = {x.name: x.value for x in m.metrics}
-    assert figures["words stored"] == 1000 and figures["instructions per word"] == 7
     advice = advise(as_dict(m), "executions", None)
-    assert "`rev w`" in advice.recommendation and "rev32 v.16b" in advice.recommendation
     assert advice.removes == round(5 / 7, 3)
 
 

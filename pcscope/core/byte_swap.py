@@ -26,6 +26,7 @@ BYTE_STORES = frozenset(("strb", "sturb"))
 SHIFTS = frozenset(("lsr", "asr", "ubfx"))
 SPAN = 10  # rows from a run's first byte store within which its other bytes are stored
 LOOK_BACK = 12  # rows before the first store searched for the shifts that feed the stores
+LOOP_CONTROL = 5  # rows of a loop besides its swapped stores: load, two pointer steps, cmp, b
 _OFFSET = re.compile(r"^\[\w+(?:,\s*#(-?(?:0x)?[0-9a-f]+))?\]$")
 
 
@@ -51,16 +52,38 @@ def find(finder: _Finder) -> list[Mechanism]:
     for swaps in by_fn.values():
         words = sum(finder.count(key) for _, key in swaps)
         per_word = sum(finder.count(key) * len(rows) for rows, key in swaps) / words
+        loops = _own_loops(finder, swaps)
+        control = sum(finder.count(key) * len(loops.get(key, ())) for _, key in swaps) / words
         out.append(finder.mechanism("byte-swap-store", [
-            finder.site(rows, key) for rows, key in swaps], [
+            finder.site([*rows, *loops.get(key, ())], key) for rows, key in swaps], [
             Metric("byte-swapped stores", len(swaps), "sites",
                    "words stored a byte at a time, most significant byte first"),
             Metric("words stored", words, "executions", "sum of the first byte store's counts"),
             Metric("instructions per word", round(per_word, 1), "instructions",
                    "the shifts and byte stores of one word"),
+            Metric("loop instructions per word", round(control, 1), "instructions",
+                   "the other rows of loops that do nothing but these stores"),
         ], ["the bytes of one register are stored by separate `strb` to consecutive "
             "addresses after shifts by multiples of 8",
             "the most significant byte goes to the lowest address (a big-endian store)"]))
+    return out
+
+
+def _own_loops(finder: _Finder, swaps: list[tuple[list[int], int]]) -> dict[int, list[int]]:
+    """The other rows of each straight-line loop that does nothing but swapped stores (every
+    row run as often, at most LOOP_CONTROL rows besides the stores': the word's load, the
+    pointer steps, the compare and branch), by the key row of its first swap. Such a loop
+    exists only to store the words, so its control is the swap's to remove: a `rev32` +
+    `str q` form has two steps where it has one per word, and no other idea can delete it."""
+    out: dict[int, list[int]] = {}
+    for loop in finder.tight_loops:
+        inside = sorted((key, rows) for rows, key in swaps if set(rows) <= set(loop))
+        if not inside:
+            continue
+        theirs = {r for _, rows in inside for r in rows}
+        rest = [r for r in loop if r not in theirs]
+        if len(rest) <= LOOP_CONTROL and len({finder.count(r) for r in loop}) == 1:
+            out[inside[0][0]] = rest
     return out
 
 

@@ -111,7 +111,9 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 #     tree's set-up, one-shot calls and pairs (in its ``tree``), a loop's fields kept in memory
 #     (``memory``), a gather-branch loop's branches by role (``gather``), a lookup's
 #     constant-key callers (``lookup``), a loop's recomputed and clamped work (``recomputed``)
-FORMAT_VERSION = 36
+# 37: a byte-swap-store mechanism owns the loop that does nothing but its stores (the loop's
+#     other rows in its site, their count per word a metric)
+FORMAT_VERSION = 37
 Progress = Callable[[str], None]
 
 
