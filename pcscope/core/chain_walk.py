@@ -58,7 +58,6 @@ _COMPARES = frozenset(("cmp", "ccmp", "subs"))
 WRAPPED = "the link's index wraps at a register the walk does not write: "
 SECOND = "a second random access per step, addressed by the link loaded in the same step: "
 _FRAME = ("sp", "x29")
-_UNCONDITIONAL = frozenset(("b", "br", "ret"))
 
 
 @dataclass(frozen=True)
@@ -248,7 +247,7 @@ def _reaching_defs(r: _Reader, row: int, reg: str) -> frozenset[int]:
                 out.add(_OUTSIDE)
                 continue
             preds = list(r.jumps_to.get(int(r.p.pc[q]), ()))
-            if q - 1 in r.inside and r.op(q - 1).mnemonic not in _UNCONDITIONAL:
+            if q - 1 in r.inside and not isa.ends_flow(r.op(q - 1).mnemonic):
                 preds.append(q - 1)
             elif q - 1 not in r.inside:
                 out.add(_OUTSIDE)

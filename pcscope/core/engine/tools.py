@@ -529,12 +529,12 @@ def _mechanism_data(m: Mechanism) -> dict[str, Any]:
         "metrics": [{"name": x.name, "value": x.value, "unit": x.unit, "how": x.how}
                     for x in m.metrics],
         "checks": list(m.checks),
-        "tree": msgspec.to_builtins(m.tree) if m.tree is not None else None,
-        "chase": msgspec.to_builtins(m.chase) if m.chase is not None else None,
-        "memory": msgspec.to_builtins(m.memory) if m.memory is not None else None,
-        "gather": msgspec.to_builtins(m.gather) if m.gather is not None else None,
-        "lookup": msgspec.to_builtins(m.lookup) if m.lookup is not None else None,
-        "recomputed": msgspec.to_builtins(m.recomputed) if m.recomputed is not None else None,
+        "tree": msgspec.to_builtins(m.tree),
+        "chase": msgspec.to_builtins(m.chase),
+        "memory": msgspec.to_builtins(m.memory),
+        "gather": msgspec.to_builtins(m.gather),
+        "lookup": msgspec.to_builtins(m.lookup),
+        "recomputed": msgspec.to_builtins(m.recomputed),
     }
 
 
