@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pcscope.core.asmtext import distinct_rows
+from pcscope.core.asmtext import by_first_row, distinct_rows
 from pcscope.core.errors import UsageError
 from pcscope.core.patterns import find_patterns
 from pcscope.core.readers.profile_csv import read_profile
@@ -103,23 +103,22 @@ def test_regex(engine, pattern, field, expected, total):
     assert (result.kind, result.field, result.query) == ("regex", field, pattern)
 
 
-@pytest.mark.parametrize("slice_rows", [1 << 17, 2])  # checked in one slice, or several
-def test_distinct_rows_number_every_row_even_on_a_hash_collision(slice_rows, monkeypatch):
-    import numpy as np
+def test_distinct_rows_number_texts_by_first_row():
     import polars as pl
 
-    monkeypatch.setattr("pcscope.core.asmtext._CHECK_ROWS", slice_rows)
-
-    rows = pl.Series(["ldr x0", "add", "ldr x0", "nop", "add"])
-    first, codes = distinct_rows(rows, rows.hash().to_numpy())
-    assert first.tolist() == [0, 1, 3] and codes.tolist() == [0, 1, 0, 2, 1]
-    first, codes = distinct_rows(rows, np.zeros(len(rows), dtype=np.uint64))
-    assert rows.gather(first[codes]).to_list() == rows.to_list()  # each row its own text
-    assert first.tolist() == codes.tolist() == [0, 1, 2, 3, 4]
-    late = np.array([1, 2, 1, 3, 3], dtype=np.uint64)  # only the last row collides
-    assert distinct_rows(rows, late)[1].tolist() == [0, 1, 2, 3, 4]
-    first, codes = distinct_rows(rows.clear(), np.zeros(0, dtype=np.uint64))
+    rows = pl.Series(["ldr x0", "add", "ldr x0", "nop", "add", None, ""])
+    first, codes = distinct_rows(rows)
+    assert first.tolist() == [0, 1, 3, 5] and codes.tolist() == [0, 1, 0, 2, 1, 3, 3]
+    first, codes = distinct_rows(rows.clear())
     assert len(first) == len(codes) == 0
+
+
+def test_by_first_row_renumbers_and_drops_unused_codes():
+    import numpy as np
+
+    first, codes = by_first_row(np.array([4, 2, 4, 0, 2], dtype=np.uint32))  # 1, 3 unused
+    assert first.tolist() == [0, 1, 3] and codes.tolist() == [0, 1, 0, 2, 1]
+    assert codes.dtype == np.int32
 
 
 def test_regex_mnemonic_matches_canonical_spelling(tmp_path):

@@ -52,38 +52,27 @@ def asm_series(column: StringColumn, name: str = "asm") -> pl.Series:
     return series
 
 
-def distinct_rows(texts: pl.Series, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def distinct_rows(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     """The first row of each distinct text (ascending), and each row's number among them
-    (int32, numbered in that order). Rows are grouped by ``hashes`` (numpy's sort of 64-bit
-    keys is 4x faster than polars' string Enum cast), then checked, so a collision costs
-    only speed: then every row stands for itself. Written out rather than np.unique, whose
-    stable sort and int64 inverse held ~20 MB more at 1M rows, at the build's peak; polars'
-    dense rank of the keys, a little faster on two cores, left ~40 MB more resident."""
-    n = len(hashes)
-    order = np.argsort(hashes)
-    ordered = hashes[order]
-    new = np.ones(n, dtype=bool)
-    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
-    del ordered
-    starts = np.flatnonzero(new)
-    group = np.cumsum(new, dtype=np.int32) - 1  # per sorted position: its hash's number
-    del new
-    first = np.minimum.reduceat(order, starts) if n else order  # each hash's lowest row
-    number = np.empty(len(first), dtype=np.int32)  # renumbered by that row
-    by_row = np.argsort(first)
-    number[by_row] = np.arange(len(first), dtype=np.int32)
-    codes = np.empty(n, dtype=np.int32)
-    codes[order] = number[group]
-    del order, group, number
-    first = first[by_row]
-    for lo in range(0, n, _CHECK_ROWS):  # a slice at a time: each gather is 16 bytes a row
-        rows = slice(lo, min(lo + _CHECK_ROWS, n))
-        if not (texts[rows] == texts.gather(first[codes[rows]])).all():
-            return np.arange(n), np.arange(n, dtype=np.int32)
-    return first, codes
+    (int32, numbered in that order); a null counts as the empty text. polars' Categorical
+    cast numbers the exact strings in a hash table: no collision to check, and ~0.1 s less
+    at 1M rows than a numpy sort of 64-bit hashes plus a check of every row. The mapping is
+    a Categories of its own, which goes with the cast column (the global one would keep
+    every text for the life of the process)."""
+    fresh = pl.Categorical(pl.Categories.random())
+    return by_first_row(texts.fill_null("").cast(fresh).to_physical().to_numpy())
 
 
-_CHECK_ROWS = 1 << 17
+def by_first_row(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Codes (non-negative, any numbering; some may be unused) numbered again in the order
+    of each one's first row: those rows (ascending), and each row's new code (int32)."""
+    rows = len(codes)
+    first = np.full(int(codes.max(initial=0)) + 1 if rows else 0, rows, dtype=np.int64)
+    np.minimum.at(first, codes, np.arange(rows))
+    order = np.argsort(first)
+    number = np.empty(len(first), dtype=np.int32)
+    number[order] = np.arange(len(first), dtype=np.int32)  # unused codes (row n) come last
+    return first[order[: np.count_nonzero(first < rows)]], number[codes]
 
 
 class _Text:

@@ -155,7 +155,7 @@ class QueryEngine:
         if not ((blob >= 65) & (blob <= 90)).any():
             return series, profile.asm_code
         lower = series.str.to_lowercase()
-        first, codes = distinct_rows(lower, lower.hash().to_numpy())
+        first, codes = distinct_rows(lower)
         return lower.gather(first), np.take(codes, profile.asm_code)
 
     @cached_property

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pcscope.core.asmtext import distinct_rows
+from pcscope.core.asmtext import by_first_row, distinct_rows
 from pcscope.core.columns import StringColumn
 from pcscope.core.errors import InputError
 from pcscope.core.profile import Profile
@@ -313,97 +313,97 @@ def _check(path: str, sep: str, names: list[str], cols: pl.DataFrame,
 def _build(
     path: str, sep: str, cols: pl.DataFrame, names: list[str], merge: bool, say: Progress
 ) -> Profile:
-    say("validating")
-    failed = [c for c in _numeric(names) if cols[f"{c}_value"].null_count()]
-    if "cycles_value" in cols.columns and not cols["cycles_value"].is_not_null().any() \
-            and not _cycles_given(path, sep, names):
-        cols = cols.drop("cycles_value")  # an all-empty column counts as absent
-    cols = _slow_numbers(path, sep, names, cols)
-    lines = _lines(path, sep, names, cols, failed)
-    _check(path, sep, names, cols, lines)
-    say("indexing")
-    # The labels and the text taken out of the frame, so that each number column goes as
-    # it is put in PC order.
-    labels = {c: cols.drop_in_place(f"{c}_text") for c in ("mnemonic", "function", "module",
-                                                            "window") if f"{c}_text" in cols}
-    text = cols.select(["asm_text"] + [c for c in cols.columns if c.startswith("extra.")])
-    pcs = cols["pc_value"].to_numpy()
-    read = len(pcs)  # rows as read, which the label codes follow until ``picked``
-    rows = lines  # each row's line, kept in step with the rows below
-    samples = cols["samples_value"].to_numpy()
-    cycles = cols["cycles_value"].to_numpy() if "cycles_value" in cols.columns else None
-    del cols
-    picked = None  # the rows read, in their final order (None: as read)
-    if len(pcs) > 1 and not bool(np.all(pcs[1:] > pcs[:-1])):
-        picked = np.argsort(pcs, kind="stable")
-        # One column at a time: each original goes before the next copy is made.
-        pcs = pcs[picked]
-        rows = rows[picked]
-        samples = samples[picked]
-        cycles = cycles[picked] if cycles is not None else None
-    dup = np.flatnonzero(pcs[1:] == pcs[:-1])
-    if len(dup) and not merge:
-        a, b = sorted((int(rows[dup[0]]), int(rows[dup[0] + 1])))
-        raise InputError(
-            path, b, f"duplicate pc 0x{int(pcs[dup[0]]):x} (also on line {a}); "
-            "use --merge-duplicates to sum them"
-        )
-    _check_sum(path, "samples", samples, rows)
-    if cycles is not None:
-        _check_sum(path, "cycles", cycles, rows)
-    if len(dup):
-        keep, samples, cycles = _merge(pcs, samples, cycles)
-        pcs, rows = pcs[keep], rows[keep]
-        picked = keep if picked is None else picked[keep]
     with ThreadPoolExecutor(1) as pool:
-        # The text columns are put in order and joined (polars work that lets go of the
-        # GIL) while the labels are encoded here. Leaving the block waits for the worker,
+        # The asm texts are numbered as read (polars work that lets go of the GIL) while
+        # the rows are checked and put in order, then the text columns are put in order and
+        # joined while the labels are encoded here. Leaving the block waits for the worker,
         # and its error is raised by result() as it was raised.
+        numbered = pool.submit(distinct_rows, cols["asm_text"])
+        say("validating")
+        failed = [c for c in _numeric(names) if cols[f"{c}_value"].null_count()]
+        if "cycles_value" in cols.columns and not cols["cycles_value"].is_not_null().any() \
+                and not _cycles_given(path, sep, names):
+            cols = cols.drop("cycles_value")  # an all-empty column counts as absent
+        cols = _slow_numbers(path, sep, names, cols)
+        lines = _lines(path, sep, names, cols, failed)
+        _check(path, sep, names, cols, lines)
+        say("indexing")
+        # The labels and the text taken out of the frame, so that each number column goes as
+        # it is put in PC order.
+        labels = {c: cols.drop_in_place(f"{c}_text") for c in ("mnemonic", "function", "module",
+                                                                "window") if f"{c}_text" in cols}
+        text = cols.select(["asm_text"] + [c for c in cols.columns if c.startswith("extra.")])
+        pcs = cols["pc_value"].to_numpy()
+        read = len(pcs)  # rows as read, which the label codes follow until ``picked``
+        rows = lines  # each row's line, kept in step with the rows below
+        samples = cols["samples_value"].to_numpy()
+        cycles = cols["cycles_value"].to_numpy() if "cycles_value" in cols.columns else None
+        del cols
+        picked = None  # the rows read, in their final order (None: as read)
+        if len(pcs) > 1 and not bool(np.all(pcs[1:] > pcs[:-1])):
+            picked = np.argsort(pcs, kind="stable")
+            # One column at a time: each original goes before the next copy is made.
+            pcs = pcs[picked]
+            rows = rows[picked]
+            samples = samples[picked]
+            cycles = cycles[picked] if cycles is not None else None
+        dup = np.flatnonzero(pcs[1:] == pcs[:-1])
+        if len(dup) and not merge:
+            a, b = sorted((int(rows[dup[0]]), int(rows[dup[0] + 1])))
+            raise InputError(
+                path, b, f"duplicate pc 0x{int(pcs[dup[0]]):x} (also on line {a}); "
+                "use --merge-duplicates to sum them"
+            )
+        _check_sum(path, "samples", samples, rows)
+        if cycles is not None:
+            _check_sum(path, "cycles", cycles, rows)
+        if len(dup):
+            keep, samples, cycles = _merge(pcs, samples, cycles)
+            pcs, rows = pcs[keep], rows[keep]
+            picked = keep if picked is None else picked[keep]
         texts = pool.submit(_text_columns, text, picked)
         del text
         mnemonic, mnemonics = _encode(labels.pop("mnemonic"), _mnemonic)
         (function, function_names), (module, modules), (window_label, window_labels) = (
             _encode(labels.pop(c), _cleaned) if c in labels else _absent(read)
             for c in ("function", "module", "window"))
+        _, asm_code = numbered.result()
         if picked is not None:
             mnemonic, function = mnemonic[picked], function[picked]
             module, window_label = module[picked], window_label[picked]
+            _, asm_code = by_first_row(asm_code[picked])
             del picked
         window, label_code = _windows(pcs, function, module, window_label)
-        asm_column, asm_code, extras = texts.result()
-    return Profile(
-        path=path,
-        pc=pcs,
-        samples=samples,
-        cycles=cycles,
-        asm_column=asm_column,
-        asm_code=asm_code,
-        mnemonic=mnemonic,
-        mnemonics=mnemonics,
-        function=function,
-        function_names=function_names,
-        window=window,
-        window_labels=window_labels,
-        window_label_code=label_code,
-        module=module,
-        modules=modules,
-        line=rows,
-        extras=extras,
-    )
+        asm_column, extras = texts.result()
+        return Profile(
+            path=path,
+            pc=pcs,
+            samples=samples,
+            cycles=cycles,
+            asm_column=asm_column,
+            asm_code=asm_code,
+            mnemonic=mnemonic,
+            mnemonics=mnemonics,
+            function=function,
+            function_names=function_names,
+            window=window,
+            window_labels=window_labels,
+            window_label_code=label_code,
+            module=module,
+            modules=modules,
+            line=rows,
+            extras=extras,
+        )
 
 
 def _text_columns(text: pl.DataFrame, picked: np.ndarray | None) -> tuple[
-        StringColumn, np.ndarray, dict[str, StringColumn]]:
-    """The asm column, each row's number among the distinct asm texts (Profile.asm_code)
-    and the extra columns (named without their prefix), each of the rows ``picked`` in that
-    order (None: every row as read)."""
+        StringColumn, dict[str, StringColumn]]:
+    """The asm column and the extra columns (named without their prefix), each of the rows
+    ``picked`` in that order (None: every row as read)."""
     if picked is not None:
         text = text[picked]
     extras = {c.removeprefix("extra."): _strings(text[c]) for c in text.columns[1:]}
-    asm = text.drop_in_place("asm_text")
-    column = _strings(asm)  # before the numbering: its joined copy then finds the most memory free
-    _, asm_code = distinct_rows(asm, asm.hash().to_numpy())
-    return column, asm_code, extras
+    return _strings(text.drop_in_place("asm_text")), extras
 
 
 def _check_sum(path: str, what: str, counts: np.ndarray, lines: np.ndarray) -> None:
