@@ -28,7 +28,6 @@ REQUIRED = ("pc", "samples", "asm")
 MAX_SUM = 2**63 - 1  # counts and their sums must fit int64
 KNOWN = ("pc", "samples", "asm", "function", "window", "module", "cycles")
 WINDOW_GAP = 64  # bytes between PCs that start a new derived window
-_STRIPPED_ASM = "_asm"  # the parse's stripped asm (internal, like "_row")
 
 Progress = Callable[[str], None]
 
@@ -101,8 +100,7 @@ def _collect(path: str, query: pl.LazyFrame, sep: str, width: int) -> pl.DataFra
 def _parse(path: str, sep: str, names: list[str]) -> pl.DataFrame:
     """One streaming pass: every derived column at once (numbers read the fast way; see
     _columns), the columns outside KNOWN kept as text."""
-    query = _scan(path, sep, names).with_columns(
-        pl.col("asm").str.strip_chars().alias(_STRIPPED_ASM)).select(_columns(names))
+    query = _scan(path, sep, names).select(_columns(names))
     cols = _collect(path, query, sep, len(names))
     if not len(cols):
         raise InputError(path, None, "no instructions: the file has a header and no rows")
@@ -137,9 +135,27 @@ def _cleaned(labels: pl.Series) -> pl.Series:
     return s.set(s == "", None)
 
 
-def _mnemonic(heads: pl.Series) -> pl.Series:
-    """The first word of a stripped asm head (_columns), lower-cased."""
-    return heads.str.extract(r"^(\S*)").str.to_lowercase()
+def _mnemonic(texts: pl.Series) -> pl.Series:
+    """The first word of each stripped asm text, lower-cased."""
+    return texts.str.extract(r"^(\S*)").str.to_lowercase()
+
+
+def _asm_codes(asm: pl.Series) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Per row as read: its number among the distinct asm texts, and its mnemonic's code in
+    the sorted mnemonics, which follow. The mnemonic is read once per distinct text: a
+    Categorical of each row's first word in the parse cost ~0.08 s at 1M rows."""
+    first, codes = distinct_rows(asm)
+    words = _mnemonic(asm.gather(first))
+    mnemonics = sorted(words.unique().drop_nulls().to_list())  # code-point order = polars'
+    per_text = words.cast(pl.Enum(mnemonics)).to_physical().cast(pl.Int32).fill_null(-1)
+    return codes, np.take(per_text.to_numpy(), codes), mnemonics
+
+
+def _numbered(cleaned: list[str | None]) -> tuple[np.ndarray, list[str]]:
+    """Each label's code (int32) in the sorted distinct labels (-1 for None), and those."""
+    names = sorted({c for c in cleaned if c is not None})  # code-point order = polars'
+    index = {name: i for i, name in enumerate(names)}
+    return np.array([index.get(c, -1) for c in cleaned], dtype=np.int32), names
 
 
 def _encode(labels: pl.Series, clean: Callable[[pl.Series], pl.Series]) -> tuple[
@@ -150,12 +166,10 @@ def _encode(labels: pl.Series, clean: Callable[[pl.Series], pl.Series]) -> tuple
     and ``clean`` runs here on the distinct labels only, not on every row; labels that clean
     to the same text share a code."""
     present = labels.unique().drop_nulls()
-    cleaned = clean(present.cast(pl.String)).to_list()
-    names = sorted({c for c in cleaned if c is not None})  # code-point order = polars'
-    index = {name: i for i, name in enumerate(names)}
+    coded, names = _numbered(clean(present.cast(pl.String)).to_list())
     physical = present.to_physical().to_numpy().astype(np.int64)
     renumber = np.full(int(physical.max(initial=-1)) + 2, -1, dtype=np.int32)  # last: null
-    renumber[physical] = [index.get(c, -1) for c in cleaned]
+    renumber[physical] = coded
     codes = labels.to_physical()
     if codes.null_count():  # filled only then: a filled copy is 4 MB at 1M rows
         codes = codes.fill_null(len(renumber) - 1)
@@ -200,18 +214,12 @@ def _columns(names: list[str]) -> list[pl.Expr]:
     """Every derived column, so polars runs them in one pass. Numbers are read the fast way
     (see _slow_numbers for cells that fail); labels are kept raw as Categorical and cleaned
     per distinct label (_encode)."""
-    # Stripped once, before this select (_parse): the streaming engine strips anew for each
-    # use of a stripped expression (three here; ~0.06 s CPU at 1M rows).
-    asm = pl.col(_STRIPPED_ASM)
     exprs = [
         pl.col("_row"),
         _pc_expr(fast=True).alias("pc_value"),
         _count_expr("samples", fast=True).alias("samples_value"),
-        asm.alias("asm_text"),
-        # The text up to the first space (a cheap byte search, no regex per row): the
-        # mnemonic is its first word, cut per distinct head (_mnemonic).
-        asm.str.head(asm.str.find(" ", literal=True).fill_null(asm.str.len_bytes()))
-        .cast(pl.Categorical).alias("mnemonic_text"),
+        # Its mnemonic is read per distinct text (_asm_codes).
+        pl.col("asm").str.strip_chars().alias("asm_text"),
     ]
     if "cycles" in names:
         exprs.append(_count_expr("cycles", fast=True).alias("cycles_value"))
@@ -318,7 +326,7 @@ def _build(
         # the rows are checked and put in order, then the text columns are put in order and
         # joined while the labels are encoded here. Leaving the block waits for the worker,
         # and its error is raised by result() as it was raised.
-        numbered = pool.submit(distinct_rows, cols["asm_text"])
+        numbered = pool.submit(_asm_codes, cols["asm_text"])
         say("validating")
         failed = [c for c in _numeric(names) if cols[f"{c}_value"].null_count()]
         if "cycles_value" in cols.columns and not cols["cycles_value"].is_not_null().any() \
@@ -330,8 +338,8 @@ def _build(
         say("indexing")
         # The labels and the text taken out of the frame, so that each number column goes as
         # it is put in PC order.
-        labels = {c: cols.drop_in_place(f"{c}_text") for c in ("mnemonic", "function", "module",
-                                                                "window") if f"{c}_text" in cols}
+        labels = {c: cols.drop_in_place(f"{c}_text") for c in ("function", "module", "window")
+                  if f"{c}_text" in cols}
         text = cols.select(["asm_text"] + [c for c in cols.columns if c.startswith("extra.")])
         pcs = cols["pc_value"].to_numpy()
         read = len(pcs)  # rows as read, which the label codes follow until ``picked``
@@ -363,11 +371,11 @@ def _build(
             picked = keep if picked is None else picked[keep]
         texts = pool.submit(_text_columns, text, picked)
         del text
-        mnemonic, mnemonics = _encode(labels.pop("mnemonic"), _mnemonic)
         (function, function_names), (module, modules), (window_label, window_labels) = (
             _encode(labels.pop(c), _cleaned) if c in labels else _absent(read)
             for c in ("function", "module", "window"))
-        _, asm_code = numbered.result()
+        asm_code, mnemonic, mnemonics = numbered.result()
+        del numbered  # it holds the codes as read, 8 MB at 1M rows, until the peak below
         if picked is not None:
             mnemonic, function = mnemonic[picked], function[picked]
             module, window_label = module[picked], window_label[picked]
@@ -400,10 +408,8 @@ def _text_columns(text: pl.DataFrame, picked: np.ndarray | None) -> tuple[
         StringColumn, dict[str, StringColumn]]:
     """The asm column and the extra columns (named without their prefix), each of the rows
     ``picked`` in that order (None: every row as read)."""
-    if picked is not None:
-        text = text[picked]
-    extras = {c.removeprefix("extra."): _strings(text[c]) for c in text.columns[1:]}
-    return _strings(text.drop_in_place("asm_text")), extras
+    extras = {c.removeprefix("extra."): _strings(text[c], picked) for c in text.columns[1:]}
+    return _strings(text.drop_in_place("asm_text"), picked), extras
 
 
 def _check_sum(path: str, what: str, counts: np.ndarray, lines: np.ndarray) -> None:
@@ -420,10 +426,27 @@ def _check_sum(path: str, what: str, counts: np.ndarray, lines: np.ndarray) -> N
                              "(counts must add up to a 64-bit total)")
 
 
-def _strings(series: pl.Series) -> StringColumn:
-    lengths = series.str.len_bytes().to_numpy()  # from_utf8 sums them as uint64
-    joined = series.str.join("").cast(pl.Binary).item() or b""  # UTF-8 as is: no str copy
-    return StringColumn.from_utf8(joined, lengths)
+def _strings(series: pl.Series, picked: np.ndarray | None) -> StringColumn:
+    """The texts of the rows ``picked``, in that order (None: every row as read), as one
+    UTF-8 blob. They are gathered and joined a slice of rows at a time into it: a gather of
+    every row, then a join, held the text four times at once (as read, gathered, polars'
+    joined string, Python's bytes), the build's peak memory."""
+    lengths = series.str.len_bytes().to_numpy()
+    if picked is not None:
+        lengths = lengths[picked]
+    offsets = np.zeros(len(lengths) + 1, dtype=np.uint64)
+    np.cumsum(lengths, out=offsets[1:])
+    blob = np.empty(int(offsets[-1]), dtype=np.uint8)
+    for lo in range(0, len(lengths), _JOIN_ROWS):
+        part = series.slice(lo, _JOIN_ROWS) if picked is None \
+            else series.gather(picked[lo : lo + _JOIN_ROWS])
+        joined = part.str.join("").cast(pl.Binary).item() or b""
+        start = int(offsets[lo])
+        blob[start : start + len(joined)] = np.frombuffer(joined, dtype=np.uint8)
+    return StringColumn(blob, offsets)
+
+
+_JOIN_ROWS = 1 << 17
 
 
 def _merge(pcs, samples, cycles):
