@@ -151,13 +151,6 @@ def _asm_codes(asm: pl.Series) -> tuple[np.ndarray, np.ndarray, list[str]]:
     return codes, np.take(per_text.to_numpy(), codes), mnemonics
 
 
-def _numbered(cleaned: list[str | None]) -> tuple[np.ndarray, list[str]]:
-    """Each label's code (int32) in the sorted distinct labels (-1 for None), and those."""
-    names = sorted({c for c in cleaned if c is not None})  # code-point order = polars'
-    index = {name: i for i, name in enumerate(names)}
-    return np.array([index.get(c, -1) for c in cleaned], dtype=np.int32), names
-
-
 def _encode(labels: pl.Series, clean: Callable[[pl.Series], pl.Series]) -> tuple[
         np.ndarray, list[str]]:
     """Dictionary encoding of a Categorical column of raw labels: int32 codes in the sorted
@@ -166,10 +159,12 @@ def _encode(labels: pl.Series, clean: Callable[[pl.Series], pl.Series]) -> tuple
     and ``clean`` runs here on the distinct labels only, not on every row; labels that clean
     to the same text share a code."""
     present = labels.unique().drop_nulls()
-    coded, names = _numbered(clean(present.cast(pl.String)).to_list())
+    cleaned = clean(present.cast(pl.String)).to_list()
+    names = sorted({c for c in cleaned if c is not None})  # code-point order = polars'
+    index = {name: i for i, name in enumerate(names)}
     physical = present.to_physical().to_numpy().astype(np.int64)
     renumber = np.full(int(physical.max(initial=-1)) + 2, -1, dtype=np.int32)  # last: null
-    renumber[physical] = coded
+    renumber[physical] = [index.get(c, -1) for c in cleaned]
     codes = labels.to_physical()
     if codes.null_count():  # filled only then: a filled copy is 4 MB at 1M rows
         codes = codes.fill_null(len(renumber) - 1)
