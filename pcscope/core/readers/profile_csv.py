@@ -27,6 +27,7 @@ from pcscope.core.textio import decode_utf8, open_text_lines, read_bytes
 REQUIRED = ("pc", "samples", "asm")
 MAX_SUM = 2**63 - 1  # counts and their sums must fit int64
 KNOWN = ("pc", "samples", "asm", "function", "window", "module", "cycles")
+_LABELS = ("function", "module", "window")  # read as Categorical codes (_encode)
 WINDOW_GAP = 64  # bytes between PCs that start a new derived window
 
 Progress = Callable[[str], None]
@@ -221,16 +222,17 @@ def _columns(names: list[str]) -> list[pl.Expr]:
     # A label column the file lacks is not made (_build codes its rows -1 without a column
     # of nulls to encode: ~0.03 s at 1M rows)
     exprs += [pl.col(col).cast(pl.Categorical).alias(f"{col}_text")
-              for col in ("function", "module", "window") if col in names]
+              for col in _LABELS if col in names]
     exprs += [pl.col(c).fill_null("").alias(f"extra.{c}") for c in names if c not in KNOWN]
     # A number read the fast way holds no newline; the cells of a column that failed it are
     # looked at only then (_lines). The raw asm is searched once for a newline or a NUL
     # (_check's test; a pass of its own cost ~0.05 s CPU at 1M rows): both are rare, and
-    # which one it was is asked only when one is there (_lines, _check).
-    text_columns = [c for c in names if c not in _numeric(names) and c != "asm"]
+    # which one it was is asked only when one is there (_lines, _check). A label's newline
+    # is looked for in its distinct labels (_lines; ~0.05 s CPU less at 1M rows).
+    extras = [c for c in names if c not in KNOWN]
     exprs += [pl.col("asm").str.contains("[\x00\n]").alias("_odd_asm"),
               pl.any_horizontal([pl.lit(False), *(pl.col(c).str.contains("\n", literal=True)
-                                                  for c in text_columns)]).alias("_multiline")]
+                                                  for c in extras)]).alias("_multiline")]
     return exprs
 
 
@@ -243,7 +245,11 @@ def _lines(path: str, sep: str, names: list[str], cols: pl.DataFrame,
     when it holds a newline or a NUL)."""
     rows = cols["_row"].to_numpy()
     look = failed + (["asm"] if cols["_odd_asm"].any() else [])
-    if not cols["_multiline"].any() and not (look and _newline_in(path, sep, names, look)):
+    labels = [cols[f"{c}_text"].unique().cast(pl.String) for c in _LABELS
+              if f"{c}_text" in cols.columns]
+    multiline = cols["_multiline"].any() or any(
+        label.str.contains("\n", literal=True).any() for label in labels)
+    if not multiline and not (look and _newline_in(path, sep, names, look)):
         return rows
     return _record_lines(path, sep, len(names))[rows.astype(np.int64) - 2].astype(np.uint32)
 
@@ -333,7 +339,7 @@ def _build(
         say("indexing")
         # The labels and the text taken out of the frame, so that each number column goes as
         # it is put in PC order.
-        labels = {c: cols.drop_in_place(f"{c}_text") for c in ("function", "module", "window")
+        labels = {c: cols.drop_in_place(f"{c}_text") for c in _LABELS
                   if f"{c}_text" in cols}
         text = cols.select(["asm_text"] + [c for c in cols.columns if c.startswith("extra.")])
         pcs = cols["pc_value"].to_numpy()
@@ -368,7 +374,7 @@ def _build(
         del text
         (function, function_names), (module, modules), (window_label, window_labels) = (
             _encode(labels.pop(c), _cleaned) if c in labels else _absent(read)
-            for c in ("function", "module", "window"))
+            for c in _LABELS)
         asm_code, mnemonic, mnemonics = numbered.result()
         del numbered  # it holds the codes as read, 8 MB at 1M rows, until the peak below
         if picked is not None:
