@@ -375,14 +375,17 @@ def _build(
         (function, function_names), (module, modules), (window_label, window_labels) = (
             _encode(labels.pop(c), _cleaned) if c in labels else _absent(read)
             for c in _LABELS)
+        if picked is not None:
+            function, module = function[picked], module[picked]
+            window_label = window_label[picked]
+        # The windows need no asm: they are derived while the worker still numbers it.
+        window, label_code = _windows(pcs, function, module, window_label)
         asm_code, mnemonic, mnemonics = numbered.result()
         del numbered  # it holds the codes as read, 8 MB at 1M rows, until the peak below
         if picked is not None:
-            mnemonic, function = mnemonic[picked], function[picked]
-            module, window_label = module[picked], window_label[picked]
+            mnemonic = mnemonic[picked]
             _, asm_code = by_first_row(asm_code[picked])
             del picked
-        window, label_code = _windows(pcs, function, module, window_label)
         asm_column, extras = texts.result()
         return Profile(
             path=path,
