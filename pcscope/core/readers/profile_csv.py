@@ -255,16 +255,19 @@ def _lines(path: str, sep: str, names: list[str], cols: pl.DataFrame,
 
 
 def _newline_in(path: str, sep: str, names: list[str], columns: list[str]) -> bool:
-    query = _scan(path, sep, names).select(pl.any_horizontal(
-        [pl.col(c).str.contains("\n", literal=True).any() for c in columns]))
-    return bool(_collect(path, query, sep, len(names)).item())
+    return _any_row(path, sep, names, pl.any_horizontal(
+        [pl.col(c).str.contains("\n", literal=True) for c in columns]))
 
 
 def _cycles_given(path: str, sep: str, names: list[str]) -> bool:
     """Whether some cycles cell holds more than spaces: read again, only when no cell read
     as a number (a test in the parse itself cost ~0.03 s CPU at 1M rows)."""
-    query = _scan(path, sep, names).select(
-        (pl.col("cycles").str.strip_chars().fill_null("") != "").any())
+    return _any_row(path, sep, names, pl.col("cycles").str.strip_chars().fill_null("") != "")
+
+
+def _any_row(path: str, sep: str, names: list[str], test: pl.Expr) -> bool:
+    """Whether ``test`` holds in some row: the file read again, for a question asked rarely."""
+    query = _scan(path, sep, names).select(test.any())
     return bool(_collect(path, query, sep, len(names)).item())
 
 
