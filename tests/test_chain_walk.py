@@ -448,9 +448,20 @@ def test_two_links_reading_one_pair_are_loaded_once(tmp_path):
     assert pair is not None and pair.size == 8 and pair.branch == "b.lo 0x1010"
     assert pair.halves == ("ldr w3, [x10, #4]", "ldr w3, [x5, x8, lsl #2]")
     rec = advise(_mechanism_data(m), "executions", None).recommendation
-    assert "read the two halves of one 8-byte pair" in rec and "`csel`" in rec, rec
+    assert "Both link loads read halves of one 8-byte pair (`ldr w3, [x10, #4]`, `ldr w3, [x5, " \
+        "x8, lsl #2]`; `b.lo 0x1010` on the second access's value picks the half): one `ldr x` " \
+        "or `ldp` of it before that branch plus a `csel`" in rec, rec
     lines = cyclic_tree()
     lines[24] = (400, "ldr w3, [x6, x8, lsl #2]")  # another base: not the same pair
     apart = chase(tmp_path, lines)
     assert apart.chase is None or apart.chase.pair is None
     assert "`csel`" not in advise(_mechanism_data(apart), "executions", None).recommendation
+
+
+def test_a_load_a_line_or_more_away_is_not_beside_the_second_access(tmp_path):
+    """`ldurb w3, [x3, #-100]` reads 100 bytes before the second access: maybe another line,
+    so only the other two are placed near it."""
+    m = chase(tmp_path, search(second="#-100"))
+    assert "ldurb w3, [x3, #-100]" not in {b.load for b in m.chase.beside}
+    claim = advise(_mechanism_data(m), "executions", None).claim
+    assert "2 of them near it: `ldrb w5, [x2, #1]` w7 − 1 bytes before it" in claim, claim

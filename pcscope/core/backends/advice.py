@@ -545,11 +545,11 @@ def _paired(pair: PairedLinks | None) -> str:
     if pair is None:
         return ""
     a, b = pair.halves
-    return (f" The two link loads read the two halves of one {pair.size}-byte pair (`{a}`, "
-            f"`{b}`), and `{pair.branch}` on the second access's value picks one: load the "
-            f"pair once (`ldr x` or `ldp`) before that branch and pick the half with `csel`, so "
-            f"the pair's miss overlaps the second access's instead of following the branch. "
-            f"Confirm with the branch's mispredict rate (BR_MIS_PRED_RETIRED).")
+    return (f" Both link loads read halves of one {pair.size}-byte pair (`{a}`, `{b}`; "
+            f"`{pair.branch}` on the second access's value picks the half): one `ldr x` or "
+            f"`ldp` of it before that branch plus a `csel` overlaps its miss with the second "
+            f"access's instead of following the branch (worth most if BR_MIS_PRED_RETIRED "
+            f"shows that branch mispredicts).")
 
 
 def _chase_values(m: dict) -> ChaseValues:
