@@ -356,7 +356,7 @@ def _sum(o: Op) -> _Sum | None:
         if base is None or len(parts) > 3:
             return None
         if len(parts) == 1 or _imm(parts[1]) is not None:
-            return [(base, 1)], _imm(parts[1]) or 0 if len(parts) > 1 else 0
+            return [(base, 1)], (_imm(parts[1]) or 0) if len(parts) > 1 else 0
         index, scaled = isa.parse_register(parts[1]), _SCALED.search(parts[-1])
         return None if index is None else \
             ([(base, 1), (index, 1 << (int(scaled.group(1)) if scaled else 0))], 0)
@@ -510,15 +510,16 @@ def _beside(r: _Reader, second: tuple[tuple[int, ...], ...]
         if abs(c - c0) >= LINE or len(diff) > 1 or \
                 any(abs(f) != 1 or keys for (_reg, keys), f in diff.items()):
             continue
-        ((reg, _), sign), = diff.items() if diff else ((("", frozenset()), 0),)
+        (reg, _keys), sign = next(iter(diff.items()), (("", frozenset()), 0))
         out.append((path[0], _spelled(r, (second[0][0], path[0], *second[0][1:]), reg)
                     if reg else "", sign, c - c0))
     return tuple(out)
 
 
-def _pair(r: _Reader, links: tuple[int, ...], second: int) -> Pair | None:
-    """Two links, each the first load on one side of a conditional branch on ``second``'s
-    value, whose addresses are one sum but for constants one load's width apart."""
+def _pair(r: _Reader, keys: tuple[int, ...], second: int) -> Pair | None:
+    """Two chained loads (``keys``), each the first load on one side of a conditional branch
+    on ``second``'s value, whose addresses are one sum but for constants one load's width
+    apart."""
     value = r.op(second).dest[:1]
     for branch in r.rows:
         o = r.op(branch)
@@ -527,8 +528,8 @@ def _pair(r: _Reader, links: tuple[int, ...], second: int) -> Pair | None:
                 cmp.mnemonic not in _COMPARES or value[0] not in cmp.src or \
                 _defs(r, branch - 1, value[0]) != {second} or o.target is None:
             continue
-        taken, fall = _first_link(r, r.p.row_of(o.target), links), _first_link(r, branch + 1,
-                                                                              links)
+        taken = _first_link(r, r.p.row_of(o.target), keys)
+        fall = _first_link(r, branch + 1, keys)
         if taken is None or fall is None or taken == fall:
             continue
         width = _bytes_loaded(r.op(taken))
@@ -539,12 +540,12 @@ def _pair(r: _Reader, links: tuple[int, ...], second: int) -> Pair | None:
     return None
 
 
-def _first_link(r: _Reader, row: int | None, links: tuple[int, ...]) -> int | None:
-    """The first load from ``row`` on, before any branch, when it is a link."""
+def _first_link(r: _Reader, row: int | None, keys: tuple[int, ...]) -> int | None:
+    """The first load from ``row`` on, before any branch, when it is a chained load."""
     while row is not None and row in r.inside:
         o = r.op(row)
         if o.load:
-            return row if row in links else None
+            return row if row in keys else None
         if isa.is_branch(o.mnemonic):
             return None
         row += 1
