@@ -113,7 +113,9 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 #     constant-key callers (``lookup``), a loop's recomputed and clamped work (``recomputed``)
 # 37: a byte-swap-store mechanism owns the loop that does nothing but its stores (the loop's
 #     other rows in its site, their count per word a metric)
-FORMAT_VERSION = 37
+# 38: a pointer chase's second access carries how far it reaches (the link's width, or the
+#     register the walk leaves at), the loads beside it and two links read as one pair's halves
+FORMAT_VERSION = 38
 Progress = Callable[[str], None]
 
 

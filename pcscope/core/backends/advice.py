@@ -31,7 +31,7 @@ from pcscope.core.call_cohorts import (
     SETUP_CHECK,
     SHARED_CHECK,
 )
-from pcscope.core.chase_values import ChaseValues, WrapBound
+from pcscope.core.chase_values import Beside, ChaseValues, PairedLinks, SecondReach, WrapBound
 from pcscope.core.fixed_trip_sums import LOOP_CONTROL, VARIES
 from pcscope.core.gather_partition import DIAMONDS, EXITS, LOOPS, PARTITION, SCATTERS, THREE_WAY
 from pcscope.core.gather_values import CALL, LONG_PATH, LOOP, GatherValues
@@ -414,13 +414,14 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
              f"previous iteration, so each step waits for the previous load to complete; "
              f"the chain stepped {count(steps, noun)}"
              + (f", {number(per_call)} per call of {of}." if per_call else "."))
-    claim += _second_access(m)
     chase = _chase_values(m)
+    claim += _second_access(m, chase.beside)
     budget, relink, wrap = chase.budget, chase.relink, chase.wrap
     prefetched = chase.prefetched
     bound = min((b for b in (metric(m, "table size"), metric(m, WRAPPED_SIZE),
                              metric(m, "table bound")) if b is not None), default=None)
-    cached = bound is not None and bound <= L2_BYTES
+    window = chase.reach.span if chase.reach else None
+    cached = bound is not None and bound <= L2_BYTES and (window is None or window <= L2_BYTES)
     rec = _chase_levers(per_call, budget, relink, cached)
     step = _step_levers(m)
     if cached:
@@ -439,7 +440,8 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
                 "load it would hide); jump pointers to prefetch several hops ahead pay only "
                 "for a structure read far more often than it changes, since every insert "
                 "must update them.")
-    rec += step + _footprint(m, wrap, chase.mask)
+    claim += _second_footprint(chase.reach, wrap, m)
+    rec += step + _footprint(m, wrap, chase.mask) + _paired(chase.pair)
     short = per_call is not None and per_call < LONG_WALK
     if wrap and bound is None:  # sized at run time: whether it misses is the question
         held, entry = wrap.register, number(metric(m, WRAPPED_ENTRY) or 0)
@@ -459,9 +461,10 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
 WRAPPED_ENTRY, WRAPPED_SIZE = "wrapped entry bytes", "wrapped table size"
 
 
-def _second_access(m: dict) -> str:
+def _second_access(m: dict, beside: tuple[Beside, ...]) -> str:
     """The claim's words on a load each step addresses with the link it just loaded
-    (pcscope.core.chain_walk): a second structure read at random."""
+    (pcscope.core.chain_walk): a second structure read at random, and where the other loads
+    addressed the same way read against it."""
     said = _check_after(m, chain_walk.SECOND)
     if said is None:
         return ""
@@ -479,11 +482,74 @@ def _second_access(m: dict) -> str:
             + (f" or, on other paths, from {others.removesuffix(')')}" if others else "")
             + ", with a base no link's address uses, so it reads another structure at a place "
               "the link picks"
-            + (f" ({more} more load(s) addressed the same way are in the checks)" if more
-               else "")
+            + (f" ({more} more load(s) addressed the same way are in the checks"
+               + _beside_words(beside, more) + ")" if more else "")
             + "; a step can miss in either, so measure both loads' misses"
             + (f", and the branch on its value ({branch.split(' at ')[0]}) resolves only when "
                f"it arrives." if branch else "."))
+
+
+def _beside_words(beside: tuple[Beside, ...], more: int) -> str:
+    """Where the loads beside the second access read against it: a constant away is the same
+    or the next line; a rarely changed register away is near while that register is small."""
+    def far(n: int) -> str:
+        return f"{n} byte{'s' if n != 1 else ''}"
+    near = [f"`{b.load}` " + ("at the same address" if not b.offset else
+                              f"{far(abs(b.offset))} {'before' if b.offset < 0 else 'after'} it")
+            for b in beside if not b.register]
+    regs = list(dict.fromkeys(b.register for b in beside if b.register))
+    moved = [f"`{b.load}` {b.register}"
+             + (f" {'+' if b.sign * b.offset > 0 else '−'} {abs(b.offset)}" if b.offset else "")
+             + f" bytes {'before' if b.sign < 0 else 'after'} it" for b in beside if b.register]
+    words = ([", ".join(near) + ", in the same or an adjacent 64-byte line"] if near else []) + \
+        ([", ".join(moved) + f", in the same or a nearby line unless {', '.join(regs)} is large"]
+         if moved else [])
+    if not words:
+        return ""
+    lead = "all" if len(beside) == more else f"{len(beside)} of them"
+    return f", {lead} near it: " + "; ".join(words)
+
+
+def _second_footprint(reach: SecondReach | None, wrap: WrapBound | None, m: dict) -> str:
+    """How far the second access reaches (pcscope.core.chain_walk): bounded by the link's
+    width, or by the register the walk leaves at (with its ratio to the wrapped table when
+    the table wraps at the same register)."""
+    if reach is None:
+        return ""
+    plus = f" (plus the offset {', '.join(reach.offsets)})" if reach.offsets else ""
+    back = " behind its base" if reach.stride < 0 else ""
+    if reach.span is not None:
+        where = ("within every Neoverse L2 (512 KiB or more)" if reach.span <= L2_BYTES else
+                 "more than some L2s hold, so those steps can miss")
+        return (f" That access is indexed by the same {reach.bits}-bit link, so it spans at "
+                f"most {_bytes(reach.span)}{back}{plus}: {where}.")
+    step = abs(reach.stride)
+    size = f"{number(step)} × {reach.bound}" if step != 1 else reach.bound
+    said = (f" That access moves with {reach.register} (`{reach.value}`), and the walk leaves "
+            f"once {reach.register} reaches {reach.bound} (`{reach.compare}`), so it spans at "
+            f"most {size} bytes{back}{plus}")
+    entry = metric(m, WRAPPED_ENTRY) or 0
+    if wrap is None or wrap.register != reach.bound or not entry or entry <= step:
+        return said + "."
+    ratio = entry / step
+    return (said + f", {_PARTS.get(ratio, f'1/{number(ratio)}')} of the table's "
+                   f"{number(entry)} × {reach.bound} bytes (below): the table outgrows each "
+                   f"cache level first.")
+
+
+_PARTS: dict[float, str] = {2: "one half", 4: "one quarter", 8: "one eighth", 16: "one sixteenth"}
+
+
+def _paired(pair: PairedLinks | None) -> str:
+    """One wide load for two links read as the halves of one pair (pcscope.core.chain_walk)."""
+    if pair is None:
+        return ""
+    a, b = pair.halves
+    return (f" Both link loads read halves of one {pair.size}-byte pair (`{a}`, `{b}`; "
+            f"`{pair.branch}` on the second access's value picks the half): one `ldr x` or "
+            f"`ldp` of it before that branch plus a `csel` overlaps its miss with the second "
+            f"access's instead of following the branch (worth most if BR_MIS_PRED_RETIRED "
+            f"shows that branch mispredicts).")
 
 
 def _chase_values(m: dict) -> ChaseValues:
