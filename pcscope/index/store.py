@@ -113,7 +113,10 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 #     constant-key callers (``lookup``), a loop's recomputed and clamped work (``recomputed``)
 # 37: a byte-swap-store mechanism owns the loop that does nothing but its stores (the loop's
 #     other rows in its site, their count per word a metric)
-FORMAT_VERSION = 37
+# 38: a dispatch mechanism names the fixed state its sites test (a value at a fixed address,
+#     a frame field stored once per entry): metrics and checks; the opcode fetch nearest the
+#     merge is kept (a flag read off a fixed base is no longer taken for the opcode)
+FORMAT_VERSION = 38
 Progress = Callable[[str], None]
 
 
