@@ -169,10 +169,13 @@ def test_dispatch_names_the_fixed_state_and_what_removes_each() -> None:
                   [*checks, "tested as a 16-bit value compared with zero and turned into a "
                             "mask: page 0x5000 + 0xb34"])
     rec = advise(masked, "executions", None).recommendation
-    assert "3.1 instructions per dispatch (3.78% of the total) test a value at a fixed " \
-           "address, page 0x5000 + 0xb34" in rec
+    assert "3.1 instructions per dispatch (3.78% of the total) load a halfword at a fixed " \
+           "address, compare it with zero and turn it into an all-ones mask on every " \
+           "dispatch: page 0x5000 + 0xb34" in rec
     assert "if it is one, a build without those probes removes these rows" in rec
-    assert "1 per dispatch (1.21%) reload a frame field stored once per entry" in rec
+    assert "1 per dispatch (1.21%) reload a frame field stored once per entry and merge " \
+           "it in: [sp, #0x100]" in rec
     assert "Test it where it can change (on entry and after the calls" in rec
     plain = advise(mech("dispatch", figures, checks), "executions", None).recommendation
-    assert "semaphore" not in plain and "test it where it can change, not on every" in plain
+    assert "semaphore" not in plain and "halfword" not in plain
+    assert "test a value at a fixed address: page 0x5000" in plain

@@ -338,6 +338,7 @@ def test_dispatch_names_the_fixed_state_it_tests(tmp_path):
     assert figures["fixed-address test share"] == pytest.approx(100 * 3 * 4000 / total, abs=0.01)
     fixed = next(c for c in dispatch.checks if c.startswith("a value at a fixed address"))
     assert "page 0x5000 + 0xb34 at 4 of 4 sites" in fixed and "`csetm w2, ne`" in fixed
+    assert "kept as the page in x20 (`adrp` at 0x100c)" in fixed
     assert any(c.startswith("tested as a 16-bit value") for c in dispatch.checks)
     frame = next(c for c in dispatch.checks if c.startswith("a frame field"))
     assert "only at 0x1008" in frame and "taken at 0x1004" in frame

@@ -22,14 +22,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from pcscope.core import isa
+from pcscope.core.asmtext import register_code
 from pcscope.core.mechanisms import Metric, number
 from pcscope.core.memory_state import field_offsets
+from pcscope.core.patterns import CodeFacts
 from pcscope.core.shapes import Op
 
 FIXED = "fixed address"
 FRAME = "frame field"
 _FRAME = ("sp", "x29")
+_FRAME_CODES = (31, 29)  # their register codes (pcscope.core.asmtext.register_code)
 _KEPT = frozenset(f"x{n}" for n in range(19, 29))  # callee-saved: kept across calls
 _BLOCK = 32  # instructions walked back in a block to find what a stored register holds
 _SIZES = {"b": 1, "h": 2}
@@ -43,12 +48,60 @@ MASK = "tested as a 16-bit value compared with zero and turned into a mask: "
 
 @dataclass(frozen=True)
 class Function:
-    """The executed rows of one function (ascending) and how to read them."""
+    """The executed rows of one function (ascending), how to read them, and the rows worth
+    reading for each question (picked from the per-row facts, as reading every instruction
+    of a large interpreter function once per question would cost more than the rest)."""
 
     rows: Sequence[int]
     op: Callable[[int], Op]
     count: Callable[[int], int]
-    row_of: Callable[[int], int | None]
+    frame_stores: Sequence[int]  # stores off sp or x29
+    frame_offsets: Sequence[int]  # add/mov reading sp or x29 (frame addresses taken)
+    writers: Callable[[str], Sequence[int]]  # the rows writing a register
+    succ: dict[int, tuple[int, ...]]  # the rows control may go to next (calls return)
+    jumps: frozenset[int]  # register jumps (not calls, not returns): where it may dispatch
+    joins: frozenset[int]  # rows a direct branch goes to (where straight-line code starts)
+
+    @classmethod
+    def of(cls, facts: CodeFacts, pc: np.ndarray, rows: np.ndarray, op: Callable[[int], Op],
+           count: Callable[[int], int]) -> Function:
+        frame = np.isin(facts.base[rows], _FRAME_CODES)
+        succ, joins = _successors(facts, pc, rows)
+        moves = np.isin(facts.canon[rows], [i for i, n in enumerate(facts.names)
+                                            if n in ("add", "mov")])
+
+        def writers(reg: str) -> Sequence[int]:
+            code = register_code(reg)
+            hit = (facts.dest[rows] == code).any(axis=1) | \
+                (facts.writeback[rows] & (facts.base[rows] == code))
+            return rows[hit].tolist()
+        return cls(rows.tolist(), op, count, rows[facts.store[rows] & frame].tolist(),
+                   [r for r in rows[moves].tolist() if op(r).src[:1] in (("sp",), ("x29",))],
+                   writers, succ, frozenset(rows[facts.flags(_jump)[rows]].tolist()), joins)
+
+
+def _jump(mnemonic: str) -> bool:
+    return isa.is_indirect(mnemonic) and not isa.is_call(mnemonic) and \
+        not isa.is_return(mnemonic)
+
+
+def _successors(facts: CodeFacts, pc: np.ndarray,
+                rows: np.ndarray) -> tuple[dict[int, tuple[int, ...]], frozenset[int]]:
+    """Per row of the function: the next row if control falls through to it (the next
+    address, executed), and the row a direct branch (not a call) goes to; and the rows
+    branched to."""
+    pcs = pc[rows]
+    falls = ~facts.flags(isa.ends_flow)[rows] & np.append(pcs[1:] == pcs[:-1] + 4, False)
+    target = np.where(facts.call[rows], -1, facts.target[rows])
+    at = np.searchsorted(pcs, target.astype(pcs.dtype))
+    inside = (target >= 0) & (at < len(rows))
+    inside[inside] &= pcs[at[inside]] == target[inside].astype(pcs.dtype)
+    out: dict[int, tuple[int, ...]] = {}
+    row_list = rows.tolist()
+    for k, (r, fall, jump, to) in enumerate(zip(row_list, falls.tolist(), inside.tolist(),
+                                                at.tolist(), strict=True)):
+        out[r] = ((row_list[k + 1],) if fall else ()) + ((row_list[to],) if jump else ())
+    return out, frozenset(rows[at[inside]].tolist())
 
 
 @dataclass(frozen=True)
@@ -61,6 +114,8 @@ class StateTest:
     sites: int  # dispatch sites testing it
     example: tuple[int, ...]  # the rows at the hottest such site, in address order
     address: str  # FIXED: "page 0xa5e000 + 0xb34"; FRAME: the slot, "[sp, #0x100]"
+    holders: tuple[tuple[str, int], ...]  # FIXED: where the address is kept (a register
+    # and the `adrp` setting it, a stack slot and the hottest store of it)
     stores: tuple[int, ...]  # FRAME: the rows storing the slot
     taken: int | None  # FRAME: the row taking an address at or below the slot
     mask: bool  # FIXED: a 16-bit value compared with zero and turned into a mask
@@ -70,6 +125,7 @@ class StateTest:
 class _Root:
     kind: str
     address: str
+    holder: tuple[str, int] | None = None  # FIXED: see StateTest.holders
     stores: tuple[int, ...] = ()
     taken: int | None = None
 
@@ -82,10 +138,12 @@ def tests(fn: Function, sequences: Sequence[Sequence[int]],
     flow = _Flow(fn, frozenset(r for q in sequences for r in q))
     found: dict[tuple[str, str], list[tuple[int, tuple[int, ...]]]] = {}
     roots: dict[tuple[str, str], _Root] = {}
+    holders: dict[tuple[str, str], set[tuple[str, int]]] = {}
     for q, positions in zip(sequences, merged, strict=True):
         for root, rows in _site(flow, [fn.op(r) for r in q], q, positions, reads, writes):
             key = (root.kind, root.address)
             roots[key] = root
+            holders.setdefault(key, set()).update([root.holder] if root.holder else [])
             found.setdefault(key, []).append((fn.count(q[0]), rows))
     out = []
     for key, at in found.items():
@@ -98,7 +156,8 @@ def tests(fn: Function, sequences: Sequence[Sequence[int]],
             any(o.mnemonic in ("cmp", "tst") and o.operands[-1] in ("#0", "#0x0")
                 for o in ops)
         out.append(StateTest(root.kind, rows, sum(fn.count(r) for r in rows), len(at),
-                             hottest, root.address, root.stores, root.taken, mask))
+                             hottest, root.address, tuple(sorted(holders[key])), root.stores,
+                             root.taken, mask))
     return sorted(out, key=lambda t: -t.runs)
 
 
@@ -141,15 +200,16 @@ def _root(flow: _Flow, ops: list[Op], i: int, pointer: int | None) -> _Root | No
         if not p.load or slot is None or p.addr[0] not in _FRAME or here is None:
             return None
         held = flow.fixed_slot(*slot[0])
-        return _Root(FIXED, _address(held[0], held[1] + here[0][1])) if held else None
+        return _Root(FIXED, _address(held[0], held[1] + here[0][1]),
+                     (f"[{slot[0][0]}, #{slot[0][1]:#x}]", held[2])) if held else None
     if here is None:
         return None
     base, offset = here[0]
     if base in _FRAME:
         stores, taken = flow.frame_field(base, offset)
-        return _Root(FRAME, f"[{base}, #{offset:#x}]", stores, taken) if stores else None
+        return _Root(FRAME, f"[{base}, #{offset:#x}]", None, stores, taken) if stores else None
     page = flow.fixed_register(base)
-    return _Root(FIXED, _address(page, offset)) if page else None
+    return _Root(FIXED, _address(page[0], offset), (base, page[1])) if page else None
 
 
 def _address(page: str, offset: int) -> str:
@@ -162,67 +222,53 @@ class _Flow:
     def __init__(self, fn: Function, dispatch: frozenset[int]) -> None:
         self.fn = fn
         self.dispatch = dispatch  # rows of the dispatch sequences: where state is read
-        self.members = frozenset(fn.rows)
-        self.pages: dict[str, str | None] = {}
-        self.slots: dict[tuple[str, int], tuple[str, int] | None] = {}
+        self.pages: dict[str, tuple[str, int] | None] = {}
+        self.slots: dict[tuple[str, int], tuple[str, int, int] | None] = {}
         self.fields: dict[tuple[str, int], tuple[tuple[int, ...], int | None]] = {}
-
-    def _next(self, r: int) -> list[int]:
-        o = self.fn.op(r)
-        out = []
-        if not isa.ends_flow(o.mnemonic) and r + 1 in self.members and \
-                self.fn.op(r + 1).pc == o.pc + 4:
-            out.append(r + 1)
-        if o.target is not None and not isa.is_call(o.mnemonic) and \
-                (to := self.fn.row_of(o.target)) is not None and to in self.members:
-            out.append(to)
-        return out
 
     def _reaches_dispatch(self, start: int, sets_again: Callable[[int], bool],
                           reads_it: Callable[[Op], bool]) -> bool:
         """From ``start`` the executed flow reaches a dispatch row that ``reads_it`` (or any
         register jump, which may dispatch) before a row for which ``sets_again`` holds."""
-        seen, todo = {start}, self._next(start)
+        seen, todo = {start}, list(self.fn.succ[start])
         while todo:
             r = todo.pop()
             if r in seen:
                 continue
             seen.add(r)
-            o = self.fn.op(r)
             if sets_again(r):  # written before it is read: the row reads no stale value
                 continue
-            if (r in self.dispatch and reads_it(o)) or (isa.is_indirect(o.mnemonic) and not isa.is_call(o.mnemonic)
-                                      and not isa.is_return(o.mnemonic)):
+            if r in self.fn.jumps or (r in self.dispatch and reads_it(self.fn.op(r))):
                 return True
-            todo += self._next(r)
+            todo += self.fn.succ[r]
         return False
 
-    def fixed_register(self, reg: str) -> str | None:
-        """The ``adrp`` page ``reg`` holds at every dispatch, if one: a callee-saved register
-        whose every other write reaches no dispatch before the page is set again."""
+    def fixed_register(self, reg: str) -> tuple[str, int] | None:
+        """The ``adrp`` page ``reg`` holds at every dispatch, if one, and the hottest
+        ``adrp`` setting it: a callee-saved register whose every other write reaches no
+        dispatch before the page is set again."""
         if reg not in self.pages:
             self.pages[reg] = self._page(reg)
         return self.pages[reg]
 
-    def _page(self, reg: str) -> str | None:
+    def _page(self, reg: str) -> tuple[str, int] | None:
         if reg not in _KEPT:
             return None
-        writers = [r for r in self.fn.rows if reg in self.fn.op(r).dest]
+        writers = [r for r in self.fn.writers(reg) if reg in self.fn.op(r).dest]
         pages = {self.fn.op(r).operands[1] for r in writers if self.fn.op(r).mnemonic == "adrp"}
         if len(pages) != 1:
             return None
         (page,) = pages
-
-        def sets(r: int) -> bool:
-            o = self.fn.op(r)
-            return o.mnemonic == "adrp" and o.dest == (reg,) and o.operands[1] == page
-        return None if any(self._reaches_dispatch(w, sets, lambda o: reg in o.src)
-                           for w in writers if not sets(w)) else page
+        sets = {w for w in writers if self.fn.op(w).mnemonic == "adrp"}
+        if any(self._reaches_dispatch(w, sets.__contains__, lambda o: reg in o.src)
+               for w in writers if w not in sets):
+            return None
+        return page, max(sets, key=self.fn.count)
 
     def _stores(self, base: str, start: int, size: int) -> list[tuple[int, int]]:
         """The stores to a frame slot's bytes: (row, operand position of the stored value)."""
         out = []
-        for r in self.fn.rows:
+        for r in self.fn.frame_stores:
             o = self.fn.op(r)
             fields = None if o.load or not isa.is_store(o.mnemonic) else \
                 field_offsets(o, frame=True)
@@ -232,20 +278,22 @@ class _Flow:
                     out.append((r, k))
         return out
 
-    def fixed_slot(self, base: str, offset: int) -> tuple[str, int] | None:
-        """The fixed address (page, constant) a pointer slot holds at every dispatch: each
-        store of the slot stores it, or reaches no dispatch before one that does."""
+    def fixed_slot(self, base: str, offset: int) -> tuple[str, int, int] | None:
+        """The fixed address (page, constant) a pointer slot holds at every dispatch, and
+        the hottest store of it: each store of the slot stores it, or reaches no dispatch
+        before one that does."""
         if (base, offset) not in self.slots:
             self.slots[base, offset] = self._slot(base, offset)
         return self.slots[base, offset]
 
-    def _slot(self, base: str, offset: int) -> tuple[str, int] | None:
+    def _slot(self, base: str, offset: int) -> tuple[str, int, int] | None:
         stores = self._stores(base, offset, 8)
         held = {r: self._held(r, self.fn.op(r).operands[k]) for r, k in stores}
-        values = set(held.values()) - {None}
+        values = {v for v in held.values() if v is not None}
         if len(values) != 1:
             return None
         (value,) = values
+
         def reads(o: Op) -> bool:
             fields = field_offsets(o, frame=True) if o.load else None
             return fields is not None and (base, offset) in fields
@@ -253,7 +301,9 @@ class _Flow:
         if any(self._reaches_dispatch(r, lambda s: held.get(s) == value, reads)
                for r, v in held.items() if v is None):
             return None
-        return value
+        page, constant = value
+        return page, constant, max((r for r, v in held.items() if v == value),
+                                   key=self.fn.count)
 
     def _held(self, row: int, token: str) -> tuple[str, int] | None:
         """The fixed address a register holds at ``row``, from its writer in the same
@@ -261,7 +311,7 @@ class _Flow:
         reg = isa.parse_register(token)
         r = row
         for _ in range(_BLOCK):
-            if r - 1 not in self.members or self.fn.op(r - 1).pc + 4 != self.fn.op(r).pc or \
+            if r in self.fn.joins or r not in self.fn.succ.get(r - 1, ()) or \
                     isa.is_branch(self.fn.op(r - 1).mnemonic):
                 return None
             r -= 1
@@ -272,7 +322,7 @@ class _Flow:
                 return o.operands[1], 0
             if o.mnemonic == "add" and len(o.operands) == 3 and o.operands[2].startswith("#"):
                 page = self.fixed_register(o.src[0]) if o.src else None
-                return (page, int(o.operands[2].lstrip("#"), 0)) if page else None
+                return (page[0], int(o.operands[2].lstrip("#"), 0)) if page else None
             return None
         return None
 
@@ -289,7 +339,8 @@ class _Flow:
         entries = self.fn.count(self.fn.rows[0])
         if not stores or sum(self.fn.count(r) for r in stores) > entries:
             return (), None
-        taken = [(at, r) for r in self.fn.rows if (o := self.fn.op(r)).mnemonic in ("add", "mov")
+        taken = [(at, r) for r in self.fn.frame_offsets
+                 if (o := self.fn.op(r)).mnemonic in ("add", "mov")
                  and o.src[:1] == (base,) and o.dest[:1] != ("x29",)
                  and (at := _offset(o)) is not None and at <= offset]
         return stores, max(taken)[1] if taken else None
@@ -328,9 +379,13 @@ def checks(found: Sequence[StateTest], asm: Callable[[int], str], pc: Callable[[
                                            else "")
         where = f"{t.sites} of {sites} sites, e.g. {span}: {rows}"
         if t.kind == FIXED:
-            out.append(CHECK[FIXED] + f"{t.address} at {where}; every other write of its "
-                       "page register (or of the stack slot holding the address) is followed "
-                       "by the page again before any dispatch")
+            held = " and ".join(
+                f"the address in {name} (stored at {pc(r):#x})" if name.startswith("[")
+                else f"the page in {name} (`adrp` at {pc(r):#x})"
+                for name, r in sorted(t.holders, key=lambda h: h[0].startswith("[")))
+            out.append(CHECK[FIXED] + f"{t.address} at {where}; kept as {held}; every "
+                       "other write of those is followed by the same value again before any "
+                       "dispatch reads it")
             if t.mask:
                 out.append(MASK + t.address)
         else:

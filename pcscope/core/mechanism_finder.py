@@ -242,8 +242,8 @@ class _Finder:
             sequences = [self._dispatch_sequence(r) for r, _ in sites]
             merged = [merged_into_index([self.op(r) for r in q], _reads, _writes)
                       for q in sequences]
-            state = dispatch_state.tests(Function(rows.tolist(), self.op, self.count,
-                                                  self.p.row_of),
+            state = dispatch_state.tests(Function.of(self.facts, self.p.pc, rows, self.op,
+                                                     self.count),
                                          sequences, merged, _reads, _writes)
 
             def per_dispatch(test, sequences=sequences, dispatches=dispatches) -> float:

@@ -375,19 +375,21 @@ def _fixed_state(m: dict) -> str:
     if fixed and per:
         masked = _check_after(m, dispatch_state.MASK) is not None
         out += (f" {number(per)} instructions per dispatch ({number(share or 0)}% of the total) "
-                f"test a value at a fixed address, {fixed}"
-                + (": a halfword compared with zero and turned into an all-ones mask on "
-                   "every dispatch. That is the shape of a tracing-probe semaphore (USDT/SDT "
-                   "probes keep a 16-bit counter at a fixed address that a tracer raises when "
-                   "it attaches); if it is one, a build without those probes removes these "
-                   "rows and the `orr` merging them." if masked else
-                   ": test it where it can change, not on every dispatch."))
+                + ("load a halfword at a fixed address, compare it with zero and turn it into "
+                   f"an all-ones mask on every dispatch: {fixed}. That is the shape of a "
+                   "tracing-probe semaphore (USDT/SDT probes keep a 16-bit counter at a fixed "
+                   "address that a tracer raises when it attaches); if it is one, a build "
+                   "without those probes removes these rows and the `orr` merging them."
+                   if masked else
+                   f"test a value at a fixed address: {fixed}. Test it where it is stored, "
+                   "not on every dispatch."))
     frame = _check_after(m, dispatch_state.CHECK[dispatch_state.FRAME])
     per, share = (metric(m, dispatch_state.PER_DISPATCH[dispatch_state.FRAME]),
                   metric(m, dispatch_state.SHARE[dispatch_state.FRAME]))
     if frame and per:
         out += (f" {number(per)} per dispatch ({number(share or 0)}%) reload a frame field "
-                f"stored once per entry, {frame}. Test it where it can change (on entry "
+                f"stored once per entry and merge it in: {frame}. Test it where it can "
+                "change (on entry "
                 "and after the calls that may write it) and leave the dispatch path from "
                 "there, rather than merging it into every opcode.")
     return out
