@@ -355,3 +355,16 @@ def test_state_the_loop_changes_is_not_called_fixed(tmp_path):
     assert "fixed-address test per dispatch" not in names
     assert "frame-field test per dispatch" not in names
     assert not any(c.startswith(("a value at a fixed", "a frame field")) for c in dispatch.checks)
+
+
+def test_a_frame_field_is_not_hoistable_when_each_entry_dispatches_once(tmp_path):
+    """Entered as often as it dispatches, the function has no dispatch loop to take the
+    frame field's test out of: it is not named (the fixed-address value still is)."""
+    blocks = interpreter()
+    entry = blocks[0]
+    _profile, table = mechanisms_of(tmp_path, [(entry[0], entry[1], 4000, entry[3]),
+                                               *blocks[1:]])
+    (dispatch,) = [m for m in table if m.kind == "dispatch"]
+    names = {x.name for x in dispatch.metrics}
+    assert "frame-field test per dispatch" not in names
+    assert "fixed-address test per dispatch" in names

@@ -36,6 +36,7 @@ FRAME = "frame field"
 _FRAME = ("sp", "x29")
 _FRAME_CODES = (31, 29)  # their register codes (pcscope.core.asmtext.register_code)
 _KEPT = frozenset(f"x{n}" for n in range(19, 29))  # callee-saved: kept across calls
+_PER_ENTRY = 2  # dispatches per entry from which a test made once per entry runs less often
 _BLOCK = 32  # instructions walked back in a block to find what a stored register holds
 _SIZES = {"b": 1, "h": 2}
 # metric names and check prefixes the advice reads
@@ -135,7 +136,8 @@ def tests(fn: Function, sequences: Sequence[Sequence[int]],
           writes: Callable[[Op], tuple[str, ...]]) -> list[StateTest]:
     """The fixed state the dispatch sites test (``sequences``: each site's rows, its `br`
     first; ``merged``: the positions in it that only merge other state into the opcode)."""
-    flow = _Flow(fn, frozenset(r for q in sequences for r in q))
+    flow = _Flow(fn, frozenset(r for q in sequences for r in q),
+                 sum(fn.count(q[0]) for q in sequences))
     found: dict[tuple[str, str], list[tuple[int, tuple[int, ...]]]] = {}
     roots: dict[tuple[str, str], _Root] = {}
     holders: dict[tuple[str, str], set[tuple[str, int]]] = {}
@@ -219,9 +221,10 @@ def _address(page: str, offset: int) -> str:
 class _Flow:
     """The executed flow of one function, read for where a register or slot can change."""
 
-    def __init__(self, fn: Function, dispatch: frozenset[int]) -> None:
+    def __init__(self, fn: Function, dispatch: frozenset[int], dispatches: int) -> None:
         self.fn = fn
         self.dispatch = dispatch  # rows of the dispatch sequences: where state is read
+        self.dispatches = dispatches  # the executions of their br
         self.pages: dict[str, tuple[str, int] | None] = {}
         self.slots: dict[tuple[str, int], tuple[str, int, int] | None] = {}
         self.fields: dict[tuple[str, int], tuple[tuple[int, ...], int | None]] = {}
@@ -328,7 +331,7 @@ class _Flow:
 
     def frame_field(self, base: str, offset: int) -> tuple[tuple[int, ...], int | None]:
         """The rows storing a frame slot, if they run at most once per entry of the function
-        (else none), and the row taking the nearest frame address at or below it (through
+        and the function dispatches several times per entry (else none), and the row taking the nearest frame address at or below it (through
         which a callee may write it)."""
         if (base, offset) not in self.fields:
             self.fields[base, offset] = self._field(base, offset)
@@ -337,7 +340,8 @@ class _Flow:
     def _field(self, base: str, offset: int) -> tuple[tuple[int, ...], int | None]:
         stores = tuple(r for r, _ in self._stores(base, offset, 1))
         entries = self.fn.count(self.fn.rows[0])
-        if not stores or sum(self.fn.count(r) for r in stores) > entries:
+        if not stores or sum(self.fn.count(r) for r in stores) > entries or \
+                self.dispatches < _PER_ENTRY * entries:
             return (), None
         taken = [(at, r) for r in self.fn.frame_offsets
                  if (o := self.fn.op(r)).mnemonic in ("add", "mov")
