@@ -32,6 +32,7 @@ from pcscope.core import (
     byte_swap,
     call_cohorts,
     chain_walk,
+    dispatch_state,
     fixed_trip_sums,
     gather_partition,
     hand_written,
@@ -52,6 +53,7 @@ from pcscope.core import (
 from pcscope.core.chase_values import ChaseValues
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.dispatch_merge import merged_into_index
+from pcscope.core.dispatch_state import Function
 from pcscope.core.gather_values import GatherValues
 from pcscope.core.lookup_values import LookupValues
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
@@ -238,6 +240,11 @@ class _Finder:
             fn_total = int(self.counts[rows].sum())
             threaded = len(sites) >= shapes.DISPATCH_SITES
             sequences = [self._dispatch_sequence(r) for r, _ in sites]
+            merged = [merged_into_index([self.op(r) for r in q], _reads, _writes)
+                      for q in sequences]
+            state = dispatch_state.tests(Function.of(self.facts, self.p.pc, rows, self.op,
+                                                     self.count),
+                                         sequences, merged, _reads, _writes)
 
             def per_dispatch(test, sequences=sequences, dispatches=dispatches) -> float:
                 """Instructions of the sequences passing ``test``, per dispatch."""
@@ -257,10 +264,11 @@ class _Finder:
                        per_dispatch(lambda op: op.load and op.addr[:1] in (("sp",), ("x29",))),
                        "loads", "loads off sp/x29 among them (spilled state), per dispatch"),
                 Metric("merged into the opcode", round(sum(
-                    self.count(q[0]) * merged_into_index([self.op(r) for r in q], _reads, _writes)
-                    for q in sequences) / dispatches, 1), "instructions",
+                    self.count(q[0]) * len(at) for q, at in zip(sequences, merged, strict=True))
+                    / dispatches, 1), "instructions",
                        "instructions of the sequence that only merge other state (flags) into "
                        "the opcode, per dispatch"),
+                *dispatch_state.metrics(state, dispatches, self.p.total),
             ], [
                 "target loaded from a table indexed by a register (ldr xT, [table, idx, lsl #3]) "
                 "then br",
@@ -270,6 +278,8 @@ class _Finder:
                 "each site counts its dispatch sequence: the instructions of the br's block "
                 "its target depends on (the opcode fetch, anything merged into the opcode, "
                 "the table load)",
+                *dispatch_state.checks(state, self.p.asm, lambda r: int(self.p.pc[r]),
+                                       self.count, len(sites)),
             ]))
         return out
 

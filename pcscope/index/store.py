@@ -115,7 +115,10 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 #     other rows in its site, their count per word a metric)
 # 38: a pointer chase's second access carries how far it reaches (the link's width, or the
 #     register the walk leaves at), the loads beside it and two links read as one pair's halves
-FORMAT_VERSION = 38
+# 39: a dispatch mechanism names the fixed state its sites test (a value at a fixed address,
+#     a frame field stored once per entry): metrics and checks; the opcode fetch nearest the
+#     merge is kept (a flag read off a fixed base is no longer taken for the opcode)
+FORMAT_VERSION = 39
 Progress = Callable[[str], None]
 
 

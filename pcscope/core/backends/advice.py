@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from pcscope.core import chain_walk, invariant_work, loop_nests
+from pcscope.core import chain_walk, dispatch_state, invariant_work, loop_nests
 from pcscope.core.call_cohorts import (
     CALLER_PART,
     CALLERS_CHECK,
@@ -169,14 +169,16 @@ _RECOMPUTED = (invariant_work.CHECK, invariant_work.CHANGED, invariant_work.BLOC
                invariant_work.NOT_COUNTED)
 _NOT_EVIDENCE = (loop_nests.INNER, loop_nests.OUTER, *_RECOMPUTED)
 _SAID_ELSEWHERE = (loop_nests.INNER, loop_nests.OUTER)
+_STATED = (*dispatch_state.CHECK.values(), dispatch_state.MASK)
 LEADS = 3.0  # recomputed instructions per iteration from which hoisting is the first lever
 SHOWN = 4  # recomputed instructions a recommendation names (the check lists them all)
 
 
 def _said_in(check: str, recommendation: str) -> bool:
-    """A recomputed-work check the recommendation already states in full."""
+    """A recomputed-work or dispatch-state check the recommendation already states in
+    full."""
     return any(check.startswith(prefix) and check.removeprefix(prefix) in recommendation
-               for prefix in _RECOMPUTED)
+               for prefix in (*_RECOMPUTED, *_STATED))
 
 
 def _nest(m: dict) -> str:
@@ -340,7 +342,12 @@ def _dispatch(m: dict, noun: str) -> tuple[str, str, str]:
                "(BR_MIS_PRED_RETIRED via `perf record -e`, or SPE) before changing the "
                "interpreter: a well-predicted dispatch costs only its own instructions.")
         merged = metric(m, "merged into the opcode") or 0
-        if merged:
+        fixed = _fixed_state(m)
+        if merged and fixed:
+            rec += (f" Those instructions are the lever: {number(merged)} of the "
+                    f"{number(sequence or 0)} instructions of every dispatch only merge other "
+                    f"state into the opcode before the `br`." + fixed)
+        elif merged:
             rec += (f" Those instructions are the lever: {number(merged)} of the "
                     f"{number(sequence or 0)} instructions of every dispatch only merge other "
                     f"state into the opcode before the `br` ("
@@ -355,6 +362,37 @@ def _dispatch(m: dict, noun: str) -> tuple[str, str, str]:
                "keep the tails apart (`-fno-crossjumping`); add super-instructions for the "
                "hottest opcode pairs to cut dispatches.")
     return f"Bytecode dispatch in {fn}: {sites} table-fed br sites", claim, rec
+
+
+def _fixed_state(m: dict) -> str:
+    """The sentences on the state a dispatch tests although the loop never changes it: what
+    the instructions show, the remedy for each kind, and (hedged) what a 16-bit value at a
+    fixed address tested into a mask usually is."""
+    out = ""
+    fixed = _check_after(m, dispatch_state.CHECK[dispatch_state.FIXED])
+    per, share = (metric(m, dispatch_state.PER_DISPATCH[dispatch_state.FIXED]),
+                  metric(m, dispatch_state.SHARE[dispatch_state.FIXED]))
+    if fixed and per:
+        masked = _check_after(m, dispatch_state.MASK) is not None
+        out += (f" {number(per)} instructions per dispatch ({number(share or 0)}% of the total) "
+                + ("load a halfword at a fixed address, compare it with zero and turn it into "
+                   f"an all-ones mask on every dispatch: {fixed}. That is the shape of a "
+                   "tracing-probe semaphore (USDT/SDT probes keep a 16-bit counter at a fixed "
+                   "address that a tracer raises when it attaches); if it is one, a build "
+                   "without those probes removes these rows and the `orr` merging them."
+                   if masked else
+                   f"test a value at a fixed address: {fixed}. Test it where it is stored, "
+                   "not on every dispatch."))
+    frame = _check_after(m, dispatch_state.CHECK[dispatch_state.FRAME])
+    per, share = (metric(m, dispatch_state.PER_DISPATCH[dispatch_state.FRAME]),
+                  metric(m, dispatch_state.SHARE[dispatch_state.FRAME]))
+    if frame and per:
+        out += (f" {number(per)} per dispatch ({number(share or 0)}%) reload a frame field "
+                f"stored once per entry and merge it in: {frame}. Test it where it can "
+                "change (on entry "
+                "and after the calls that may write it) and leave the dispatch path from "
+                "there, rather than merging it into every opcode.")
+    return out
 
 
 def _indirect_call(m: dict, noun: str) -> tuple[str, str, str]:
