@@ -442,15 +442,17 @@ def test_loads_beside_the_second_access_are_placed_against_it(tmp_path):
 
 def test_two_links_reading_one_pair_are_loaded_once(tmp_path):
     """`ldr w3, [x10, #4]` and `ldr w3, [x5, x8, lsl #2]` read x5 + 8 × w4 + 4 and + 0, and
-    the branch on the window byte picks one: load the pair once and pick with `csel`."""
+    the branch on the window byte picks one: one line either way, so the branch-free form
+    trades the mispredicts for the window byte's latency, and the text says so."""
     m = chase(tmp_path, cyclic_tree())
     pair = m.chase.pair if m.chase else None
     assert pair is not None and pair.size == 8 and pair.branch == "b.lo 0x1010"
     assert pair.halves == ("ldr w3, [x10, #4]", "ldr w3, [x5, x8, lsl #2]")
     rec = advise(_mechanism_data(m), "executions", None).recommendation
     assert "Both link loads read halves of one 8-byte pair (`ldr w3, [x10, #4]`, `ldr w3, [x5, " \
-        "x8, lsl #2]`; `b.lo 0x1010` on the second access's value picks the half): one `ldr x` " \
-        "or `ldp` of it before that branch plus a `csel`" in rec, rec
+        "x8, lsl #2]`): its line is fetched once the link is known, whichever way `b.lo 0x1010` " \
+        "goes" in rec, rec
+    assert "trades its mispredicts for the second access's latency every step" in rec, rec
     lines = cyclic_tree()
     lines[24] = (400, "ldr w3, [x6, x8, lsl #2]")  # another base: not the same pair
     apart = chase(tmp_path, lines)

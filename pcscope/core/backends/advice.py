@@ -582,12 +582,15 @@ def _paired(pair: PairedLinks | None) -> str:
     """One wide load for two links read as the halves of one pair (pcscope.core.chain_walk)."""
     if pair is None:
         return ""
+    # Not a second miss saved: both halves share the pair's line, fetched once the link is
+    # known whichever way the branch goes (review 13). What a branch-free form changes is
+    # the mispredict, at the price of waiting for the second access on every step.
     a, b = pair.halves
-    return (f" Both link loads read halves of one {pair.size}-byte pair (`{a}`, `{b}`; "
-            f"`{pair.branch}` on the second access's value picks the half): one `ldr x` or "
-            f"`ldp` of it before that branch plus a `csel` overlaps its miss with the second "
-            f"access's instead of following the branch (worth most if BR_MIS_PRED_RETIRED "
-            f"shows that branch mispredicts).")
+    return (f" Both link loads read halves of one {pair.size}-byte pair (`{a}`, `{b}`): its "
+            f"line is fetched once the link is known, whichever way `{pair.branch}` goes. "
+            f"Going branch-free (`ldp` of the pair, `csel` for the half and all else the "
+            f"branch picks) trades its mispredicts for the second access's latency every "
+            f"step: weigh BR_MIS_PRED_RETIRED there against that latency (SPE).")
 
 
 def _chase_values(m: dict) -> ChaseValues:
