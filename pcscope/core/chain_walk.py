@@ -621,8 +621,11 @@ def _extension(r: _Reader) -> tuple[tuple[int, ...], int, float]:
                     int(r.p.pc[first]) <= t <= int(r.p.pc[last])), last)
     span = list(range(first, closing + 1))
     exits = [q for _, e in best for q in (e, e + 1)]
-    compares = sum(r.count(row - 1) for row in span if isa.is_conditional_branch(r.op(row).mnemonic)
-                   and r.op(row - 1).mnemonic == "cmp")
+    # every compare of two loaded bytes: the last step's may feed a `ccmp` (zlib's loop
+    # test folded into it), not a branch of its own
+    compares = sum(r.count(row) for row in span if r.op(row).mnemonic == "cmp" and len([
+        w for reg in r.op(row).src if (w := r.writer(row, reg)) is not None
+        and r.op(w).mnemonic in NARROW_LOADS]) == 2)
     # entries: the runs of a plain instruction falling into the span when only the span's
     # own loop jumps back to it, else its first row's runs less the closing loop's reruns
     before = first - 1

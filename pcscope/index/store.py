@@ -118,7 +118,9 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 # 39: a dispatch mechanism names the fixed state its sites test (a value at a fixed address,
 #     a frame field stored once per entry): metrics and checks; the opcode fetch nearest the
 #     merge is kept (a flag read off a fixed base is no longer taken for the opcode)
-FORMAT_VERSION = 39
+# 40: an extension's byte compares include the one folded into its loop test (`cmp` then
+#     `ccmp`), not only those before a branch of their own
+FORMAT_VERSION = 40
 Progress = Callable[[str], None]
 
 
