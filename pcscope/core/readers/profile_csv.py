@@ -141,15 +141,14 @@ def _mnemonic(texts: pl.Series) -> pl.Series:
     return texts.str.extract(r"^(\S*)").str.to_lowercase()
 
 
-def _asm_codes(asm: pl.Series) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Per row as read: its number among the distinct asm texts, and its mnemonic's code in
-    the sorted mnemonics, which follow. The mnemonic is read once per distinct text: a
-    Categorical of each row's first word in the parse cost ~0.08 s at 1M rows."""
-    first, codes = distinct_rows(asm)
-    words = _mnemonic(asm.gather(first))
+def _mnemonics(texts: pl.Series, codes: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Each row's mnemonic code in the sorted mnemonics, which follow, from the distinct
+    asm texts and each row's number among them: a mnemonic is read once per distinct text
+    (a Categorical of each row's first word in the parse cost ~0.13 s CPU at 1M rows)."""
+    words = _mnemonic(texts)
     mnemonics = sorted(words.unique().drop_nulls().to_list())  # code-point order = polars'
     per_text = words.cast(pl.Enum(mnemonics)).to_physical().cast(pl.Int32).fill_null(-1)
-    return codes, np.take(per_text.to_numpy(), codes), mnemonics
+    return np.take(per_text.to_numpy(), codes), mnemonics
 
 
 def _encode(labels: pl.Series, clean: Callable[[pl.Series], pl.Series]) -> tuple[
@@ -214,7 +213,7 @@ def _columns(names: list[str]) -> list[pl.Expr]:
         pl.col("_row"),
         _pc_expr(fast=True).alias("pc_value"),
         _count_expr("samples", fast=True).alias("samples_value"),
-        # Its mnemonic is read per distinct text (_asm_codes).
+        # Its mnemonic is read per distinct text (_mnemonics).
         pl.col("asm").str.strip_chars().alias("asm_text"),
     ]
     if "cycles" in names:
@@ -327,10 +326,11 @@ def _build(
 ) -> Profile:
     with ThreadPoolExecutor(1) as pool:
         # The asm texts are numbered as read (polars work that lets go of the GIL) while
-        # the rows are checked and put in order, then the text columns are put in order and
-        # joined while the labels are encoded here. Leaving the block waits for the worker,
-        # and its error is raised by result() as it was raised.
-        numbered = pool.submit(_asm_codes, cols["asm_text"])
+        # the rows are checked and put in order and the labels encoded here, then the text
+        # columns are put in order and joined while the mnemonics are read here. Leaving
+        # the block waits for the worker, and its error is raised by result() as it was.
+        asm = cols["asm_text"]
+        numbered = pool.submit(distinct_rows, asm)
         say("validating")
         failed = [c for c in _numeric(names) if cols[f"{c}_value"].null_count()]
         if "cycles_value" in cols.columns and not cols["cycles_value"].is_not_null().any() \
@@ -383,8 +383,11 @@ def _build(
             window_label = window_label[picked]
         # The windows need no asm: they are derived while the worker still numbers it.
         window, label_code = _windows(pcs, function, module, window_label)
-        asm_code, mnemonic, mnemonics = numbered.result()
-        del numbered  # it holds the codes as read, 8 MB at 1M rows, until the peak below
+        first, asm_code = numbered.result()
+        del numbered  # it holds the codes as read, 4 MB at 1M rows, until the peak below
+        # Here, while the worker joins the text columns (its next task).
+        mnemonic, mnemonics = _mnemonics(asm.gather(first), asm_code)
+        del asm, first
         if picked is not None:
             mnemonic = mnemonic[picked]
             _, asm_code = by_first_row(asm_code[picked])
