@@ -360,3 +360,21 @@ def test_a_reopened_index_gives_the_advice_the_recomputed_and_the_clamped_work(t
         "(5 for w1 ≥ 5): `ldr w16, [x0, #8]` at 0x102c and 4 more" in rec
     assert "Counts cannot tell how often it saturates (a `csel` runs the same either way): " \
         "count how often `cmp w1, #5` at 0x1010 finds w1 ≥ 5." in rec
+
+
+def call_in_loop(held: str) -> list[tuple[int, str]]:
+    """A loop of 10000 iterations (100 entries) that loads a pointer from a fixed slot into
+    ``held``, calls a function, then loads through ``held``."""
+    return [(100, "mov w21, #0"),
+            (10000, f"ldr {held}, [x20, #0x8]"), (10000, "bl #0x9000"),
+            (10000, f"ldr w5, [{held}, #0x10]"), (10000, "add w21, w21, w5"),
+            (10000, "subs w22, w22, #1"), (10000, "b.ne #0x1004"), (100, "ret")]
+
+
+def test_a_value_in_a_caller_saved_register_is_not_read_across_a_call(tmp_path):
+    """A call may change x0-x18 (AAPCS64; shapes.sets, the rule chain_walk and
+    keyed_lookups read): the load through x1 after it reads what the call left, which may
+    change on every call, so it is not recomputed work; through the callee-saved x19 it is."""
+    for held, rows in (("x1", (1,)), ("x19", (1, 3))):  # x1: the slot load only
+        (tmp_path / held).mkdir()
+        assert recomputed_work(tmp_path / held, call_in_loop(held)).rows == rows

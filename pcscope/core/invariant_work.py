@@ -363,11 +363,11 @@ def _predecessors(rows: Sequence[int], op: Callable[[int], Op],
 
 
 def _defines(o: Op) -> tuple[str, ...]:
-    """The registers ``o`` writes; a call its result register. The other registers the
-    loop reads after a call without writing them survive it (a compiler that knows the
-    callee keeps values in caller-saved registers across it), so a call is not read as
-    clobbering them."""
-    return (*writes(o), "x0") if isa.is_call(o.mnemonic) else writes(o)
+    """The registers ``o`` writes (the flags included) and, for a call, every register the
+    callee may change (shapes.sets): a value read after a call from a caller-saved register
+    is what the call left there (a second result, or whatever the callee did to it), which
+    may differ on every call."""
+    return (*writes(o), *shapes.sets(o)[len(o.dest):])
 
 
 def _reaching(rows: Sequence[int], op: Callable[[int], Op], preds: dict[int, list[int]],
