@@ -27,6 +27,7 @@ distance, not twice as often.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -373,29 +374,37 @@ def _defines(o: Op) -> tuple[str, ...]:
 def _reaching(rows: Sequence[int], op: Callable[[int], Op], preds: dict[int, list[int]],
               starts: set[int]) -> dict[int, dict[str, frozenset[int]]]:
     """Per row, per register: the rows whose write of it may reach the row (ENTRY: from
-    before the loop, at the ``starts``), iterated over the loop's graph until nothing
-    changes."""
+    before the loop, at the ``starts``), over the loop's graph: a row is read again only
+    when what one of its predecessors passes on has changed, until none has."""
     read_any = {x for q in rows for x in reads(op(q))}
+    succ: dict[int, list[int]] = {r: [] for r in rows}
+    for r in rows:
+        for p in preds[r]:
+            succ[p].append(r)
     out: dict[int, dict[str, frozenset[int]]] = {r: {} for r in rows}
     after: dict[int, dict[str, frozenset[int]]] = {r: {} for r in rows}
-    changed = True
-    while changed:
-        changed = False
-        for r in rows:
-            held: dict[str, set[int]] = {}
-            for p in preds[r]:
-                for reg, ws in after[p].items():
-                    held.setdefault(reg, set()).update(ws)
-            into = {reg: frozenset(ws) for reg, ws in held.items()}
-            if r in starts:  # values from before the loop, for every register read
-                into = {reg: into.get(reg, frozenset()) | {ENTRY}
-                        for reg in {*into, *read_any}}
-            if into != out[r]:
-                out[r], changed = into, True
-            new = dict(into)
-            for reg in _defines(op(r)):
-                new[reg] = frozenset((r,))
+    work = deque(rows)  # every row once, then the rows whose input changed
+    waiting = set(rows)
+    while work:
+        r = work.popleft()
+        waiting.discard(r)
+        held: dict[str, set[int]] = {}
+        for p in preds[r]:
+            for reg, ws in after[p].items():
+                held.setdefault(reg, set()).update(ws)
+        into = {reg: frozenset(ws) for reg, ws in held.items()}
+        if r in starts:  # values from before the loop, for every register read
+            into = {reg: into.get(reg, frozenset()) | {ENTRY} for reg in {*into, *read_any}}
+        out[r] = into
+        new = dict(into)
+        for reg in _defines(op(r)):
+            new[reg] = frozenset((r,))
+        if new != after[r]:
             after[r] = new
+            for s in succ[r]:
+                if s not in waiting:
+                    waiting.add(s)
+                    work.append(s)
     return out
 
 
