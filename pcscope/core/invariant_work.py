@@ -480,8 +480,7 @@ def annotate(finder: _Finder, found: list[Mechanism]) -> list[Mechanism]:
             continue
         loop = loops[at[key]]
         inner = [r for nested in natural_loops.nested_in(loops, loop) for r in nested.rows]
-        found_work = read(p, finder.op, loop.head, loop.rows, inner,
-                          natural_loops.entries(p, finder.facts, loop.rows))
+        found_work = read(p, finder.op, loop.head, loop.rows, inner, finder.loop_entries(at[key]))
         out.append(m if found_work is None else replace(
             m, metrics=(*m.metrics, *metrics(found_work, p.total)),
             checks=(*m.checks, *checks(found_work, p.asm, lambda r: int(p.pc[r]))),

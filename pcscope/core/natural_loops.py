@@ -63,15 +63,17 @@ def loops(profile: Profile, facts: CodeFacts, regions: np.ndarray | None = None)
     head_of = {h: h for h in bodies}
     same: set[int] = set()  # loops that are part of another
     for h, body in bodies.items():
-        entered = None
+        entered = region = None
         for g, other in bodies.items():
             if g == h or not body < other:
                 continue
-            entered = _entered_from(profile, facts, win, body) if entered is None else entered
+            if region is None or entered is None:  # read once per loop, for all around it
+                region = np.flatnonzero(win == win[min(body)])
+                entered = _entered_from(profile, facts, win, region, body)
             # a way in passes g's rows by (g's head too): from the region's first row, not
             # only through g (a block of h laid out far away jumps back in from h's rows)
             bypassed = bool(entered - other) and \
-                bool(_reached_avoiding(profile, facts, win, body, other) & (entered - other))
+                bool(_reached_avoiding(profile, facts, win, region, other) & (entered - other))
             if bypassed or counts[h] < NESTED * counts[g]:
                 same.add(h)
             if bypassed and counts[head_of[h]] > counts[head_of[g]]:
@@ -86,11 +88,10 @@ def loops(profile: Profile, facts: CodeFacts, regions: np.ndarray | None = None)
     return out
 
 
-def _reached_avoiding(profile: Profile, facts: CodeFacts, win: np.ndarray,
-                      body: frozenset[int], avoid: frozenset[int]) -> set[int]:
-    """The rows of ``body``'s region that control reaches from the region's first row
+def _reached_avoiding(profile: Profile, facts: CodeFacts, win: np.ndarray, region: np.ndarray,
+                      avoid: frozenset[int]) -> set[int]:
+    """The rows of a region (its rows ``region``) that control reaches from its first row
     without running a row of ``avoid`` (following fall-through and direct jumps)."""
-    region = np.flatnonzero(win == win[min(body)])
     first, last = int(region[0]), int(region[-1])
     if first in avoid:
         return set()
@@ -105,8 +106,7 @@ def _reached_avoiding(profile: Profile, facts: CodeFacts, win: np.ndarray,
         t = int(to[k])
         if targets[k] >= 0 and not facts.call[r] and t <= last and pcs[t - first] == targets[k]:
             nxt.append(t)
-        if r < last and pcs[k + 1] == pcs[k] + 4 and win[r + 1] == win[r] and \
-                not isa.ends_flow(facts.names[facts.canon[r]]):
+        if r < last and win[r + 1] == win[r] and _falls_into(profile, facts, r):
             nxt.append(r + 1)
         for n in nxt:
             if n not in reached and n not in avoid:
@@ -115,20 +115,34 @@ def _reached_avoiding(profile: Profile, facts: CodeFacts, win: np.ndarray,
     return reached
 
 
-def _entered_from(profile: Profile, facts: CodeFacts, win: np.ndarray,
+def _entered_from(profile: Profile, facts: CodeFacts, win: np.ndarray, region: np.ndarray,
                   body: frozenset[int]) -> set[int]:
-    """The rows of ``body``'s window outside it from which control goes into it: a jump to
-    one of its rows, a row falling into one."""
+    """The rows of ``body``'s region (its rows ``region``) outside it from which control goes
+    into it: a jump to one of its rows, a row of the region falling into one."""
     rows = np.fromiter(sorted(body), dtype=np.int64)
-    region = np.flatnonzero(win == win[rows[0]])
+    jumps, falls = _ways_in(profile, facts, region, rows)
+    return {*jumps[~facts.call[jumps]].tolist(),
+            *(int(r) - 1 for r in falls if win[r - 1] == win[r])}
+
+
+def _ways_in(profile: Profile, facts: CodeFacts, region: np.ndarray,
+             rows: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """How control comes into ``rows`` (ascending) from outside them: the other rows of
+    their region (``region``) whose direct branch or call targets one of them, and those of
+    them the row before (outside them, of any region) falls into."""
     outside = np.setdiff1d(region, rows)
-    jumps = outside[np.isin(facts.target[outside], profile.pc[rows].astype(np.int64))
-                    & ~facts.call[outside]]
-    before = rows - 1
-    falls = [int(r) for r in before[before >= 0] if int(r) not in body and win[r] == win[r + 1]
-             and int(profile.pc[r + 1]) == int(profile.pc[r]) + 4
-             and not isa.ends_flow(facts.names[facts.canon[r]])]
-    return {*jumps.tolist(), *falls}
+    jumps = outside[np.isin(facts.target[outside], profile.pc[rows].astype(np.int64))]
+    before = rows[rows > 0] - 1
+    falls = [int(r) + 1 for r in before[~np.isin(before, rows)]
+             if _falls_into(profile, facts, int(r))]
+    return jumps, falls
+
+
+def _falls_into(profile: Profile, facts: CodeFacts, r: int) -> bool:
+    """Control goes on from row ``r`` to the next row (it does not end the flow, and the next
+    row's pc follows)."""
+    return int(profile.pc[r + 1]) == int(profile.pc[r]) + 4 and \
+        not isa.ends_flow(facts.names[facts.canon[r]])
 
 
 def _natural_loop(profile: Profile, facts: CodeFacts, win: np.ndarray, head: int,
@@ -206,17 +220,23 @@ def tight_loops(profile: Profile, branches: np.ndarray, heads: np.ndarray) -> li
 
 def entries(profile: Profile, facts: CodeFacts, rows: Sequence[int]) -> frozenset[int]:
     """The pcs of a loop's rows (address order) that control reaches from outside them: a
-    row the row before falls into from outside, a function's first row, a jump's target
-    from another row of the function."""
+    row the row before falls into from outside, a function's first row, a jump's or call's
+    target from another row of the function."""
+    fn = int(profile.function[rows[0]])
+    jumps, falls = _ways_in(profile, facts, _function_rows(profile, fn),
+                            np.asarray(rows, dtype=np.int64))
+    jumped = set(facts.target[jumps].tolist())
     inside = set(rows)
-    fn = profile.function[rows[0]]
-    outside = np.setdiff1d(np.flatnonzero(profile.function == fn), rows)
-    jumped = set(facts.target[outside].tolist())
     pcs = profile.pc
+    # a function's first row too: its callers come in there (the row before is another's)
     return frozenset(int(pcs[r]) for r in rows if int(pcs[r]) in jumped or r - 1 not in inside
-                     and (r == 0 or profile.function[r - 1] != fn or
-                          int(pcs[r - 1]) == int(pcs[r]) - 4 and
-                          not isa.ends_flow(facts.names[facts.canon[r - 1]])))
+                     and (r == 0 or profile.function[r - 1] != fn or r in falls))
+
+
+def _function_rows(profile: Profile, fn: int) -> np.ndarray:
+    """The rows of function code ``fn``, ascending: its group; the rows of no function (-1)
+    are in none, so they are found by a scan."""
+    return profile.function_rows(fn) if fn >= 0 else np.flatnonzero(profile.function == fn)
 
 
 def entry_runs(profile: Profile, op: Callable[[int], Op], body: Collection[int]) -> int | None:
@@ -229,7 +249,7 @@ def entry_runs(profile: Profile, op: Callable[[int], Op], body: Collection[int])
     reached by other paths too, so their counts mix them). Jumps into the function from other
     functions are not read, but for callers at its first row."""
     rows = sorted(body)
-    region = profile.function_rows(int(profile.function[rows[0]])).tolist()
+    region = _function_rows(profile, int(profile.function[rows[0]])).tolist()
     edges = edge_runs.read(profile, op, region)
     if edges is None:
         return None
