@@ -52,11 +52,12 @@ def loops(profile: Profile, facts: CodeFacts, regions: np.ndarray | None = None)
     for b, h in zip(branches[keep].tolist(), heads[keep].tolist(), strict=True):
         by_head[h].append(b)
     bodies: dict[int, frozenset[int]] = {}
+    flow = _Flow.of(facts)
     for h in sorted(by_head):
         ends = by_head[h]
         if prefix[max(ends) + 1] - prefix[h] < floor:
             continue
-        body, cycles = _natural_loop(profile, facts, win, h, ends)
+        body, cycles = _natural_loop(profile, facts, flow, win, h, ends)
         if cycles:
             bodies[h] = body
     counts = profile.samples
@@ -145,7 +146,21 @@ def _falls_into(profile: Profile, facts: CodeFacts, r: int) -> bool:
         not isa.ends_flow(facts.names[facts.canon[r]])
 
 
-def _natural_loop(profile: Profile, facts: CodeFacts, win: np.ndarray, head: int,
+@dataclass(frozen=True)
+class _Flow:
+    """Per row: where control does not go on to the next row (isa.ends_flow), and the jumps
+    through a register that are not calls."""
+
+    ends: np.ndarray
+    register_jumps: np.ndarray
+
+    @classmethod
+    def of(cls, facts: CodeFacts) -> _Flow:
+        return cls(facts.flags(isa.ends_flow),
+                   facts.flags(lambda m: isa.is_indirect(m) and not isa.is_call(m)))
+
+
+def _natural_loop(profile: Profile, facts: CodeFacts, flow: _Flow, win: np.ndarray, head: int,
                   ends: list[int]) -> tuple[frozenset[int], bool]:
     """The head and every row of its window (up to LOOP_MAX_ROWS on) that reaches a back
     edge without passing the head, following fall-through and direct jumps: blocks placed
@@ -157,21 +172,21 @@ def _natural_loop(profile: Profile, facts: CodeFacts, win: np.ndarray, head: int
         hi -= 1
     pcs = profile.pc[head:hi + 1].astype(np.int64)
     targets = facts.target[head:hi + 1]
-    to = head + np.searchsorted(pcs, targets)
+    to = np.searchsorted(pcs, targets)  # the offset from head of each target
+    # the edges, read for all the rows at once: direct jumps (not calls) to a row of the
+    # range, and fall-through to the next row
+    jumped = (targets >= 0) & ~facts.call[head:hi + 1] & (to < len(pcs))
+    jumped[jumped] = pcs[to[jumped]] == targets[jumped]
+    falls = np.flatnonzero(~flow.ends[head:hi] & (pcs[1:] == pcs[:-1] + 4))
+    sources = np.concatenate((np.flatnonzero(jumped), falls)) + head
+    dests = np.concatenate((to[jumped], falls + 1)) + head
     preds: dict[int, list[int]] = defaultdict(list)
     succ: dict[int, list[int]] = defaultdict(list)
-    jumps: set[int] = set()  # register jumps: where they go is not known
-    for k, r in enumerate(range(head, hi + 1)):
-        m = facts.names[facts.canon[r]]
-        t = int(to[k])
-        if targets[k] >= 0 and not facts.call[r] and t <= hi and pcs[t - head] == targets[k]:
-            preds[t].append(r)
-            succ[r].append(t)
-        if not isa.ends_flow(m) and r < hi and pcs[k + 1] == pcs[k] + 4:
-            preds[r + 1].append(r)
-            succ[r].append(r + 1)
-        if isa.is_indirect(m) and not isa.is_call(m):
-            jumps.add(r)
+    for a, b in zip(sources.tolist(), dests.tolist(), strict=True):
+        preds[b].append(a)
+        succ[a].append(b)
+    # register jumps: where they go is not known
+    jumps = set((np.flatnonzero(flow.register_jumps[head:hi + 1]) + head).tolist())
     body = {head}
     stack = [e for e in ends if e != head]
     while stack:
