@@ -56,6 +56,7 @@ class Recomputed:
     rows: tuple[int, ...]  # address order
     per_iteration: float  # their executions / the loop's iterations
     loop_per_iteration: float  # the loop's own instructions' executions / its iterations
+    loop_executions: int  # the loop's own instructions' executions
     executions: int  # their executions
     changes: int  # the most changes of any of their inputs over the run
     iterations: int
@@ -187,12 +188,13 @@ def read(profile: Profile, op: Callable[[int], Op], head: int, rows: Sequence[in
                              and t.slots[r] not in read_slots
                              and not set(op(r).addr) & _STACK), key=lambda r: (-count(r), r)))
     executions = sum(count(r) for r in chain)
+    loop_executions = sum(count(r) for r in own)
     counted = Counted(len(own), min(own), max(own),
                       tuple(r for r in sorted(cycles) if r - 1 not in cycles),
                       round(sum(count(r) for r in cycles) / iterations, 2),
                       sum(1 for r in own if count(r) and isa.is_call(op(r).mnemonic)))
     return Recomputed(ordered, round(executions / iterations, 2),
-                      round(sum(count(r) for r in own) / iterations, 2), executions,
+                      round(loop_executions / iterations, 2), loop_executions, executions,
                       max((change[r] for r in chain), default=0), iterations, loads,
                       blockers if loads else (), changers,
                       tuple(count(r) for r in changers), entries, counted, saturated)
@@ -451,6 +453,7 @@ CLAMPED = "a clamp makes more work invariant once it saturates: "
 CLAMPED_WORK = "the work reading only the clamped value and inputs that change on few runs: "
 STAYS = "what still changes on every iteration once it saturates: "
 NOT_COUNTED = "how often the clamp saturates is not known from the counts: "
+TOGETHER = "the recomputed and the clamp's work share no instruction, so together they are: "
 CHANGED = "the recomputed work's inputs change at: "
 COUNTED = "the loop's instructions per iteration count its rows at: "
 BLOCKED = "stores in the loop the compiler cannot tell apart from that memory: "
@@ -460,6 +463,9 @@ LOOP_PER_ITERATION = "loop instructions per iteration"
 SHARE = "recomputed share"
 CLAMPED_PER_ITERATION = "invariant once clamped per iteration"
 CLAMPED_SHARE = "invariant once clamped share"
+HOISTED_PER_ITERATION = "recomputed or invariant once clamped per iteration"
+HOISTED_LOOP_SHARE = "recomputed or invariant once clamped loop share"
+HOISTED_SHARE = "recomputed or invariant once clamped share"
 # Loops whose own advice already is "keep it in registers" or that are not one loop's work.
 NOT_LOOPS = frozenset(("memory-state", "spin-wait", "per-operation", "return-zeroing", "plt",
                        "libc-routine", "jit", "indirect-call", "dispatch", "outline-atomic",
@@ -483,27 +489,53 @@ def annotate(finder: _Finder, found: list[Mechanism]) -> list[Mechanism]:
         found_work = read(p, finder.op, loop.head, loop.rows, inner, finder.loop_entries(at[key]))
         out.append(m if found_work is None else replace(
             m, metrics=(*m.metrics, *metrics(found_work, p.total)),
-            checks=(*m.checks, *checks(found_work, p.asm, lambda r: int(p.pc[r]))),
+            checks=(*m.checks, *checks(found_work, p.asm, lambda r: int(p.pc[r]), p.total)),
             recomputed=values(found_work, p.asm, lambda r: int(p.pc[r]))))
     return out
 
 
 def metrics(work: Recomputed, total: float) -> list[Metric]:
-    return [Metric(PER_ITERATION, work.per_iteration, "instructions",
-                   "executions of the recomputing instructions / the loop head's count"),
-            Metric(LOOP_PER_ITERATION, work.loop_per_iteration, "instructions",
-                   "executions of the loop's own instructions / the loop head's count"),
-            Metric(SHARE, round(100.0 * work.executions / total, 3) if total else 0.0, "%",
-                   "executions of the recomputing instructions / the total"),
-            Metric(INPUT_CHANGES, round(100.0 * work.changes / work.iterations, 1), "%",
-                   "the most executions of the instructions writing their inputs (the "
-                   "loop's entries included) / the loop head's count"),
-            *([] if (sat := work.saturated) is None else [
-                Metric(CLAMPED_PER_ITERATION, sat.per_iteration, "instructions",
-                       "executions of the instructions invariant once the clamp saturates "
-                       "/ the loop head's count (an upper bound: all iterations saturated)"),
-                Metric(CLAMPED_SHARE, round(100.0 * sat.executions / total, 3) if total else 0.0,
-                       "%", "executions of those instructions / the total")])]
+    out = [Metric(PER_ITERATION, work.per_iteration, "instructions",
+                  "executions of the recomputing instructions / the loop head's count"),
+           Metric(LOOP_PER_ITERATION, work.loop_per_iteration, "instructions",
+                  "executions of the loop's own instructions / the loop head's count"),
+           Metric(SHARE, round(100.0 * work.executions / total, 3) if total else 0.0, "%",
+                  "executions of the recomputing instructions / the total"),
+           Metric(INPUT_CHANGES, round(100.0 * work.changes / work.iterations, 1), "%",
+                  "the most executions of the instructions writing their inputs (the "
+                  "loop's entries included) / the loop head's count")]
+    sat = work.saturated
+    if sat is None:
+        return out
+    out += [Metric(CLAMPED_PER_ITERATION, sat.per_iteration, "instructions",
+                   "executions of the instructions invariant once the clamp saturates "
+                   "/ the loop head's count (an upper bound: all iterations saturated)"),
+            Metric(CLAMPED_SHARE, round(100.0 * sat.executions / total, 3) if total else 0.0,
+                   "%", "executions of those instructions / the total")]
+    together = _together(work, total)
+    if together is None:
+        return out
+    per, loop, share = together
+    return [*out,
+            Metric(HOISTED_PER_ITERATION, per, "instructions",
+                   "executions of the recomputing instructions and of those invariant once "
+                   "the clamp saturates (no instruction is both) / the loop head's count (an "
+                   "upper bound)"),
+            Metric(HOISTED_LOOP_SHARE, loop, "%",
+                   "those executions / the executions of the loop's own instructions"),
+            Metric(HOISTED_SHARE, share, "%", "those executions / the total")]
+
+
+def _together(work: Recomputed, total: float) -> tuple[float, float, float] | None:
+    """The recomputed work and the clamp's at once, when there are both: per iteration, % of
+    the loop's own executions, % of the total. _saturated takes the clamp's work from what
+    the recomputed work leaves, so no instruction is in both and their executions add."""
+    sat = work.saturated
+    if sat is None or not work.rows:
+        return None
+    both = work.executions + sat.executions
+    return (round(both / work.iterations, 2), round(100.0 * both / work.loop_executions, 1),
+            round(100.0 * both / total, 3) if total else 0.0)
 
 
 def values(work: Recomputed, asm: Callable[[int], str],
@@ -518,7 +550,8 @@ def values(work: Recomputed, asm: Callable[[int], str],
     return RecomputedValues(tuple(at(r) for r in work.rows), _span(work.counted, pc), clamp)
 
 
-def checks(work: Recomputed, asm: Callable[[int], str], pc: Callable[[int], int]) -> list[str]:
+def checks(work: Recomputed, asm: Callable[[int], str], pc: Callable[[int], int],
+           total: float) -> list[str]:
     def at(row: int) -> str:
         return f"`{asm(row)}` at {pc(row):#x}"
     # every instruction, in address order: the checks are the whole record (advice names a few)
@@ -534,6 +567,11 @@ def checks(work: Recomputed, asm: Callable[[int], str], pc: Callable[[int], int]
         out.append(BLOCKED + ", ".join(at(r) for r in work.blockers[:2]))
     if work.saturated is not None:
         out += _clamp_checks(work.saturated, asm, at)
+    together = _together(work, total)
+    if together is not None:
+        per, loop, share = together
+        out.append(f"{TOGETHER}{per:g} of the {work.loop_per_iteration:g} instructions per "
+                   f"iteration ({loop:g}% of the loop's, {share:g}% of the total) at most")
     return out
 
 
