@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pcscope.core import edge_runs, isa
-from pcscope.core.patterns import CodeFacts, backward_branches
+from pcscope.core.patterns import CodeFacts, backward_branches, taken_runs
 from pcscope.core.profile import Profile
 from pcscope.core.shapes import Op
 
@@ -212,17 +212,11 @@ def tight_loops(profile: Profile, branches: np.ndarray, heads: np.ndarray) -> li
     (at most TIGHT_ROWS, all of one function), the most-taken back edge first; a range
     overlapping one already kept is left out, so the back edges of one loop give one range
     (an inner cycle of a larger natural loop is its own tight loop here)."""
-    counts, pcs = profile.samples, profile.pc
     floor = LOOP_MIN_SHARE * profile.total
-    candidates = []
-    for b, h in zip(branches.tolist(), heads.tolist(), strict=True):
-        if b - h >= TIGHT_ROWS or profile.function[b] != profile.function[h]:
-            continue
-        after = b + 1
-        falls = after < len(profile) and int(pcs[after]) == int(pcs[b]) + 4 and \
-            profile.asm(b).split(" ", 1)[0] != "b"  # an unconditional b is always taken
-        taken = int(counts[b]) - (int(counts[after]) if falls else 0)
-        candidates.append((-taken, b - h, h, b))
+    near = (branches - heads < TIGHT_ROWS) & (profile.function[branches] == profile.function[heads])
+    candidates = [(-taken, b - h, h, b) for b, h, taken in zip(
+        branches[near].tolist(), heads[near].tolist(),
+        taken_runs(profile, branches[near]).tolist(), strict=True)]
     out: list[range] = []
     used: set[int] = set()
     for _, _, h, b in sorted(candidates):

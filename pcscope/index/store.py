@@ -113,7 +113,10 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 #     constant-key callers (``lookup``), a loop's recomputed and clamped work (``recomputed``)
 # 37: a byte-swap-store mechanism owns the loop that does nothing but its stores (the loop's
 #     other rows in its site, their count per word a metric)
-FORMAT_VERSION = 37
+# 38: a call changes every register its callee may (recomputed work), the recomputed and the
+#     clamp's work counted together, a loop closed by an unconditional ``b`` taken on all its
+#     runs (byte-loop trips)
+FORMAT_VERSION = 38
 Progress = Callable[[str], None]
 
 
