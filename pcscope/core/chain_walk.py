@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pcscope.core import isa, shapes
+from pcscope.core.call_effects import CallEffects
 from pcscope.core.chase_values import WrapBound
 from pcscope.core.mechanisms import Metric
 from pcscope.core.profile import Profile
@@ -84,6 +85,7 @@ class _Reader:
                  joins: frozenset[int]) -> None:
         self.p, self.op, self.rows, self.joins = profile, op, rows, joins
         self.inside = set(rows)
+        self.changes = CallEffects(profile, op).changes
         # the rows of the walk jumping to each pc, and _defs' answers: asked per row, per
         # register and per pass, they were found anew by scanning every row (an interpreter's
         # walk of thousands of rows took minutes)
@@ -109,7 +111,7 @@ class _Reader:
         """What last sets ``reg`` before ``row`` (shapes.setter over the walk's LOOK_BACK
         rows before it, in address order)."""
         return shapes.setter(self.op, range(row - 1, max(self.rows[0], row - LOOK_BACK) - 1, -1),
-                             reg, int(self.p.pc[row]))
+                             reg, int(self.p.pc[row]), self.changes)
 
     def compared_load(self, branch: int) -> tuple[int, str] | None:
         """For ``cmp a, b; b.cond``: the narrow load of one side and the other register."""
@@ -455,7 +457,7 @@ def masked(profile: Profile, op: Callable[[int], Op], rows: list[int],
         if o.mnemonic != "and" or o.dest != index or len(o.src) != 2 or len(fixed) != 1:
             continue
         setter = shapes.setter(op, profile.rows_before(rows[0], LOOK_BEFORE), fixed[0],
-                               int(profile.pc[max(rows)]))
+                               int(profile.pc[max(rows)]), CallEffects(profile, op).changes)
         return Mask(row, setter, None if setter is None else shapes.constant(profile.asm(setter)))
     return None
 
@@ -526,7 +528,8 @@ def wrapped(profile: Profile, op: Callable[[int], Op], rows: list[int],
             continue
         before = profile.rows_before(inside[0], LOOK_BEFORE)
         reached = list(shapes.falls_through(op, before, int(profile.pc[inside[-1]])))
-        setter = shapes.setter(op, reached, bound, int(profile.pc[inside[-1]]))
+        setter = shapes.setter(op, reached, bound, int(profile.pc[inside[-1]]),
+                               CallEffects(profile, op).changes)
         start = reached[-1] if reached else inside[0]
         # read from the function's first row, which falls through to the walk
         entered = bool(len(reached) == len(before) and  # a Python bool: the mechanism stores it

@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from pcscope.core import isa, natural_loops, shapes
+from pcscope.core.call_effects import CallEffects
 from pcscope.core.loop_dataflow import FLAGS, immediate, reads, writes
 from pcscope.core.mechanisms import Mechanism, Metric
 from pcscope.core.profile import Profile
@@ -160,7 +161,7 @@ def read(profile: Profile, op: Callable[[int], Op], head: int, rows: Sequence[in
     preds = _predecessors(rows, op, row_of, body)
     # where values from before the loop come in: its head, and the rows entered from outside
     starts = {head} | {r for r in own if op(r).pc in entered_at}
-    t = _Tables.of(rows, op, _reaching(rows, op, preds, starts))
+    t = _Tables.of(rows, op, _reaching(rows, op, preds, starts, CallEffects(profile, op).changes))
     entries = natural_loops.entry_runs(profile, op, body)
     if entries is None:  # an edge's runs unknown: each start's count less what the loop
         # sends it (a conditional branch's fall-through taken as all of the next row's runs)
@@ -365,19 +366,17 @@ def _predecessors(rows: Sequence[int], op: Callable[[int], Op],
     return preds
 
 
-def _defines(o: Op) -> tuple[str, ...]:
-    """The registers ``o`` writes (the flags included) and, for a call, every register the
-    callee may change (shapes.sets): a value read after a call from a caller-saved register
-    is what the call left there (a second result, or whatever the callee did to it), which
-    may differ on every call."""
-    return (*writes(o), *shapes.sets(o)[len(o.dest):])
 
 
 def _reaching(rows: Sequence[int], op: Callable[[int], Op], preds: dict[int, list[int]],
-              starts: set[int]) -> dict[int, dict[str, frozenset[int]]]:
+              starts: set[int], changes: Callable[[int], tuple[str, ...]]
+              ) -> dict[int, dict[str, frozenset[int]]]:
     """Per row, per register: the rows whose write of it may reach the row (ENTRY: from
     before the loop, at the ``starts``), over the loop's graph: a row is read again only
-    when what one of its predecessors passes on has changed, until none has."""
+    when what one of its predecessors passes on has changed, until none has. A row writes
+    the registers it may change (``changes``, a call's callee included: a value read after a
+    call from a register the callee may change is what the call left there, which may
+    differ on every call) and the flags it sets."""
     read_any = {x for q in rows for x in reads(op(q))}
     succ: dict[int, list[int]] = {r: [] for r in rows}
     for r in rows:
@@ -399,7 +398,7 @@ def _reaching(rows: Sequence[int], op: Callable[[int], Op], preds: dict[int, lis
             into = {reg: into.get(reg, frozenset()) | {ENTRY} for reg in {*into, *read_any}}
         out[r] = into
         new = dict(into)
-        for reg in _defines(op(r)):
+        for reg in (*writes(op(r)), *changes(r)):
             new[reg] = frozenset((r,))
         if new != after[r]:
             after[r] = new

@@ -289,14 +289,16 @@ def sets(o: Op) -> tuple[str, ...]:
     return (*o.dest, *CALL_CLOBBERED) if isa.is_call(o.mnemonic) else o.dest
 
 
-def setter(op: Callable[[int], Op], rows: Iterable[int], reg: str, read: int) -> int | None:
+def setter(op: Callable[[int], Op], rows: Iterable[int], reg: str, read: int,
+           changes: Callable[[int], tuple[str, ...]]) -> int | None:
     """The row that last sets ``reg`` for a read at PC ``read`` (of a span of code: its last
     PC), looking back through ``rows`` (the rows before it, latest first; the caller bounds
-    them) as far as control goes on from them to it (falls_through): the first that writes
-    it (sets). A W write sets the X register (it clears the upper half; Op names both X).
-    None when none of them does."""
+    them) as far as control goes on from them to it (falls_through): the first that may
+    change it (``changes``: per row, pcscope.core.call_effects, a call's callee included). A
+    W write sets the X register (it clears the upper half; Op names both X). None when none
+    of them does."""
     for r in falls_through(op, rows, read):
-        if reg in sets(op(r)):
+        if reg in changes(r):
             return r
     return None
 

@@ -113,9 +113,10 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 #     constant-key callers (``lookup``), a loop's recomputed and clamped work (``recomputed``)
 # 37: a byte-swap-store mechanism owns the loop that does nothing but its stores (the loop's
 #     other rows in its site, their count per word a metric)
-# 38: a call changes every register its callee may (recomputed work), the recomputed and the
-#     clamp's work counted together, a loop closed by an unconditional ``b`` taken on all its
-#     runs (byte-loop trips)
+# 38: a call changes the caller-saved registers its callee's code writes, all of them when
+#     that code is not all in the profile (recomputed work, register setters); the recomputed
+#     and the clamp's work counted together; a loop closed by an unconditional ``b`` taken on
+#     all its runs (byte-loop trips)
 FORMAT_VERSION = 38
 Progress = Callable[[str], None]
 
