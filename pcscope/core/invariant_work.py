@@ -366,8 +366,6 @@ def _predecessors(rows: Sequence[int], op: Callable[[int], Op],
     return preds
 
 
-
-
 def _reaching(rows: Sequence[int], op: Callable[[int], Op], preds: dict[int, list[int]],
               starts: set[int], changes: Callable[[int], tuple[str, ...]]
               ) -> dict[int, dict[str, frozenset[int]]]:
