@@ -506,3 +506,17 @@ def test_a_load_a_line_or_more_away_is_not_beside_the_second_access(tmp_path):
     assert "ldurb w3, [x3, #-100]" not in {b.load for b in m.chase.beside}
     claim = advise(_mechanism_data(m), "executions", None).claim
     assert "2 of them near it: `ldrb w5, [x2, #1]` w7 − 1 bytes before it" in claim, claim
+
+
+def test_a_call_in_the_walk_changes_the_caller_saved_registers_it_compares(tmp_path):
+    """A call inside the walk (its callee not in the profile) may change x0-x18 on every step
+    (pcscope.core.call_effects): a compare against w10 after it is no first reject, since
+    w10 is not a value the walk leaves alone; against the callee-saved w20 it is."""
+    def with_call(fixed: str) -> list:
+        rows = search(fixed=fixed)
+        rows[7] = (800, "bl 0x9000")  # in place of the step budget's subs
+        return rows
+    assert "rejected at the first compare" in figures(chase(tmp_path, with_call("w20")))
+    (tmp_path / "w10").mkdir()
+    assert "rejected at the first compare" not in figures(chase(tmp_path / "w10",
+                                                                with_call("w10")))

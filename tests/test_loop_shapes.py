@@ -22,7 +22,7 @@ from pcscope.core.gather_partition import (
 )
 from pcscope.core.gather_values import CALL, GatherValues, Guard
 from pcscope.core.mechanism_finder import find_mechanisms
-from pcscope.core.patterns import code_facts, find_patterns
+from pcscope.core.patterns import code_facts, find_patterns, loop_trips
 from pcscope.core.readers.profile_csv import read_profile
 from pcscope.core.shapes import Op
 
@@ -541,3 +541,13 @@ def test_a_reopened_index_gives_the_advice_the_branches_by_role(tmp_path, loop, 
     advice = advise(as_dict(m), "executions", None)
     text = advice.claim + " " + advice.recommendation
     assert all(s in text for s in says), text
+
+
+def test_an_unconditional_branch_back_is_taken_on_all_its_runs(tmp_path):
+    """A loop closed by ``b`` back whose exit jumps to the row after it: that row's 100 runs
+    are the exits', not a fall-through of the ``b``, which is taken on all its 900 runs; so
+    1000 iterations over 100 entries, 10 per entry (not 1000 / 200)."""
+    profile, _ = mechanisms_of(tmp_path, [("f", 0x1000, [
+        (100, "mov w0, #0"), (1000, "ldrb w1, [x2], #1"), (1000, "cbz w1, #0x1014"),
+        (900, "add w0, w0, #1"), (900, "b #0x1004"), (100, "ret")])])
+    assert loop_trips(profile, 1, 4) == 10.0

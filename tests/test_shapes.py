@@ -133,7 +133,8 @@ def test_outline_atomic_helper():
 def setter_of(reg: str, *lines: str) -> int | None:
     """The setter of ``reg`` for a read right after ``lines``, looking back through all."""
     ops = body(*lines)
-    return shapes.setter(ops.__getitem__, range(len(ops) - 1, -1, -1), reg, 0x1000 + 4 * len(ops))
+    return shapes.setter(ops.__getitem__, range(len(ops) - 1, -1, -1), reg, 0x1000 + 4 * len(ops),
+                         lambda r: shapes.sets(ops[r]))
 
 
 def test_the_setter_is_the_last_write_and_a_w_write_sets_the_x_register():

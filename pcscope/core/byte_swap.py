@@ -49,10 +49,11 @@ def find(finder: _Finder) -> list[Mechanism]:
             by_fn[int(finder.p.function[row])].append((swap, row))
             done = max(swap)
     out = []
+    loop_of = {r: i for i, loop in enumerate(finder.tight_loops) for r in loop}  # disjoint
     for swaps in by_fn.values():
         words = sum(finder.count(key) for _, key in swaps)
         per_word = sum(finder.count(key) * len(rows) for rows, key in swaps) / words
-        loops = _own_loops(finder, swaps)
+        loops = _own_loops(finder, swaps, loop_of)
         control = sum(finder.count(key) * len(loops.get(key, ())) for _, key in swaps) / words
         out.append(finder.mechanism("byte-swap-store", [
             finder.site([*rows, *loops.get(key, ())], key) for rows, key in swaps], [
@@ -69,17 +70,23 @@ def find(finder: _Finder) -> list[Mechanism]:
     return out
 
 
-def _own_loops(finder: _Finder, swaps: list[tuple[list[int], int]]) -> dict[int, list[int]]:
+def _own_loops(finder: _Finder, swaps: list[tuple[list[int], int]],
+               loop_of: dict[int, int]) -> dict[int, list[int]]:
     """The other rows of each straight-line loop that does nothing but swapped stores (every
     row run as often, at most LOOP_CONTROL rows besides the stores': the word's load, the
-    pointer steps, the compare and branch), by the key row of its first swap. Such a loop
-    exists only to store the words, so its control is the swap's to remove: a `rev32` +
-    `str q` form has two steps where it has one per word, and no other idea can delete it."""
+    pointer steps, the compare and branch), by the key row of its first swap (``loop_of``:
+    per row of a tight loop, its position in finder.tight_loops). Such a loop exists only to
+    store the words, so its control is the swap's to remove: a `rev32` + `str q` form has
+    two steps where it has one per word, and no other idea can delete it."""
+    within: dict[int, list[tuple[int, list[int]]]] = defaultdict(list)
+    for rows, key in swaps:
+        at = {loop_of.get(r, -1) for r in rows}
+        if len(at) == 1 and (i := at.pop()) >= 0:  # all its rows in one loop
+            within[i].append((key, rows))
     out: dict[int, list[int]] = {}
-    for loop in finder.tight_loops:
-        inside = sorted((key, rows) for rows, key in swaps if set(rows) <= set(loop))
-        if not inside:
-            continue
+    for i, swapped in within.items():
+        loop = finder.tight_loops[i]
+        inside = sorted(swapped)
         theirs = {r for _, rows in inside for r in rows}
         rest = [r for r in loop if r not in theirs]
         if len(rest) <= LOOP_CONTROL and len({finder.count(r) for r in loop}) == 1:

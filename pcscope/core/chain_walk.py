@@ -50,6 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pcscope.core import isa, shapes
+from pcscope.core.call_effects import CallEffects
 from pcscope.core.chase_values import Beside, PairedLinks, SecondReach, WrapBound
 from pcscope.core.mechanisms import Metric
 from pcscope.core.profile import Profile
@@ -125,6 +126,8 @@ class _Reader:
                  joins: frozenset[int]) -> None:
         self.p, self.op, self.rows, self.joins = profile, op, rows, joins
         self.inside = set(rows)
+        # what each row may change: a call also what its callee may (call_effects)
+        self.changes = CallEffects(profile, op).changes
         # the rows of the walk jumping to each pc, and _defs' answers: asked per row, per
         # register and per pass, they were found anew by scanning every row (an interpreter's
         # walk of thousands of rows took minutes)
@@ -136,7 +139,7 @@ class _Reader:
         self.defs: dict[tuple[int, str], frozenset[int]] = {}
         self.writes: dict[str, int] = {}  # per register: the most runs of a row writing it
         for row in rows:
-            for reg in op(row).dest:
+            for reg in self.changes(row):
                 self.writes[reg] = max(self.writes.get(reg, 0), self.count(row))
 
     def count(self, row: int) -> int:
@@ -150,7 +153,7 @@ class _Reader:
         """What last sets ``reg`` before ``row`` (shapes.setter over the walk's LOOK_BACK
         rows before it, in address order)."""
         return shapes.setter(self.op, range(row - 1, max(self.rows[0], row - LOOK_BACK) - 1, -1),
-                             reg, int(self.p.pc[row]))
+                             reg, int(self.p.pc[row]), self.changes)
 
     def compared_load(self, branch: int) -> tuple[int, str] | None:
         """For ``cmp a, b; b.cond``: the narrow load of one side and the other register."""
@@ -281,7 +284,7 @@ def _reaching_defs(r: _Reader, row: int, reg: str) -> frozenset[int]:
         q = todo.pop()
         while int(r.p.pc[q]) not in r.joins and q - 1 in r.inside:
             q -= 1
-            if reg in r.op(q).dest:
+            if reg in r.changes(q):
                 out.add(q)
                 break
         else:
@@ -297,7 +300,7 @@ def _reaching_defs(r: _Reader, row: int, reg: str) -> frozenset[int]:
                 if b in seen:
                     continue
                 seen.add(b)
-                if reg in r.op(b).dest:
+                if reg in r.changes(b):
                     out.add(b)
                 else:
                     todo.append(b)
@@ -719,14 +722,15 @@ def masked(profile: Profile, op: Callable[[int], Op], rows: list[int],
     does not write), with what sets that register before the walk (shapes.setter over the
     function's LOOK_BEFORE rows before it); None when the index is not masked that way."""
     index = op(keys[0]).addr[1:2]
-    written = {reg for row in rows for reg in op(row).dest}
+    changes = CallEffects(profile, op).changes
+    written = {reg for row in rows for reg in changes(row)}
     for row in rows:
         o = op(row)
         fixed = [reg for reg in o.src if reg not in written]
         if o.mnemonic != "and" or o.dest != index or len(o.src) != 2 or len(fixed) != 1:
             continue
         setter = shapes.setter(op, profile.rows_before(rows[0], LOOK_BEFORE), fixed[0],
-                               int(profile.pc[max(rows)]))
+                               int(profile.pc[max(rows)]), changes)
         return Mask(row, setter, None if setter is None else shapes.constant(profile.asm(setter)))
     return None
 
@@ -775,15 +779,16 @@ def wrapped(profile: Profile, op: Callable[[int], Op], rows: list[int],
     """The wrap of an index feeding the chain's loads, by a register the walk does not
     write but compares against; None when there is none."""
     inside = sorted(rows)
-    written = {reg for row in inside for reg in op(row).dest}
+    changes = CallEffects(profile, op).changes
+    written = {reg for row in inside for reg in changes(row)}
     where = {row: i for i, row in enumerate(inside)}
 
     def writer(row: int, reg: str) -> int | None:
-        """The nearest row writing ``reg`` before ``row`` in address order, else (a value
-        from the previous iteration) the last one of the walk after it."""
+        """The nearest row that may change ``reg`` before ``row`` in address order, else (a
+        value from the previous iteration) the last one of the walk after it."""
         i = where[row]
         return next((q for q in (*inside[i - 1::-1][:i], *inside[:i:-1])
-                     if reg in op(q).dest), None)
+                     if reg in changes(q)), None)
 
     for row in inside:
         found = _wrap_at(op, row, writer, written, inside)
@@ -797,7 +802,7 @@ def wrapped(profile: Profile, op: Callable[[int], Op], rows: list[int],
             continue
         before = profile.rows_before(inside[0], LOOK_BEFORE)
         reached = list(shapes.falls_through(op, before, int(profile.pc[inside[-1]])))
-        setter = shapes.setter(op, reached, bound, int(profile.pc[inside[-1]]))
+        setter = shapes.setter(op, reached, bound, int(profile.pc[inside[-1]]), changes)
         start = reached[-1] if reached else inside[0]
         # read from the function's first row, which falls through to the walk
         entered = bool(len(reached) == len(before) and  # a Python bool: the mechanism stores it

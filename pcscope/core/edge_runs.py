@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 
 from pcscope.core import isa
 from pcscope.core.profile import Profile
@@ -27,18 +26,11 @@ class Edges:
     to: tuple[int | None, ...]  # the row it goes to; None: out of the function
     runs: tuple[int | None, ...]  # None: not known from the counts
     table_jumps: frozenset[int]  # the rows jumping through a register (where to is not known)
+    ins: dict[int, list[int]] = field(repr=False, compare=False)  # per row: the edges to it
 
     def into(self, row: int) -> list[int]:
         """The edges going to ``row``."""
-        return self._into.get(row, [])
-
-    @cached_property
-    def _into(self) -> dict[int, list[int]]:
-        out: dict[int, list[int]] = defaultdict(list)
-        for e, t in enumerate(self.to):
-            if t is not None:
-                out[t].append(e)
-        return dict(out)
+        return self.ins.get(row, [])
 
 
 def read(profile: Profile, op: Callable[[int], Op], region: Sequence[int]) -> Edges | None:
@@ -74,7 +66,7 @@ def read(profile: Profile, op: Callable[[int], Op], region: Sequence[int]) -> Ed
     runs = _solve(equations, len(source))
     if runs is None:
         return None
-    return Edges(tuple(source), tuple(to), tuple(runs), frozenset(table_jumps))
+    return Edges(tuple(source), tuple(to), tuple(runs), frozenset(table_jumps), dict(into))
 
 
 def _solve(equations: list[tuple[int, list[int]]], n: int) -> list[int | None] | None:

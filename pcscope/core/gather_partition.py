@@ -133,7 +133,7 @@ def find(finder: _Finder, claimed: np.ndarray) -> list[Mechanism]:
     ``claimed`` are left out."""
     p = finder.p
     by_fn: dict[int, list[GatherLoop]] = {}
-    for found in finder.function_loops:
+    for i, found in enumerate(finder.function_loops):
         rows = found.rows
         fn = int(p.function[rows[0]])
         if fn < 0 or finder._libc_names[fn] is not None or finder.share(rows) < MIN_SHARE:
@@ -142,7 +142,7 @@ def find(finder: _Finder, claimed: np.ndarray) -> list[Mechanism]:
                            natural_loops.nested_in(finder.function_loops, found)
                            for r in inner.rows)
         loop = gather_loop([finder.op(r) for r in rows], rows, [finder.count(r) for r in rows],
-                           nested, natural_loops.entries(p, finder.facts, rows))
+                           nested, finder.loop_entries(i))
         if loop is None or claimed[[*loop.gathers, *loop.indexed, *loop.branches]].any():
             continue
         own = replace(loop, rows=tuple(r for r in loop.rows if not claimed[r]))

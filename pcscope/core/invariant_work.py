@@ -27,11 +27,13 @@ distance, not twice as often.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from pcscope.core import isa, natural_loops, shapes
+from pcscope.core.call_effects import CallEffects
 from pcscope.core.loop_dataflow import FLAGS, immediate, reads, writes
 from pcscope.core.mechanisms import Mechanism, Metric
 from pcscope.core.profile import Profile
@@ -55,6 +57,7 @@ class Recomputed:
     rows: tuple[int, ...]  # address order
     per_iteration: float  # their executions / the loop's iterations
     loop_per_iteration: float  # the loop's own instructions' executions / its iterations
+    loop_executions: int  # the loop's own instructions' executions
     executions: int  # their executions
     changes: int  # the most changes of any of their inputs over the run
     iterations: int
@@ -158,7 +161,7 @@ def read(profile: Profile, op: Callable[[int], Op], head: int, rows: Sequence[in
     preds = _predecessors(rows, op, row_of, body)
     # where values from before the loop come in: its head, and the rows entered from outside
     starts = {head} | {r for r in own if op(r).pc in entered_at}
-    t = _Tables.of(rows, op, _reaching(rows, op, preds, starts))
+    t = _Tables.of(rows, op, _reaching(rows, op, preds, starts, CallEffects(profile, op).changes))
     entries = natural_loops.entry_runs(profile, op, body)
     if entries is None:  # an edge's runs unknown: each start's count less what the loop
         # sends it (a conditional branch's fall-through taken as all of the next row's runs)
@@ -186,12 +189,13 @@ def read(profile: Profile, op: Callable[[int], Op], head: int, rows: Sequence[in
                              and t.slots[r] not in read_slots
                              and not set(op(r).addr) & _STACK), key=lambda r: (-count(r), r)))
     executions = sum(count(r) for r in chain)
+    loop_executions = sum(count(r) for r in own)
     counted = Counted(len(own), min(own), max(own),
                       tuple(r for r in sorted(cycles) if r - 1 not in cycles),
                       round(sum(count(r) for r in cycles) / iterations, 2),
                       sum(1 for r in own if count(r) and isa.is_call(op(r).mnemonic)))
     return Recomputed(ordered, round(executions / iterations, 2),
-                      round(sum(count(r) for r in own) / iterations, 2), executions,
+                      round(loop_executions / iterations, 2), loop_executions, executions,
                       max((change[r] for r in chain), default=0), iterations, loads,
                       blockers if loads else (), changers,
                       tuple(count(r) for r in changers), entries, counted, saturated)
@@ -362,40 +366,44 @@ def _predecessors(rows: Sequence[int], op: Callable[[int], Op],
     return preds
 
 
-def _defines(o: Op) -> tuple[str, ...]:
-    """The registers ``o`` writes; a call its result register. The other registers the
-    loop reads after a call without writing them survive it (a compiler that knows the
-    callee keeps values in caller-saved registers across it), so a call is not read as
-    clobbering them."""
-    return (*writes(o), "x0") if isa.is_call(o.mnemonic) else writes(o)
-
-
 def _reaching(rows: Sequence[int], op: Callable[[int], Op], preds: dict[int, list[int]],
-              starts: set[int]) -> dict[int, dict[str, frozenset[int]]]:
+              starts: set[int], changes: Callable[[int], tuple[str, ...]]
+              ) -> dict[int, dict[str, frozenset[int]]]:
     """Per row, per register: the rows whose write of it may reach the row (ENTRY: from
-    before the loop, at the ``starts``), iterated over the loop's graph until nothing
-    changes."""
+    before the loop, at the ``starts``), over the loop's graph: a row is read again only
+    when what one of its predecessors passes on has changed, until none has. A row writes
+    the registers it may change (``changes``, a call's callee included: a value read after a
+    call from a register the callee may change is what the call left there, which may
+    differ on every call) and the flags it sets."""
     read_any = {x for q in rows for x in reads(op(q))}
+    succ: dict[int, list[int]] = {r: [] for r in rows}
+    for r in rows:
+        for p in preds[r]:
+            succ[p].append(r)
     out: dict[int, dict[str, frozenset[int]]] = {r: {} for r in rows}
     after: dict[int, dict[str, frozenset[int]]] = {r: {} for r in rows}
-    changed = True
-    while changed:
-        changed = False
-        for r in rows:
-            held: dict[str, set[int]] = {}
-            for p in preds[r]:
-                for reg, ws in after[p].items():
-                    held.setdefault(reg, set()).update(ws)
-            into = {reg: frozenset(ws) for reg, ws in held.items()}
-            if r in starts:  # values from before the loop, for every register read
-                into = {reg: into.get(reg, frozenset()) | {ENTRY}
-                        for reg in {*into, *read_any}}
-            if into != out[r]:
-                out[r], changed = into, True
-            new = dict(into)
-            for reg in _defines(op(r)):
-                new[reg] = frozenset((r,))
+    work = deque(rows)  # every row once, then the rows whose input changed
+    waiting = set(rows)
+    while work:
+        r = work.popleft()
+        waiting.discard(r)
+        held: dict[str, set[int]] = {}
+        for p in preds[r]:
+            for reg, ws in after[p].items():
+                held.setdefault(reg, set()).update(ws)
+        into = {reg: frozenset(ws) for reg, ws in held.items()}
+        if r in starts:  # values from before the loop, for every register read
+            into = {reg: into.get(reg, frozenset()) | {ENTRY} for reg in {*into, *read_any}}
+        out[r] = into
+        new = dict(into)
+        for reg in (*writes(op(r)), *changes(r)):
+            new[reg] = frozenset((r,))
+        if new != after[r]:
             after[r] = new
+            for s in succ[r]:
+                if s not in waiting:
+                    waiting.add(s)
+                    work.append(s)
     return out
 
 
@@ -442,6 +450,7 @@ CLAMPED = "a clamp makes more work invariant once it saturates: "
 CLAMPED_WORK = "the work reading only the clamped value and inputs that change on few runs: "
 STAYS = "what still changes on every iteration once it saturates: "
 NOT_COUNTED = "how often the clamp saturates is not known from the counts: "
+TOGETHER = "the recomputed and the clamp's work share no instruction, so together they are: "
 CHANGED = "the recomputed work's inputs change at: "
 COUNTED = "the loop's instructions per iteration count its rows at: "
 BLOCKED = "stores in the loop the compiler cannot tell apart from that memory: "
@@ -451,6 +460,9 @@ LOOP_PER_ITERATION = "loop instructions per iteration"
 SHARE = "recomputed share"
 CLAMPED_PER_ITERATION = "invariant once clamped per iteration"
 CLAMPED_SHARE = "invariant once clamped share"
+HOISTED_PER_ITERATION = "recomputed or invariant once clamped per iteration"
+HOISTED_LOOP_SHARE = "recomputed or invariant once clamped loop share"
+HOISTED_SHARE = "recomputed or invariant once clamped share"
 # Loops whose own advice already is "keep it in registers" or that are not one loop's work.
 NOT_LOOPS = frozenset(("memory-state", "spin-wait", "per-operation", "return-zeroing", "plt",
                        "libc-routine", "jit", "indirect-call", "dispatch", "outline-atomic",
@@ -471,31 +483,56 @@ def annotate(finder: _Finder, found: list[Mechanism]) -> list[Mechanism]:
             continue
         loop = loops[at[key]]
         inner = [r for nested in natural_loops.nested_in(loops, loop) for r in nested.rows]
-        found_work = read(p, finder.op, loop.head, loop.rows, inner,
-                          natural_loops.entries(p, finder.facts, loop.rows))
+        found_work = read(p, finder.op, loop.head, loop.rows, inner, finder.loop_entries(at[key]))
         out.append(m if found_work is None else replace(
             m, metrics=(*m.metrics, *metrics(found_work, p.total)),
-            checks=(*m.checks, *checks(found_work, p.asm, lambda r: int(p.pc[r]))),
+            checks=(*m.checks, *checks(found_work, p.asm, lambda r: int(p.pc[r]), p.total)),
             recomputed=values(found_work, p.asm, lambda r: int(p.pc[r]))))
     return out
 
 
 def metrics(work: Recomputed, total: float) -> list[Metric]:
-    return [Metric(PER_ITERATION, work.per_iteration, "instructions",
-                   "executions of the recomputing instructions / the loop head's count"),
-            Metric(LOOP_PER_ITERATION, work.loop_per_iteration, "instructions",
-                   "executions of the loop's own instructions / the loop head's count"),
-            Metric(SHARE, round(100.0 * work.executions / total, 3) if total else 0.0, "%",
-                   "executions of the recomputing instructions / the total"),
-            Metric(INPUT_CHANGES, round(100.0 * work.changes / work.iterations, 1), "%",
-                   "the most executions of the instructions writing their inputs (the "
-                   "loop's entries included) / the loop head's count"),
-            *([] if (sat := work.saturated) is None else [
-                Metric(CLAMPED_PER_ITERATION, sat.per_iteration, "instructions",
-                       "executions of the instructions invariant once the clamp saturates "
-                       "/ the loop head's count (an upper bound: all iterations saturated)"),
-                Metric(CLAMPED_SHARE, round(100.0 * sat.executions / total, 3) if total else 0.0,
-                       "%", "executions of those instructions / the total")])]
+    out = [Metric(PER_ITERATION, work.per_iteration, "instructions",
+                  "executions of the recomputing instructions / the loop head's count"),
+           Metric(LOOP_PER_ITERATION, work.loop_per_iteration, "instructions",
+                  "executions of the loop's own instructions / the loop head's count"),
+           Metric(SHARE, round(100.0 * work.executions / total, 3) if total else 0.0, "%",
+                  "executions of the recomputing instructions / the total"),
+           Metric(INPUT_CHANGES, round(100.0 * work.changes / work.iterations, 1), "%",
+                  "the most executions of the instructions writing their inputs (the "
+                  "loop's entries included) / the loop head's count")]
+    sat = work.saturated
+    if sat is None:
+        return out
+    out += [Metric(CLAMPED_PER_ITERATION, sat.per_iteration, "instructions",
+                   "executions of the instructions invariant once the clamp saturates "
+                   "/ the loop head's count (an upper bound: all iterations saturated)"),
+            Metric(CLAMPED_SHARE, round(100.0 * sat.executions / total, 3) if total else 0.0,
+                   "%", "executions of those instructions / the total")]
+    together = _together(work, total)
+    if together is None:
+        return out
+    per, loop, share = together
+    return [*out,
+            Metric(HOISTED_PER_ITERATION, per, "instructions",
+                   "executions of the recomputing instructions and of those invariant once "
+                   "the clamp saturates (no instruction is both) / the loop head's count (an "
+                   "upper bound)"),
+            Metric(HOISTED_LOOP_SHARE, loop, "%",
+                   "those executions / the executions of the loop's own instructions"),
+            Metric(HOISTED_SHARE, share, "%", "those executions / the total")]
+
+
+def _together(work: Recomputed, total: float) -> tuple[float, float, float] | None:
+    """The recomputed work and the clamp's at once, when there are both: per iteration, % of
+    the loop's own executions, % of the total. _saturated takes the clamp's work from what
+    the recomputed work leaves, so no instruction is in both and their executions add."""
+    sat = work.saturated
+    if sat is None or not work.rows:
+        return None
+    both = work.executions + sat.executions
+    return (round(both / work.iterations, 2), round(100.0 * both / work.loop_executions, 1),
+            round(100.0 * both / total, 3) if total else 0.0)
 
 
 def values(work: Recomputed, asm: Callable[[int], str],
@@ -510,7 +547,8 @@ def values(work: Recomputed, asm: Callable[[int], str],
     return RecomputedValues(tuple(at(r) for r in work.rows), _span(work.counted, pc), clamp)
 
 
-def checks(work: Recomputed, asm: Callable[[int], str], pc: Callable[[int], int]) -> list[str]:
+def checks(work: Recomputed, asm: Callable[[int], str], pc: Callable[[int], int],
+           total: float) -> list[str]:
     def at(row: int) -> str:
         return f"`{asm(row)}` at {pc(row):#x}"
     # every instruction, in address order: the checks are the whole record (advice names a few)
@@ -526,6 +564,11 @@ def checks(work: Recomputed, asm: Callable[[int], str], pc: Callable[[int], int]
         out.append(BLOCKED + ", ".join(at(r) for r in work.blockers[:2]))
     if work.saturated is not None:
         out += _clamp_checks(work.saturated, asm, at)
+    together = _together(work, total)
+    if together is not None:
+        per, loop, share = together
+        out.append(f"{TOGETHER}{per:g} of the {work.loop_per_iteration:g} instructions per "
+                   f"iteration ({loop:g}% of the loop's, {share:g}% of the total) at most")
     return out
 
 

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pcscope.core import shapes
+from pcscope.core.call_effects import CallEffects
 from pcscope.core.lookup_values import LookupValues
 from pcscope.core.mechanisms import Metric
 from pcscope.core.profile import Profile
@@ -91,11 +92,13 @@ def _constant_key(profile: Profile, op: Callable[[int], shapes.Op], call: int) -
     it) is ``add reg, reg, #off`` and what sets it before that ``adrp reg, #page``; None
     otherwise."""
     before = profile.rows_before(call, LOOK_BACK)
+    changes = CallEffects(profile, op).changes
     for reg in KEY_REGISTERS:
-        add = shapes.setter(op, before, reg, int(profile.pc[call]))
+        add = shapes.setter(op, before, reg, int(profile.pc[call]), changes)
         if add is None or op(add).mnemonic != "add" or op(add).operands[:2] != (reg, reg):
             continue
-        page = shapes.setter(op, [r for r in before if r < add], reg, int(profile.pc[add]))
+        page = shapes.setter(op, [r for r in before if r < add], reg, int(profile.pc[add]),
+                             changes)
         if page is None or op(page).mnemonic != "adrp":
             continue
         base, off = _immediate(op(page).operands[-1]), _immediate(op(add).operands[-1])

@@ -166,6 +166,9 @@ class _Finder:
         # the constant-key callers found for each lookup mechanism, by its ID (linked to the
         # per-operation trees they belong to once those are found)
         self.keyed: dict[str, list[keyed_lookups.KeyedCaller]] = {}
+        # natural_loops.entries of function_loops by position: gather_partition and
+        # invariant_work both read them, each for some of the loops
+        self._loop_entries: dict[int, frozenset[int]] = {}
 
     # -- helpers ---------------------------------------------------------------------------
     def op(self, row: int) -> shapes.Op:
@@ -927,6 +930,13 @@ class _Finder:
     def function_loops(self) -> list[natural_loops.Loop]:
         """Each warm loop's own rows within its function, across windows."""
         return natural_loops.loops(self.p, self.facts, self.p.function)
+
+    def loop_entries(self, i: int) -> frozenset[int]:
+        """The pcs control enters ``function_loops[i]`` at (natural_loops.entries)."""
+        if i not in self._loop_entries:
+            self._loop_entries[i] = natural_loops.entries(self.p, self.facts,
+                                                          self.function_loops[i].rows)
+        return self._loop_entries[i]
 
     @cached_property
     def tight_loops(self) -> list[range]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pcscope.core import edge_runs, isa
-from pcscope.core.patterns import CodeFacts, backward_branches
+from pcscope.core.patterns import CodeFacts, backward_branches, taken_runs
 from pcscope.core.profile import Profile
 from pcscope.core.shapes import Op
 
@@ -52,26 +52,29 @@ def loops(profile: Profile, facts: CodeFacts, regions: np.ndarray | None = None)
     for b, h in zip(branches[keep].tolist(), heads[keep].tolist(), strict=True):
         by_head[h].append(b)
     bodies: dict[int, frozenset[int]] = {}
+    flow = _Flow.of(facts)
     for h in sorted(by_head):
         ends = by_head[h]
         if prefix[max(ends) + 1] - prefix[h] < floor:
             continue
-        body, cycles = _natural_loop(profile, facts, win, h, ends)
+        body, cycles = _natural_loop(profile, facts, flow, win, h, ends)
         if cycles:
             bodies[h] = body
     counts = profile.samples
     head_of = {h: h for h in bodies}
     same: set[int] = set()  # loops that are part of another
     for h, body in bodies.items():
-        entered = None
+        entered = region = None
         for g, other in bodies.items():
             if g == h or not body < other:
                 continue
-            entered = _entered_from(profile, facts, win, body) if entered is None else entered
+            if region is None or entered is None:  # read once per loop, for all around it
+                region = np.flatnonzero(win == win[min(body)])
+                entered = _entered_from(profile, facts, win, region, body)
             # a way in passes g's rows by (g's head too): from the region's first row, not
             # only through g (a block of h laid out far away jumps back in from h's rows)
             bypassed = bool(entered - other) and \
-                bool(_reached_avoiding(profile, facts, win, body, other) & (entered - other))
+                bool(_reached_avoiding(profile, facts, win, region, other) & (entered - other))
             if bypassed or counts[h] < NESTED * counts[g]:
                 same.add(h)
             if bypassed and counts[head_of[h]] > counts[head_of[g]]:
@@ -86,11 +89,10 @@ def loops(profile: Profile, facts: CodeFacts, regions: np.ndarray | None = None)
     return out
 
 
-def _reached_avoiding(profile: Profile, facts: CodeFacts, win: np.ndarray,
-                      body: frozenset[int], avoid: frozenset[int]) -> set[int]:
-    """The rows of ``body``'s region that control reaches from the region's first row
+def _reached_avoiding(profile: Profile, facts: CodeFacts, win: np.ndarray, region: np.ndarray,
+                      avoid: frozenset[int]) -> set[int]:
+    """The rows of a region (its rows ``region``) that control reaches from its first row
     without running a row of ``avoid`` (following fall-through and direct jumps)."""
-    region = np.flatnonzero(win == win[min(body)])
     first, last = int(region[0]), int(region[-1])
     if first in avoid:
         return set()
@@ -105,8 +107,7 @@ def _reached_avoiding(profile: Profile, facts: CodeFacts, win: np.ndarray,
         t = int(to[k])
         if targets[k] >= 0 and not facts.call[r] and t <= last and pcs[t - first] == targets[k]:
             nxt.append(t)
-        if r < last and pcs[k + 1] == pcs[k] + 4 and win[r + 1] == win[r] and \
-                not isa.ends_flow(facts.names[facts.canon[r]]):
+        if r < last and win[r + 1] == win[r] and _falls_into(profile, facts, r):
             nxt.append(r + 1)
         for n in nxt:
             if n not in reached and n not in avoid:
@@ -115,23 +116,51 @@ def _reached_avoiding(profile: Profile, facts: CodeFacts, win: np.ndarray,
     return reached
 
 
-def _entered_from(profile: Profile, facts: CodeFacts, win: np.ndarray,
+def _entered_from(profile: Profile, facts: CodeFacts, win: np.ndarray, region: np.ndarray,
                   body: frozenset[int]) -> set[int]:
-    """The rows of ``body``'s window outside it from which control goes into it: a jump to
-    one of its rows, a row falling into one."""
+    """The rows of ``body``'s region (its rows ``region``) outside it from which control goes
+    into it: a jump to one of its rows, a row of the region falling into one."""
     rows = np.fromiter(sorted(body), dtype=np.int64)
-    region = np.flatnonzero(win == win[rows[0]])
+    jumps, falls = _ways_in(profile, facts, region, rows)
+    return {*jumps[~facts.call[jumps]].tolist(),
+            *(int(r) - 1 for r in falls if win[r - 1] == win[r])}
+
+
+def _ways_in(profile: Profile, facts: CodeFacts, region: np.ndarray,
+             rows: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """How control comes into ``rows`` (ascending) from outside them: the other rows of
+    their region (``region``) whose direct branch or call targets one of them, and those of
+    them the row before (outside them, of any region) falls into."""
     outside = np.setdiff1d(region, rows)
-    jumps = outside[np.isin(facts.target[outside], profile.pc[rows].astype(np.int64))
-                    & ~facts.call[outside]]
-    before = rows - 1
-    falls = [int(r) for r in before[before >= 0] if int(r) not in body and win[r] == win[r + 1]
-             and int(profile.pc[r + 1]) == int(profile.pc[r]) + 4
-             and not isa.ends_flow(facts.names[facts.canon[r]])]
-    return {*jumps.tolist(), *falls}
+    jumps = outside[np.isin(facts.target[outside], profile.pc[rows].astype(np.int64))]
+    before = rows[rows > 0] - 1
+    falls = [int(r) + 1 for r in before[~np.isin(before, rows)]
+             if _falls_into(profile, facts, int(r))]
+    return jumps, falls
 
 
-def _natural_loop(profile: Profile, facts: CodeFacts, win: np.ndarray, head: int,
+def _falls_into(profile: Profile, facts: CodeFacts, r: int) -> bool:
+    """Control goes on from row ``r`` to the next row (it does not end the flow, and the next
+    row's pc follows)."""
+    return int(profile.pc[r + 1]) == int(profile.pc[r]) + 4 and \
+        not isa.ends_flow(facts.names[facts.canon[r]])
+
+
+@dataclass(frozen=True)
+class _Flow:
+    """Per row: where control does not go on to the next row (isa.ends_flow), and the jumps
+    through a register that are not calls."""
+
+    ends: np.ndarray
+    register_jumps: np.ndarray
+
+    @classmethod
+    def of(cls, facts: CodeFacts) -> _Flow:
+        return cls(facts.flags(isa.ends_flow),
+                   facts.flags(lambda m: isa.is_indirect(m) and not isa.is_call(m)))
+
+
+def _natural_loop(profile: Profile, facts: CodeFacts, flow: _Flow, win: np.ndarray, head: int,
                   ends: list[int]) -> tuple[frozenset[int], bool]:
     """The head and every row of its window (up to LOOP_MAX_ROWS on) that reaches a back
     edge without passing the head, following fall-through and direct jumps: blocks placed
@@ -143,21 +172,21 @@ def _natural_loop(profile: Profile, facts: CodeFacts, win: np.ndarray, head: int
         hi -= 1
     pcs = profile.pc[head:hi + 1].astype(np.int64)
     targets = facts.target[head:hi + 1]
-    to = head + np.searchsorted(pcs, targets)
+    to = np.searchsorted(pcs, targets)  # the offset from head of each target
+    # the edges, read for all the rows at once: direct jumps (not calls) to a row of the
+    # range, and fall-through to the next row
+    jumped = (targets >= 0) & ~facts.call[head:hi + 1] & (to < len(pcs))
+    jumped[jumped] = pcs[to[jumped]] == targets[jumped]
+    falls = np.flatnonzero(~flow.ends[head:hi] & (pcs[1:] == pcs[:-1] + 4))
+    sources = np.concatenate((np.flatnonzero(jumped), falls)) + head
+    dests = np.concatenate((to[jumped], falls + 1)) + head
     preds: dict[int, list[int]] = defaultdict(list)
     succ: dict[int, list[int]] = defaultdict(list)
-    jumps: set[int] = set()  # register jumps: where they go is not known
-    for k, r in enumerate(range(head, hi + 1)):
-        m = facts.names[facts.canon[r]]
-        t = int(to[k])
-        if targets[k] >= 0 and not facts.call[r] and t <= hi and pcs[t - head] == targets[k]:
-            preds[t].append(r)
-            succ[r].append(t)
-        if not isa.ends_flow(m) and r < hi and pcs[k + 1] == pcs[k] + 4:
-            preds[r + 1].append(r)
-            succ[r].append(r + 1)
-        if isa.is_indirect(m) and not isa.is_call(m):
-            jumps.add(r)
+    for a, b in zip(sources.tolist(), dests.tolist(), strict=True):
+        preds[b].append(a)
+        succ[a].append(b)
+    # register jumps: where they go is not known
+    jumps = set((np.flatnonzero(flow.register_jumps[head:hi + 1]) + head).tolist())
     body = {head}
     stack = [e for e in ends if e != head]
     while stack:
@@ -183,17 +212,11 @@ def tight_loops(profile: Profile, branches: np.ndarray, heads: np.ndarray) -> li
     (at most TIGHT_ROWS, all of one function), the most-taken back edge first; a range
     overlapping one already kept is left out, so the back edges of one loop give one range
     (an inner cycle of a larger natural loop is its own tight loop here)."""
-    counts, pcs = profile.samples, profile.pc
     floor = LOOP_MIN_SHARE * profile.total
-    candidates = []
-    for b, h in zip(branches.tolist(), heads.tolist(), strict=True):
-        if b - h >= TIGHT_ROWS or profile.function[b] != profile.function[h]:
-            continue
-        after = b + 1
-        falls = after < len(profile) and int(pcs[after]) == int(pcs[b]) + 4 and \
-            profile.asm(b).split(" ", 1)[0] != "b"  # an unconditional b is always taken
-        taken = int(counts[b]) - (int(counts[after]) if falls else 0)
-        candidates.append((-taken, b - h, h, b))
+    near = (branches - heads < TIGHT_ROWS) & (profile.function[branches] == profile.function[heads])
+    candidates = [(-taken, b - h, h, b) for b, h, taken in zip(
+        branches[near].tolist(), heads[near].tolist(),
+        taken_runs(profile, branches[near]).tolist(), strict=True)]
     out: list[range] = []
     used: set[int] = set()
     for _, _, h, b in sorted(candidates):
@@ -206,17 +229,23 @@ def tight_loops(profile: Profile, branches: np.ndarray, heads: np.ndarray) -> li
 
 def entries(profile: Profile, facts: CodeFacts, rows: Sequence[int]) -> frozenset[int]:
     """The pcs of a loop's rows (address order) that control reaches from outside them: a
-    row the row before falls into from outside, a function's first row, a jump's target
-    from another row of the function."""
+    row the row before falls into from outside, a function's first row, a jump's or call's
+    target from another row of the function."""
+    fn = int(profile.function[rows[0]])
+    jumps, falls = _ways_in(profile, facts, _function_rows(profile, fn),
+                            np.asarray(rows, dtype=np.int64))
+    jumped = set(facts.target[jumps].tolist())
     inside = set(rows)
-    fn = profile.function[rows[0]]
-    outside = np.setdiff1d(np.flatnonzero(profile.function == fn), rows)
-    jumped = set(facts.target[outside].tolist())
     pcs = profile.pc
+    # a function's first row too: its callers come in there (the row before is another's)
     return frozenset(int(pcs[r]) for r in rows if int(pcs[r]) in jumped or r - 1 not in inside
-                     and (r == 0 or profile.function[r - 1] != fn or
-                          int(pcs[r - 1]) == int(pcs[r]) - 4 and
-                          not isa.ends_flow(facts.names[facts.canon[r - 1]])))
+                     and (r == 0 or profile.function[r - 1] != fn or r in falls))
+
+
+def _function_rows(profile: Profile, fn: int) -> np.ndarray:
+    """The rows of function code ``fn``, ascending: its group; the rows of no function (-1)
+    are in none, so they are found by a scan."""
+    return profile.function_rows(fn) if fn >= 0 else np.flatnonzero(profile.function == fn)
 
 
 def entry_runs(profile: Profile, op: Callable[[int], Op], body: Collection[int]) -> int | None:
@@ -229,7 +258,7 @@ def entry_runs(profile: Profile, op: Callable[[int], Op], body: Collection[int])
     reached by other paths too, so their counts mix them). Jumps into the function from other
     functions are not read, but for callers at its first row."""
     rows = sorted(body)
-    region = profile.function_rows(int(profile.function[rows[0]])).tolist()
+    region = _function_rows(profile, int(profile.function[rows[0]])).tolist()
     edges = edge_runs.read(profile, op, region)
     if edges is None:
         return None

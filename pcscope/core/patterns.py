@@ -512,7 +512,7 @@ def loop_trips(profile: Profile, head: int, *branches: int) -> float:
     iteration; entries = head count - times its backward branches were taken, where a
     branch's taken count = its count - its fall-through's (the next row, if it follows
     directly; an unconditional ``b`` back is always taken)."""
-    taken = int(_taken(profile, np.array(branches, dtype=np.int64)).sum())
+    taken = int(taken_runs(profile, np.array(branches, dtype=np.int64)).sum())
     runs = int(profile.samples[head])
     entries = runs - taken
     return runs / entries if entries > 0 else float(runs)
@@ -521,15 +521,20 @@ def loop_trips(profile: Profile, head: int, *branches: int) -> float:
 def _loop_trips(profile: Profile, heads: np.ndarray, branches: np.ndarray) -> np.ndarray:
     """``loop_trips`` of many loops with one backward branch each."""
     runs = profile.samples[heads].astype(np.int64)
-    entries = runs - _taken(profile, branches)
+    entries = runs - taken_runs(profile, branches)
     return np.where(entries > 0, runs / np.maximum(entries, 1), runs.astype(np.float64))
 
 
-def _taken(profile: Profile, branches: np.ndarray) -> np.ndarray:
+def taken_runs(profile: Profile, branches: np.ndarray) -> np.ndarray:
     """How often each branch row was taken (see ``loop_trips``), as int64."""
     counts = profile.samples.astype(np.int64, copy=False)
     after = np.minimum(branches + 1, len(profile) - 1)
-    falls = (branches + 1 < len(profile)) & (profile.pc[after] - profile.pc[branches] == 4)
+    # the next row's runs are the branch's fall-through only when it can fall through: an
+    # unconditional ``b`` never does (the next row is reached some other way)
+    always = np.fromiter((profile.asm(b).lower().split(None, 1)[:1] == ["b"]
+                          for b in branches.tolist()), dtype=bool, count=len(branches))
+    falls = (branches + 1 < len(profile)) & (profile.pc[after] - profile.pc[branches] == 4) & \
+        ~always
     return np.maximum(counts[branches] - np.where(falls, counts[after], 0), 0)
 
 

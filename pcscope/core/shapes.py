@@ -280,18 +280,25 @@ def target_producer(ops: list[Op], k: int) -> Op | None:
 
 # AAPCS64: a call may change x0-x18 (arguments, results, temporaries, the veneers' x16/x17,
 # the platform's x18); x19-x28 survive it
-CALL_CLOBBERED = frozenset(f"x{n}" for n in range(19))
+CALL_CLOBBERED = tuple(f"x{n}" for n in range(19))
 
 
-def setter(op: Callable[[int], Op], rows: Iterable[int], reg: str, read: int) -> int | None:
+def sets(o: Op) -> tuple[str, ...]:
+    """The registers ``o`` may change: those it writes, and for a call also those the callee
+    may (CALL_CLOBBERED)."""
+    return (*o.dest, *CALL_CLOBBERED) if isa.is_call(o.mnemonic) else o.dest
+
+
+def setter(op: Callable[[int], Op], rows: Iterable[int], reg: str, read: int,
+           changes: Callable[[int], tuple[str, ...]]) -> int | None:
     """The row that last sets ``reg`` for a read at PC ``read`` (of a span of code: its last
     PC), looking back through ``rows`` (the rows before it, latest first; the caller bounds
-    them) as far as control goes on from them to it (falls_through): the first that writes
-    it. A W write sets the X register (it clears the upper half; Op names both X), a call
-    the registers it may clobber (CALL_CLOBBERED). None when none of them does."""
+    them) as far as control goes on from them to it (falls_through): the first that may
+    change it (``changes``: per row, pcscope.core.call_effects, a call's callee included). A
+    W write sets the X register (it clears the upper half; Op names both X). None when none
+    of them does."""
     for r in falls_through(op, rows, read):
-        o = op(r)
-        if reg in o.dest or (isa.is_call(o.mnemonic) and reg in CALL_CLOBBERED):
+        if reg in changes(r):
             return r
     return None
 

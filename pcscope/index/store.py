@@ -120,7 +120,11 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 #     merge is kept (a flag read off a fixed base is no longer taken for the opcode)
 # 40: an extension's byte compares include the one folded into its loop test (`cmp` then
 #     `ccmp`), not only those before a branch of their own
-FORMAT_VERSION = 40
+# 41: a call changes the caller-saved registers its callee's code writes, all of them when
+#     that code is not all in the profile (recomputed work, register setters); the recomputed
+#     and the clamp's work counted together; a loop closed by an unconditional ``b`` taken on
+#     all its runs (byte-loop trips)
+FORMAT_VERSION = 41
 Progress = Callable[[str], None]
 
 
