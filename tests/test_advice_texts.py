@@ -7,14 +7,17 @@ import msgspec
 
 from pcscope.core.backends.advice import advise
 from pcscope.core.chase_values import ChaseValues
+from pcscope.core.mechanism_data import MechanismData
+from pcscope.core.mechanisms import Metric
 
 
 def mech(kind: str, metrics: dict[str, float], checks: list[str],
          functions: tuple[str, ...] = ("f",), chase: ChaseValues | None = None) -> dict:
-    return {"kind": kind, "share": 0.2, "functions": list(functions), "checks": checks,
-            "metrics": [{"name": k, "value": v} for k, v in metrics.items()],
-            "site_pcs": [(0x10,)], "sites": 1,
-            "chase": msgspec.to_builtins(chase) if chase else None}
+    """The tools' data of a mechanism of ``kind`` with these figures, checks and values."""
+    data = MechanismData(f"mech:{kind}:0x10", kind, "other", 0.2, 1, functions, ((0x10,),),
+                         tuple(Metric(k, v, "", "") for k, v in metrics.items()),
+                         tuple(checks), (chase,) if chase else ())
+    return msgspec.to_builtins(data)
 
 
 def test_threaded_dispatch_keeps_only_what_the_sites_leave_to_do() -> None:

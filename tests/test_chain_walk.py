@@ -13,7 +13,7 @@ import pytest
 from pcscope.core import chain_walk, invariant_work
 from pcscope.core.backends.advice import advise
 from pcscope.core.chase_values import ChaseValues, WrapBound
-from pcscope.core.engine.tools import _mechanism_data
+from pcscope.core.mechanism_data import builtins_of
 from pcscope.core.mechanism_finder import find_mechanisms
 from pcscope.core.patterns import Code, code_facts, find_patterns
 from pcscope.core.readers.profile_csv import read_profile
@@ -88,7 +88,7 @@ def test_match_search_levers_fire(tmp_path):
     assert got["link bits"] == 16 and got["table bound"] == 65536 * 2
     # the exit blocks are the walk's own work: counted in its site
     assert {0x10a0, 0x10a4, 0x10b8, 0x10bc} <= set(m.sites[0].pcs)
-    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    rec = advise(builtins_of(m), "executions", None).recommendation
     assert "75.3% of the steps end at the first compare" in rec
     assert "one `ldrh`" in rec and "24.7%" in rec
     assert "`sxtw x3, w7` at 0x1024 (and more, in the checks) is recomputed" in rec
@@ -111,10 +111,10 @@ def test_look_alikes_stay_quiet(tmp_path):
     assert "sxtw" not in said(moving, invariant_work.CHECK)  # its input changes every step
     apart = chase(tmp_path, search(second="#-2"))  # not the adjacent byte
     assert said(apart, chain_walk.REJECT) and said(apart, chain_walk.PAIRED) is None
-    assert "`ldrh`" not in advise(_mechanism_data(apart), "executions", None).recommendation
+    assert "`ldrh`" not in advise(builtins_of(apart), "executions", None).recommendation
     wide = chase(tmp_path, search(link="ldr w1, [x11, x1, lsl #2]", exit_add="x9"))
     assert "link bits" not in figures(wide) and "extension steps" not in figures(wide)
-    rec = advise(_mechanism_data(wide), "executions", None).recommendation
+    rec = advise(builtins_of(wide), "executions", None).recommendation
     # masked by a register loaded before the walk: nothing in the code bounds the mask
     assert "mask + 1 entries, a number nothing in the code bounds: if it is many MiB" in rec
     assert "8 bytes per step" not in rec and "little latency to hide" not in rec
@@ -135,7 +135,7 @@ def test_a_mask_set_from_a_constant_gives_the_table_size(tmp_path):
     m = chase(tmp_path, lines)
     assert figures(m)["table size"] == 32768 * 2 and figures(m)["table bound"] == 65536 * 2
     assert said(m, chain_walk.MASKED).endswith("by `mov w12, #0x7fff` at 0x1004")
-    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    rec = advise(builtins_of(m), "executions", None).recommendation
     assert "mask + 1 entries, 64 KiB, within L1D" in rec and "at most" not in rec
 
 
@@ -146,7 +146,7 @@ def test_a_mask_the_walk_changes_or_an_immediate_is_no_register_mask(tmp_path):
     for lines in (moving, search()[:5] + [(800, "and w1, w1, #0x7fff")] + search()[6:]):
         m = chase(tmp_path, lines)
         assert said(m, chain_walk.MASKED) is None and "table size" not in figures(m)
-        assert "masked" not in advise(_mechanism_data(m), "executions", None).recommendation
+        assert "masked" not in advise(builtins_of(m), "executions", None).recommendation
 
 
 
@@ -238,7 +238,7 @@ def test_an_index_wrapped_by_a_register_bounds_the_table(tmp_path):
     assert "`add w8, w4, w7` at 0x1038" in wrap and "`csel w4, w8, w4, lo` at 0x103c" in wrap
     assert "`cmp w11, w7` at 0x1020" in wrap and "0x1068" in wrap
     assert figures(m)["wrapped entry bytes"] == 8 and "table size" not in figures(m)
-    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    rec = advise(builtins_of(m), "executions", None).recommendation
     assert "Nothing in the code bounds" not in rec and "little to gain" not in rec
     assert "at most w7 entries of 8 bytes (8 × w7 bytes)" in rec
     assert "a run-time size held in w7" in rec
@@ -253,7 +253,7 @@ def test_an_index_wrapped_by_a_register_bounds_the_table(tmp_path):
 def test_a_wrap_size_from_a_constant_gives_the_table_size(tmp_path):
     m = chase(tmp_path, cyclic_tree(size_set="mov w7, #0x1000"))
     assert figures(m)["wrapped table size"] == 4096 * 8
-    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    rec = advise(builtins_of(m), "executions", None).recommendation
     assert "at most 4,096 entries of 8 bytes (32 KiB), within L1D" in rec
 
 
@@ -292,7 +292,7 @@ def test_a_conditional_add_without_a_compare_on_it_is_no_wrap(tmp_path):
     conditional step, not a wrap; nothing bounds the table."""
     m = chase(tmp_path, cyclic_tree(bound="w13"))
     assert said(m, chain_walk.WRAPPED) is None
-    assert "Nothing in the code bounds" in advise(_mechanism_data(m), "executions",
+    assert "Nothing in the code bounds" in advise(builtins_of(m), "executions",
                                                   None).recommendation
 
 
@@ -306,7 +306,7 @@ def test_a_load_addressed_by_the_link_of_the_same_step_is_a_second_access(tmp_pa
                       "0x1018 through `sub w11, w1, w3` at 0x101c (on other paths from "
                       "`ldr w3, [x5, x8, lsl #2]` at 0x1060); its value is branched on "
                       "(`cmp w12, w9` at 0x1050)")
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert "second random access" in advice.claim
     assert "`ldrb w12, [x2, w11, uxtw]` at 0x104c takes its address from the link `ldr w3, " \
         "[x10, #4]` at 0x1018 loaded in the same step (through `sub w11, w1, w3` at 0x101c) " \
@@ -349,7 +349,7 @@ def test_a_compare_reads_no_load_a_call_clobbers_before_it(tmp_path):
 def test_a_wrap_set_from_memory_names_its_whole_setter(tmp_path):
     """A bound loaded before the walk is named by its whole instruction, commas and all."""
     m = chase(tmp_path, cyclic_tree(size_set="ldr w7, [x0, #0x10]"))
-    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    rec = advise(builtins_of(m), "executions", None).recommendation
     assert "a run-time size held in w7 (set before the walk by `ldr w7, [x0, #0x10]`, its " \
            "value not in the code)" in rec
 
@@ -375,6 +375,6 @@ def test_a_reopened_index_gives_the_advice_the_walks_budget_relink_and_wrap(tmp_
     open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms  # noqa: B018
     reopened = open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms
     (m,) = [m for m in reopened if m.kind == "pointer-chase"]
-    assert m.chase == values
-    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    assert m.value(ChaseValues) == values
+    rec = advise(builtins_of(m), "executions", None).recommendation
     assert all(s in rec for s in says), rec

@@ -16,6 +16,7 @@ from pcscope.core import invariant_work, loop_nests, natural_loops
 from pcscope.core.backends.advice import advise
 from pcscope.core.mechanism_finder import _Finder
 from pcscope.core.patterns import code_facts, find_patterns
+from pcscope.core.recomputed_values import RecomputedValues
 
 
 def priced_relaxation(advances: int) -> list[tuple[int, str]]:
@@ -347,7 +348,7 @@ def test_a_reopened_index_gives_the_advice_the_recomputed_and_the_clamped_work(t
     open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms  # noqa: B018
     reopened = open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms
     (m,) = of_kind(reopened, "struct-relaxation")
-    work = m.recomputed
+    work = m.value(RecomputedValues)
     assert work is not None and len(work.instructions) == 4 and work.span == "0x1000–0x1084"
     assert work.clamp is not None and work.clamp.clamp == "`csel w0, w1, w0, ls` at 0x1018"
     assert work.clamp.saturates == "5 for w1 ≥ 5" and len(work.clamp.work) == 5

@@ -537,7 +537,7 @@ def test_a_reopened_index_gives_the_advice_the_branches_by_role(tmp_path, loop, 
     open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms  # noqa: B018
     reopened = open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms
     (m,) = of_kind(reopened, "gather-branch")
-    assert m.gather == values
+    assert m.value(GatherValues) == values
     advice = advise(as_dict(m), "executions", None)
     text = advice.claim + " " + advice.recommendation
     assert all(s in text for s in says), text

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
+
 
 @dataclass(frozen=True)
 class WrapBound:
@@ -24,15 +26,14 @@ class WrapBound:
     argument: bool  # nothing in the function before the walk sets it
 
 
-@dataclass(frozen=True)
-class ChaseValues:
+class ChaseValues(msgspec.Struct, frozen=True, tag="chase"):
     """A walk's limits, writes and prefetches the advice addresses (None: the loop has
-    none)."""
+    none; ``ChaseValues()``: none of them)."""
 
-    budget: str | None  # the register counting the steps down to zero, as spelled
-    relink: str | None  # the store writing a loaded link back (instruction and PC)
-    wrap: WrapBound | None
+    budget: str | None = None  # the register counting the steps down to zero, as spelled
+    relink: str | None = None  # the store writing a loaded link back (instruction and PC)
+    wrap: WrapBound | None = None
     # the mask on the link as the checks say it without the PCs (its ``and`` and what sets
     # the register: ```and w1, w1, w12`, set outside the rows read, value not in the code``)
-    mask: str | None
-    prefetched: bool  # the loop already issues a prefetch
+    mask: str | None = None
+    prefetched: bool = False  # the loop already issues a prefetch

@@ -466,7 +466,7 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
         *([Metric("inner cycles", inner, "cycles",
                   "cycles nested in the loops, whose heads the loop iterations count too")]
           if (inner := sum(len(x.cycles) - 1 for x in loops)) else []),
-    ], checks, gather=values)
+    ], checks, values=values)
 
 
 def _three_way(finder: _Finder, loop: GatherLoop) -> tuple[str, float | None, int]:

@@ -8,11 +8,11 @@ sentence is written to be parsed back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 
-@dataclass(frozen=True)
-class LookupValues:
-    """The constant-key callers of the lookup, the one with the most such calls first."""
+class LookupValues(msgspec.Struct, frozen=True, tag="lookup"):
+    """The constant-key callers of the lookup, the one with the most such calls first
+    (``LookupValues()``: none)."""
 
-    callers: tuple[str, ...]
+    callers: tuple[str, ...] = ()

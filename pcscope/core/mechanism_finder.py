@@ -52,11 +52,8 @@ from pcscope.core import (
 from pcscope.core.chase_values import ChaseValues
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.dispatch_merge import merged_into_index
-from pcscope.core.gather_values import GatherValues
-from pcscope.core.lookup_values import LookupValues
-from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
+from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site, Values
 from pcscope.core.member_calls import Callees
-from pcscope.core.memory_values import MemoryValues
 from pcscope.core.pattern_table import HELPER, PatternTable
 from pcscope.core.patterns import (
     CodeFacts,
@@ -67,7 +64,6 @@ from pcscope.core.patterns import (
 )
 from pcscope.core.profile import Profile
 from pcscope.core.stub_targets import CLEAR, STUB_MATCH, stub_targets
-from pcscope.core.tree_values import TreeValues
 
 CATEGORY = {
     "dispatch": "indirect-branch", "indirect-call": "indirect-branch", "fp-division": "division",
@@ -191,18 +187,14 @@ class _Finder:
 
     def mechanism(self, kind: str, sites: list[Site], metrics: list[Metric],
                   checks: list[str], functions: Iterable[str] = (),
-                  category: str | None = None, tree: TreeValues | None = None,
-                  chase: ChaseValues | None = None,
-                  memory: MemoryValues | None = None,
-                  gather: GatherValues | None = None,
-                  lookup: LookupValues | None = None) -> Mechanism:
+                  category: str | None = None, values: Values | None = None) -> Mechanism:
         sites = sorted(sites, key=lambda s: (-s.share, s.pc))
         pcs = np.fromiter((pc for s in sites for pc in s.pcs), dtype=np.uint64)
         rows = np.searchsorted(self.p.pc, pcs)  # every site PC is a row of the profile
         names = list(dict.fromkeys([*(s.function for s in sites), *functions]))
         return Mechanism(kind, category or CATEGORY[kind], sites[0].pc, tuple(sites), tuple(names),
                          self.share(rows.tolist()), tuple(metrics),
-                         tuple(checks), tree, chase, memory, gather, lookup)
+                         tuple(checks), () if values is None else (values,))
 
     def count(self, row: int) -> int:
         return int(self.counts[row])
@@ -550,7 +542,7 @@ class _Finder:
                 + chain_walk.checks(walks[0], self.p.asm, lambda r: int(self.p.pc[r]))
                 + chain_walk.mask_checks(mask, self.p.asm, lambda r: int(self.p.pc[r]))
                 + chain_walk.wrap_checks(wrap, self.p.asm, lambda r: int(self.p.pc[r])),
-                chase=ChaseValues(budget, relink, chain_walk.wrap_value(wrap, self.p.asm),
+                values=ChaseValues(budget, relink, chain_walk.wrap_value(wrap, self.p.asm),
                                   chain_walk.mask_value(mask, self.p.asm), prefetch)
                 if budget or relink or wrap or mask or prefetch else None))
         return out
@@ -780,7 +772,7 @@ class _Finder:
                     checks.append("its PLT stub is counted with it")
         m = self.mechanism(kind, sites, metrics, checks,
                            functions=[name for name, _ in callers], category=category,
-                           lookup=keyed_lookups.values(keyed) if keyed else None)
+                           values=keyed_lookups.values(keyed) if keyed else None)
         if keyed:
             self.keyed[m.id] = keyed
         return m
@@ -902,7 +894,7 @@ class _Finder:
             out.append(self.mechanism("memory-state", [
                 self.site(s.rows, max(s.rows, key=lambda r: (self.count(r), -r)))
                 for s in states], memory_state.metrics(top), memory_state.checks(top),
-                memory=memory_state.values(top)))
+                values=memory_state.values(top)))
         return out
 
     @cached_property
@@ -965,7 +957,7 @@ class _Finder:
             self.site(m.rows, self._return_of(m.rows)) for m in cohort.members],
             call_cohorts.metrics(cohort),
             call_cohorts.checks(cohort, lambda position: found[position].id),
-            tree=call_cohorts.values(cohort)) for cohort in cohorts]
+            values=call_cohorts.values(cohort)) for cohort in cohorts]
         tree_id = [t.id for t in trees].__getitem__
         return [replace(t, checks=(*t.checks,
                                    *call_cohorts.shared_checks(cohort, tree_id),

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
+
 
 @dataclass(frozen=True)
 class Caller:
@@ -81,8 +83,7 @@ class OneShot:
     parts: tuple[str, ...]  # its streaming parts' names: init, update, final
 
 
-@dataclass(frozen=True)
-class TreeValues:
+class TreeValues(msgspec.Struct, frozen=True, tag="tree"):
     """A tree's callers (those making at least call_cohorts.CALLER_PART of its operations'
     calls, most calls first), its allocator's instructions per operation, with their
     split (None: no allocator member or no pair), its key set-up, its one-shot calls and its
