@@ -37,3 +37,8 @@ class ChaseValues(msgspec.Struct, frozen=True, tag="chase"):
     # the register: ```and w1, w1, w12`, set outside the rows read, value not in the code``)
     mask: str | None = None
     prefetched: bool = False  # the loop already issues a prefetch
+
+
+def counts_down(budget: str) -> str:
+    """What a step budget does, as the checks and the advice both say it."""
+    return f"{budget} counts down by one per step and ends the walk at zero"

@@ -49,7 +49,8 @@ from pcscope.core import (
     struct_relaxation,
     table_crc,
 )
-from pcscope.core.chase_values import ChaseValues
+from pcscope.core.backends.rules import CATALOG, MECHANISM_RULE
+from pcscope.core.chase_values import ChaseValues, counts_down
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.dispatch_merge import merged_into_index
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site, Values
@@ -65,21 +66,13 @@ from pcscope.core.patterns import (
 from pcscope.core.profile import Profile
 from pcscope.core.stub_targets import CLEAR, STUB_MATCH, stub_targets
 
-CATEGORY = {
-    "dispatch": "indirect-branch", "indirect-call": "indirect-branch", "fp-division": "division",
-    "plt": "call-overhead", "outline-atomic": "atomic-contention", "llsc": "atomic-llsc",
-    "spin-wait": "spin-wait", "pointer-chase": "dependent-load", "byte-loop": "vectorization",
-    "byte-compare": "vectorization",
-    "division": "division", "libc-routine": "memcpy", "libc-lock": "atomic-contention",
-    "jit": "other", "memory-state": "state-in-memory", "per-operation": "call-overhead",
-    "table-crc": "vectorization", "return-zeroing": "hardening",
-    "spill-block": "register-spill", "byte-swap-store": "narrow-access", "store-loop": "memcpy",
-    "gather-branch": "branch-mispredict", "struct-relaxation": "vectorization",
-    "fixed-trip-sum": "loop-overhead",
-}  # fmt: skip
-# Not store-forwarding (a load that fails to forward): a spill and its reload use one slot at
-# one width, and loop state is reloaded at the width it was stored, so a reload that waits on
-# its store forwards; what they cost is the loads and stores a register would not need.
+# Each kind's idea category: its catalog rule's (a C-library copy routine's is memcpy, told
+# per routine below).
+CATEGORY = {kind: CATALOG[rule].category for kind, rule in MECHANISM_RULE.items()}
+# Spills and loop state in memory are not store-forwarding (a load that fails to forward): a
+# spill and its reload use one slot at one width, and loop state is reloaded at the width it
+# was stored, so a reload that waits on its store forwards; what they cost is the loads and
+# stores a register would not need.
 assert set(CATEGORY.values()) <= set(CATEGORIES)
 KINDS = tuple(CATEGORY)  # every mechanism kind the finder reports
 _STUBS_TO_LIBC = ("stubs leading to C-library routines, counted with those routines' "
@@ -535,8 +528,8 @@ class _Finder:
                 "from its own loaded value of the previous iteration (loop-carried)",
                 "not a GOT/global, canary, stack, writeback-stream or jump-table load",
                 *self.copies_check(group)]
-                + ([f"the walk already has a step budget: {budget} counts down by one per "
-                    f"step and ends the walk at zero"] if budget else [])
+                + ([f"the walk already has a step budget: {counts_down(budget)}"] if budget
+                   else [])
                 + ([f"{RELINKS}: {relink}"] if relink else [])
                 + (["prefetch already issued in the loop (prfm)"] if prefetch else [])
                 + chain_walk.checks(walks[0], self.p.asm, lambda r: int(self.p.pc[r]))
@@ -722,7 +715,7 @@ class _Finder:
                                                               self._libc_names, strict=True))
                  if base is None and _LOCKS.match(name)]
         out = [m for m in (self._functions("libc-routine", name, codes,
-                                           "memcpy" if name in _COPIES else "string-routine")
+                                           "memcpy" if name in _COPIES else None)
                            for name, codes in self._libc_routines().items()) if m]
         if locks:
             m = self._functions("libc-lock", "C-library locks", locks)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pcscope.core import chain_walk, invariant_work, loop_nests
+from pcscope.core.backends.rules import MECHANISM_RULE
 from pcscope.core.call_cohorts import (
     CALLER_PART,
     CALLERS_CHECK,
@@ -29,7 +30,7 @@ from pcscope.core.call_cohorts import (
     SETUP_CHECK,
     SHARED_CHECK,
 )
-from pcscope.core.chase_values import ChaseValues, WrapBound
+from pcscope.core.chase_values import ChaseValues, WrapBound, counts_down
 from pcscope.core.fixed_trip_sums import LOOP_CONTROL, VARIES
 from pcscope.core.gather_partition import DIAMONDS, EXITS, LOOPS, PARTITION, SCATTERS, THREE_WAY
 from pcscope.core.gather_values import CALL, LONG_PATH, LOOP, GatherValues
@@ -88,20 +89,6 @@ RISK = {
 EXPECTED_CHECKS = {"pointer-chase": 3, "byte-loop": 4, "spin-wait": 3, "dispatch": 2,
                    "memory-state": 3, "table-crc": 3, "gather-branch": 4,
                    "struct-relaxation": 4, "fixed-trip-sum": 3}
-# The catalog rule whose guides and confirming measurement each kind shares.
-RULE = {
-    "dispatch": "indirect-mispredict", "indirect-call": "indirect-mispredict",
-    "plt": "plt-calls", "pointer-chase": "pointer-chase", "byte-loop": "byte-compare-loop",
-    "byte-compare": "byte-compare-loop",
-    "spin-wait": "spin-poll", "llsc": "llsc-retry", "outline-atomic": "atomic-contention",
-    "libc-lock": "atomic-contention", "division": "slow-divide", "fp-division": "slow-fp-divide",
-    "libc-routine": "libc-routine",
-    "jit": "jit-code", "memory-state": "memory-state", "per-operation": "per-operation",
-    "table-crc": "table-crc", "return-zeroing": "return-zeroing",
-    "byte-swap-store": "byte-swap-store", "store-loop": "store-loop",
-    "spill-block": "spill-block", "gather-branch": "gather-branch",
-    "struct-relaxation": "struct-relaxation", "fixed-trip-sum": "fixed-trip-sum",
-}  # fmt: skip
 NOUN = {"executions": "executions", "samples": "samples", "cycles": "cycles"}
 
 
@@ -159,7 +146,7 @@ def advise(data: dict[str, Any], basis: str, module: str | None) -> Advice | Non
     claim = (f"{claim} Own share {m.share:.2%} ({len(m.site_pcs)} of {m.sites} "
              f"site(s) cited) in {fn}.")
     evidence = [c for c in m.checks if not c.startswith(_NOT_EVIDENCE)]
-    return Advice(RULE[kind], title, claim, recommendation, pcs,
+    return Advice(MECHANISM_RULE[kind], title, claim, recommendation, pcs,
                   confidence(kind, basis, len(evidence)), removes, checks)
 
 
@@ -626,10 +613,9 @@ def _chase_levers(per_call: float | None, budget: str | None, relink: str | None
                "result)")
     trade = ("a smaller budget trades the search's result (e.g. compression ratio) for speed, "
              "so measure both")
-    cap = (f"lower the step budget the loop already has ({budget} counts down by one per "
-           f"step and ends the walk at zero; its start value is "
-           f"usually a tuning parameter of the search) or end earlier on a good-enough "
-           f"result — {trade}" if budget else "cap it (chain length, a good-enough match — "
+    cap = (f"lower the step budget the loop already has ({counts_down(budget)}; its start "
+           f"value is usually a tuning parameter of the search) or end earlier on a "
+           f"good-enough result — {trade}" if budget else "cap it (chain length, a good-enough match — "
            f"the search's own depth or chain limits; {trade})")
     if per_call is not None and per_call >= LONG_WALK:
         return f"The walk is long ({number(per_call)} steps per call): {cap} first; {overlap}."
