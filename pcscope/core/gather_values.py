@@ -26,8 +26,17 @@ class Guard:
 
 class GatherValues(msgspec.Struct, frozen=True, tag="gather"):
     """The heaviest loop's branches on the key by role, in address order; a diamond or an
-    exit by its mnemonic and PC (the checks give each whole; ``GatherValues()``: none)."""
+    exit by its mnemonic and PC (the checks give each whole; ``GatherValues()``: none); and
+    the loop's loads and branches as its checks list them."""
 
     diamonds: tuple[str, ...] = ()
     exits: tuple[str, ...] = ()
     guards: tuple[Guard, ...] = ()
+    streams: str = ""  # the index loads' texts (at most three, quoted)
+    gathers: str = ""  # the key loads' texts
+    decided: str = ""  # each branch on the key with its count and taken share
+    rejoining: tuple[str, ...] = ()  # each diamond with where and how soon its sides rejoin
+
+    def guarding(self) -> str:
+        """The guards, each with what it guards."""
+        return "; ".join(f"{g.branch} ({g.guards})" for g in self.guards)

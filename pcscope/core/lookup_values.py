@@ -12,7 +12,9 @@ import msgspec
 
 
 class LookupValues(msgspec.Struct, frozen=True, tag="lookup"):
-    """The constant-key callers of the lookup, the one with the most such calls first
-    (``LookupValues()``: none)."""
+    """The constant-key callers of the lookup, the one with the most such calls first, and
+    those after the first with their figures as the checks list them (``LookupValues()``:
+    none)."""
 
     callers: tuple[str, ...] = ()
+    more: str = ""

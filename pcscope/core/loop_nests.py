@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from pcscope.core.mechanism_finder import _Finder
 
 MIN_SHARE = 0.005  # a mechanism this small becomes no idea: naming it would lead nowhere
-INNER = "the inner loop of this nest is "  # check prefixes the advice reads
+INNER = "the inner loop of this nest is "  # check prefixes the advice leaves out (said in full)
 OUTER = "the outer loop of this nest is "
 
 

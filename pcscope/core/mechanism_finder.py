@@ -63,6 +63,7 @@ from pcscope.core.patterns import (
     libc_routine_name,
     loop_trips,
 )
+from pcscope.core.plt_values import PltValues
 from pcscope.core.profile import Profile
 from pcscope.core.stub_targets import CLEAR, STUB_MATCH, stub_targets
 
@@ -346,6 +347,7 @@ class _Finder:
             if not through:
                 continue
             top = sorted(callers.items(), key=lambda kv: -kv[1])[:5]
+            leading = PltValues(_listed(other), _listed(libc))
             out.append(self.mechanism("plt", sites, [
                 Metric("stubs", len(sites), "stubs", "executed PLT stubs / veneers of the module"),
                 Metric("calls through stubs", through, "executions", "sum of the stubs' br counts"),
@@ -360,9 +362,9 @@ class _Finder:
             ], ["adrp x16; ldr x17, [x16, …]; add x16, x16, …; br x17 (or a veneer ending in "
                 "br x16)"] + ([f"direct callers found: {', '.join(n for n, _ in top)}"]
                              if top else [])
-                + ([_STUBS_OUT + _listed(other)] if other else [])
-                + ([_STUBS_TO_LIBC + _listed(libc)] if libc else []),
-                functions=[n for n, _ in top]))
+                + ([_STUBS_OUT + ", ".join(leading.other_modules)] if other else [])
+                + ([_STUBS_TO_LIBC + ", ".join(leading.libc_routines)] if libc else []),
+                functions=[n for n, _ in top], values=leading))
         return out
 
     def _stubs_to_libc(self) -> dict[int, str]:
@@ -946,11 +948,12 @@ class _Finder:
         # most profiles have no tree: where calls lead is read only for one (~65 ms at 1M rows)
         cohorts = call_cohorts.find(self.p, self.op, self.owners(found), self.routines,
                                     lambda: self.callees)
+        def owner(position: int) -> str:
+            return found[position].id
         trees = [self.mechanism("per-operation", [
             self.site(m.rows, self._return_of(m.rows)) for m in cohort.members],
-            call_cohorts.metrics(cohort),
-            call_cohorts.checks(cohort, lambda position: found[position].id),
-            values=call_cohorts.values(cohort)) for cohort in cohorts]
+            call_cohorts.metrics(cohort), call_cohorts.checks(cohort, owner),
+            values=call_cohorts.values(cohort, owner)) for cohort in cohorts]
         tree_id = [t.id for t in trees].__getitem__
         return [replace(t, checks=(*t.checks,
                                    *call_cohorts.shared_checks(cohort, tree_id),
@@ -995,8 +998,9 @@ class _Finder:
         return out
 
 
-def _listed(counts: dict[str, int]) -> str:
-    return ", ".join(f"{name} ({n:,})" for name, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+def _listed(counts: dict[str, int]) -> tuple[str, ...]:
+    """Each name with its count, the most first."""
+    return tuple(f"{name} ({n:,})" for name, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def _tests_zero(op: shapes.Op, reg: str) -> bool:

@@ -18,20 +18,23 @@ from typing import TypeVar
 import numpy as np
 
 from pcscope.core.chase_values import ChaseValues
+from pcscope.core.fixed_trip_values import FixedTripValues
 from pcscope.core.gather_values import GatherValues
 from pcscope.core.ids import hex_pc
 from pcscope.core.lookup_values import LookupValues
 from pcscope.core.memory_values import MemoryValues
 from pcscope.core.nest_values import NestValues
+from pcscope.core.plt_values import PltValues
 from pcscope.core.recomputed_values import RecomputedValues
+from pcscope.core.relaxation_values import RelaxationValues
 from pcscope.core.tree_values import TreeValues
 
 # The typed values a mechanism carries, told apart by their tag (msgspec: the stored and
 # the tool data's ``type`` field).
-Values = (TreeValues | ChaseValues | MemoryValues | GatherValues | LookupValues
-          | RecomputedValues | NestValues)
-V = TypeVar("V", TreeValues, ChaseValues, MemoryValues, GatherValues, LookupValues,
-            RecomputedValues, NestValues)
+Values = (TreeValues | ChaseValues | MemoryValues | GatherValues | LookupValues | PltValues
+          | RelaxationValues | FixedTripValues | RecomputedValues | NestValues)
+V = TypeVar("V", TreeValues, ChaseValues, MemoryValues, GatherValues, LookupValues, PltValues,
+            RelaxationValues, FixedTripValues, RecomputedValues, NestValues)
 
 
 def value_of(values: Sequence[Values], of: type[V]) -> V | None:

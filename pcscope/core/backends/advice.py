@@ -24,18 +24,16 @@ from pcscope.core import chain_walk, invariant_work, loop_nests
 from pcscope.core.backends.rules import MECHANISM_RULE
 from pcscope.core.call_cohorts import (
     CALLER_PART,
-    CALLERS_CHECK,
     PLUMBING,
-    SETUP_CALLERS_CHECK,
-    SETUP_CHECK,
     SHARED_CHECK,
 )
 from pcscope.core.chase_values import ChaseValues, WrapBound, counts_down
 from pcscope.core.fixed_trip_sums import LOOP_CONTROL, VARIES
-from pcscope.core.gather_partition import DIAMONDS, EXITS, LOOPS, PARTITION, SCATTERS, THREE_WAY
+from pcscope.core.fixed_trip_values import FixedTripValues
+from pcscope.core.gather_partition import LOOPS, PARTITION, SCATTERS, THREE_WAY
 from pcscope.core.gather_values import CALL, LONG_PATH, LOOP, GatherValues
 from pcscope.core.hand_written import CHECK as HAND_WRITTEN
-from pcscope.core.keyed_lookups import LOOKUP_CHECK, MORE_CHECK, TREE_CHECK
+from pcscope.core.keyed_lookups import LOOKUP_CHECK, TREE_CHECK
 from pcscope.core.lookup_values import LookupValues
 from pcscope.core.mechanism_data import MechanismData, read
 from pcscope.core.mechanism_finder import is_jit_module
@@ -44,7 +42,9 @@ from pcscope.core.memory_state import BYTE_STORE, RELOADED
 from pcscope.core.memory_values import MemoryValues
 from pcscope.core.nest_values import NestValues
 from pcscope.core.patterns import libc_routine_name
+from pcscope.core.plt_values import PltValues
 from pcscope.core.recomputed_values import RecomputedValues
+from pcscope.core.relaxation_values import RelaxationValues
 from pcscope.core.return_zeroing import SMALL as ZEROING_SMALL
 from pcscope.core.shapes import DISPATCH_SITES
 from pcscope.core.store_loops import WIDE
@@ -363,12 +363,13 @@ def _plt(m: MechanismData, noun: str) -> tuple[str, str, str]:
     who = f" (direct callers include {', '.join(f'`{c}`' for c in callers)})" if callers else ""
     claim = (f"Calls went through {stubs} PLT stub(s) of one module {count(calls, noun)}{who}: each "
              f"adds `adrp`, a GOT load and an indirect `br` to the call.")
-    into = _check_list(m, "stubs leading to functions of other modules")
+    leading = m.value(PltValues) or PltValues()
+    into = ", ".join(leading.other_modules)
     if out and into:
         claim += (f" {number(out)} of the calls ({out / calls:.0%}) go into other modules "
                   f"({into}); the rest are not matched by count to another module's function "
                   f"(the module's own exported functions are among them).")
-    routines = _check_list(m, "stubs leading to C-library routines")
+    routines = ", ".join(leading.libc_routines)
     if routines:
         claim += (f" The stubs to C-library string and memory routines ({routines}) are "
                   f"counted with those routines' ideas, not here.")
@@ -383,11 +384,6 @@ def _plt(m: MechanismData, noun: str) -> tuple[str, str, str]:
            "such calls (allocate or look up once per context, not once per operation). Check "
            "the stub count per call site with `perf annotate` on the `.plt` section afterwards.")
     return f"Calls through {stubs} PLT stubs ({number(calls)} calls)", claim, rec
-
-
-def _check_list(m: MechanismData, prefix: str) -> str | None:
-    """The list after the colon of the check starting with ``prefix``."""
-    return next((c.rsplit(": ", 1)[1] for c in m.checks if c.startswith(prefix)), None)
 
 
 def _chase(m: MechanismData, noun: str) -> tuple[str, str, str]:
@@ -845,7 +841,7 @@ def _libc_removes(m: MechanismData) -> float | None:
 def _keyed_lookup_links(m: MechanismData) -> str:
     """The sentences naming the other constant-key callers of a lookup and the
     per-operation tree making its lookups (empty without)."""
-    more = _check_list(m, MORE_CHECK.removesuffix(": "))
+    more = (m.value(LookupValues) or LookupValues()).more
     tree = next((c.removeprefix(LOOKUP_CHECK) for c in m.checks
                  if c.startswith(LOOKUP_CHECK)), None)
     return ((f" More callers pass a different constant key at each call site: {more}."
@@ -1018,14 +1014,12 @@ def _per_operation(m: MechanismData, noun: str) -> tuple[str, str, str]:
     calls = metric(m, "calls per operation") or 0
     per_op = metric(m, "instructions per operation") or 0
     per_call = metric(m, "instructions per call") or 0
-    heaviest = _check_list(m, "heaviest") or ""
-    allocations = _check_list(m, "C allocator calls per operation")
-    setups = _check_list(m, SETUP_CHECK)
-    callers = _check_list(m, SETUP_CALLERS_CHECK)
+    tree = m.value(TreeValues)
+    said = tree or TreeValues()
+    heaviest, allocations = said.heaviest, said.allocator_calls
+    setups, callers, entered = said.setup_listed, said.setup_callers_listed, said.entered
     lookups = next((c.removeprefix(TREE_CHECK) for c in m.checks
                     if c.startswith(TREE_CHECK)), None)
-    entered = next((c.split(": ", 1)[1] for c in m.checks if c.startswith(CALLERS_CHECK)),
-                   None)
     claim = (f"Every operation runs the same call tree: {functions} functions are entered once "
              f"or a whole number of times per operation ({number(ops)} operations by their "
              f"exact entry counts), {number(calls)} calls and {number(per_op)} instructions "
@@ -1046,7 +1040,6 @@ def _per_operation(m: MechanismData, noun: str) -> tuple[str, str, str]:
              # last, so a shortened claim loses it before the members: the recommendation
              # names the callers again with what is theirs to change
              + (f" Entered from outside the tree by {entered}." if entered else ""))
-    tree = m.value(TreeValues)
     pairs = ", ".join(p.text() for p in tree.pairs) if tree is not None else ""
     reuse = (f"reuse {pairs} across operations instead of making and releasing each on "
              f"every operation" if pairs else
@@ -1070,7 +1063,7 @@ def _per_operation(m: MechanismData, noun: str) -> tuple[str, str, str]:
         rec += (" The constant-key lookups its members make are the lookup idea's cost: "
                 "resolve those keys once per context rather than on every operation.")
     if tree is not None and tree.callers:
-        rec += _per_operation_owners(tree, int(ops), allocations is not None, bool(setups))
+        rec += _per_operation_owners(tree, int(ops), bool(allocations), bool(setups))
     rec += (" Measure instructions per operation at two payload sizes: the part that does "
             "not grow is this overhead.")
     return (f"Per-operation overhead ({number(ops)} operations): {number(per_op)} instructions "
@@ -1260,12 +1253,8 @@ def _store_loop_removes(m: MechanismData) -> float | None:
     return round(1 - width / WIDE, 3) if 0 < width < WIDE else None
 
 
-def _after(m: MechanismData, prefix: str) -> str:
-    """The text after the first colon of the check starting with ``prefix``."""
-    return next((c.partition(": ")[2] for c in m.checks if c.startswith(prefix)), "")
-
-
 def _gather_branch(m: MechanismData, noun: str) -> tuple[str, str, str]:
+    branches = m.value(GatherValues) or GatherValues()
     fn = m.functions[0]
     keys = metric(m, "keys gathered") or 0
     loops = int(metric(m, "loop iterations") or 0)
@@ -1290,14 +1279,14 @@ def _gather_branch(m: MechanismData, noun: str) -> tuple[str, str, str]:
                f"the key loads {count(keys, noun)}, the loop heads {count(loops, noun)}")
     claim = (f"{'Loops' if several else 'A loop'} in `{fn}` "
              f"{'read' if several else 'reads'} an array of indexes "
-             f"({_after(m, 'index loads')}) and {'load' if several else 'loads'} a key "
+             f"({branches.streams}) and {'load' if several else 'loads'} a key "
              f"through each index "
-             f"({_after(m, 'key loads')}): {figures}"
+             f"({branches.gathers}): {figures}"
              # several loops' figures by head are long: they are in the checks
              + (f"{over} (each by head in the checks)" if several and by_head
                 else f" (by head: {by_head})" if by_head else "") + ". "
-             f"{branched}: {_after(m, 'conditional branches on the loaded key')}"
-             + _roles_said(m)
+             f"{branched}: {branches.decided}"
+             + _roles_said(branches)
              + (". It stores index values back into the array: a partition" if partition else "")
              + (f". It decides three ways on a key, testing it for equality and for order "
                 f"({three})" if three else "")
@@ -1310,7 +1299,6 @@ def _gather_branch(m: MechanismData, noun: str) -> tuple[str, str, str]:
              + ". Every key is a load whose address is known only after its index is loaded, "
              "and every decision is a data-dependent branch. Exact counts show how often each "
              "branch went one way, not how often it mispredicted or how long the key loads took.")
-    branches = m.value(GatherValues) or GatherValues()
     diamonds = ", ".join(branches.diamonds)
     exits = ", ".join(branches.exits)
     many = len(branches.exits) > 1  # the verbs agree
@@ -1366,13 +1354,12 @@ def _gather_branch(m: MechanismData, noun: str) -> tuple[str, str, str]:
     return title, claim, rec
 
 
-def _roles_said(m: MechanismData) -> str:
+def _roles_said(branches: GatherValues) -> str:
     """The sentence naming what each branch on the key does (its value choices, its loop
-    exits, the branches guarding more), each list the check's own words so the checks do not
-    repeat it."""
-    branches = m.value(GatherValues) or GatherValues()
-    diamonds, exits = _check_after(m, DIAMONDS), _check_after(m, EXITS)
-    guarding = _after(m, "branches that guard a loop")
+    exits, the branches guarding more), each list as its check says it (the checks do not
+    repeat it)."""
+    diamonds, exits = ", ".join(branches.rejoining), ", ".join(branches.exits)
+    guarding = branches.guarding()
     several, leaving = len(branches.diamonds) > 1, len(branches.exits) > 1
     said = ([f"{diamonds} {'are short diamonds' if several else 'is a short diamond'}"
              ", only picking a value"] if diamonds else []) + \
@@ -1405,6 +1392,7 @@ def _partition_rewrite(m: MechanismData) -> str:
 
 
 def _struct_relaxation(m: MechanismData, noun: str) -> tuple[str, str, str]:
+    read = m.value(RelaxationValues) or RelaxationValues()
     fn = m.functions[0]
     stride = int(metric(m, "struct stride") or 0)
     updates = metric(m, "update share") or 0
@@ -1417,8 +1405,8 @@ def _struct_relaxation(m: MechanismData, noun: str) -> tuple[str, str, str]:
              + (f"{number(runs)} iterations" if noun == "executions" else
                 f"loop heads {count(runs, noun)}")
              + (f" over {m.sites} loops" if several else "") + "): each iteration adds a "
-             f"contiguous table entry ({_after(m, 'a table entry')}) to a base and compares "
-             f"the sum with one field ({_after(m, 'one field of a')}), and stores to the "
+             f"contiguous table entry ({read.table}) to a base and compares "
+             f"the sum with one field ({read.field}), and stores to the "
              f"struct on {number(updates)}% of the "
              + ("heaviest loop's iterations (each loop's share is in the checks)" if several
                 else "iterations")
@@ -1441,6 +1429,7 @@ def _struct_relaxation(m: MechanismData, noun: str) -> tuple[str, str, str]:
 
 
 def _fixed_trip_sum(m: MechanismData, noun: str) -> tuple[str, str, str]:
+    read = m.value(FixedTripValues) or FixedTripValues()
     fn = m.functions[0]
     trips = int(metric(m, "trips per entry") or 0)
     per_trip = metric(m, "instructions per trip") or 0
@@ -1449,8 +1438,8 @@ def _fixed_trip_sum(m: MechanismData, noun: str) -> tuple[str, str, str]:
     varies = any(VARIES in c for c in m.checks)
     claim = (f"`{fn}` is entered {count(calls, noun)}, {number(per_call)} instructions per "
              f"entry, and runs loops whose head count is a whole multiple of their entries: "
-             f"{_after(m, 'loops whose head count')}. Each trip adds a table "
-             f"lookup into one register ({_after(m, 'loaded values summed')}), and no lookup "
+             f"{read.loops}. Each trip adds a table "
+             f"lookup into one register ({read.summed}), and no lookup "
              f"address depends on an earlier trip's lookup, so the trips do not wait for "
              f"memory from one to the next: the cost is the loop itself, its compare and "
              f"branch every trip and the index arithmetic carried from trip to trip.")
