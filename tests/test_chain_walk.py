@@ -7,7 +7,9 @@ that add a register are no extension, 32-bit links bound nothing."""
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 
+import msgspec
 import pytest
 
 from pcscope.core import chain_walk, invariant_work
@@ -321,6 +323,16 @@ def test_a_load_addressed_by_the_link_of_the_same_step_is_a_second_access(tmp_pa
     assert "x13" not in zlib  # the fixed string's bytes: not addressed by the link
 
 
+def test_the_second_access_is_named_from_the_values_not_the_check(tmp_path):
+    """The claim's words on the second access come from the mechanism's values: without the
+    check (reworded, say) the claim says the same, branch and further loads included."""
+    m = chase(tmp_path, search())
+    unsaid = replace(m, checks=tuple(c for c in m.checks if not c.startswith(chain_walk.SECOND)))
+    claim = advise(builtins_of(m), "executions", None).claim
+    assert "second random access" in claim and "(3 more load(s) addressed" in claim
+    assert advise(builtins_of(unsaid), "executions", None).claim == claim
+
+
 def test_a_field_of_the_node_the_link_points_at_is_no_second_access(tmp_path):
     """A list walk reading the next node's payload (the link plus a constant) reads the node
     the chain goes to next, not another structure."""
@@ -375,6 +387,7 @@ def test_a_reopened_index_gives_the_advice_the_walks_budget_relink_and_wrap(tmp_
     open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms  # noqa: B018
     reopened = open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms
     (m,) = [m for m in reopened if m.kind == "pointer-chase"]
-    assert m.value(ChaseValues) == values
+    found = m.value(ChaseValues)
+    assert found is not None and msgspec.structs.replace(found, second=None) == values
     rec = advise(builtins_of(m), "executions", None).recommendation
     assert all(s in rec for s in says), rec

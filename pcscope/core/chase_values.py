@@ -26,6 +26,19 @@ class WrapBound:
     argument: bool  # nothing in the function before the walk sets it
 
 
+@dataclass(frozen=True)
+class SecondAccess:
+    """A load each step addresses with the link it just loaded (the hottest such load):
+    each instruction as the checks write it, with its PC (```ldr w1, [x2]` at 0x10``)."""
+
+    load: str
+    key: str  # the chained load whose link addresses it
+    through: tuple[str, ...]  # what the link passes through on the way, in order
+    others: tuple[str, ...]  # the other links addressing it on other paths
+    branch: str | None  # the compare of its value before a branch, without its PC
+    also: tuple[str, ...]  # more loads addressed the same way
+
+
 class ChaseValues(msgspec.Struct, frozen=True, tag="chase"):
     """A walk's limits, writes and prefetches the advice addresses (None: the loop has
     none; ``ChaseValues()``: none of them)."""
@@ -37,6 +50,7 @@ class ChaseValues(msgspec.Struct, frozen=True, tag="chase"):
     # the register: ```and w1, w1, w12`, set outside the rows read, value not in the code``)
     mask: str | None = None
     prefetched: bool = False  # the loop already issues a prefetch
+    second: SecondAccess | None = None
 
 
 def counts_down(budget: str) -> str:

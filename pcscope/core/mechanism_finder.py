@@ -514,6 +514,7 @@ class _Finder:
                      for loop in group]
             mask = chain_walk.masked(self.p, self.op, list(group[0].rows), group[0].keys)
             wrap = chain_walk.wrapped(self.p, self.op, list(group[0].rows), group[0].keys)
+            second = chain_walk.second_value(walks[0], self.p.asm, lambda r: int(self.p.pc[r]))
             out.append(self.mechanism("pointer-chase", [
                 self.site([*loop.rows, *walk.extension], loop.keys[0])
                 for loop, walk in zip(group, walks, strict=True)], [
@@ -538,8 +539,8 @@ class _Finder:
                 + chain_walk.mask_checks(mask, self.p.asm, lambda r: int(self.p.pc[r]))
                 + chain_walk.wrap_checks(wrap, self.p.asm, lambda r: int(self.p.pc[r])),
                 values=ChaseValues(budget, relink, chain_walk.wrap_value(wrap, self.p.asm),
-                                  chain_walk.mask_value(mask, self.p.asm), prefetch)
-                if budget or relink or wrap or mask or prefetch else None))
+                                  chain_walk.mask_value(mask, self.p.asm), prefetch, second)
+                if budget or relink or wrap or mask or prefetch or second else None))
         return out
 
     def _step_budget(self, loop: _Loop) -> str | None:

@@ -16,7 +16,6 @@ false-positive rate on profile-only evidence (RISK below, from reviews of real p
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -443,27 +442,21 @@ WRAPPED_ENTRY, WRAPPED_SIZE = "wrapped entry bytes", "wrapped table size"
 def _second_access(m: MechanismData) -> str:
     """The claim's words on a load each step addresses with the link it just loaded
     (pcscope.core.chain_walk): a second structure read at random."""
-    said = _check_after(m, chain_walk.SECOND)
-    if said is None:
+    second = (m.value(ChaseValues) or ChaseValues()).second
+    if second is None:
         return ""
-    first, *rest = said.split("; ")
-    load, origin = first.split(", from ", 1)
-    origin, _, others = origin.partition(" (on other paths from ")
-    key, _, through = origin.partition(" through ")
-    branch = next((p.removeprefix("its value is branched on (").rstrip(")") for p in rest
-                   if p.startswith("its value is branched on (")), None)
-    also = next((p.removeprefix("also ") for p in rest if p.startswith("also ")), "")
-    more = len(re.findall(r" at 0x[0-9a-f]+", also))
+    load, key, branch, more = second.load, second.key, second.branch, len(second.also)
+    through, others = ", ".join(second.through), ", ".join(second.others)
     return (f" Each step also makes a second random access: {load} takes its address from "
             f"the link {key} loaded in the same step" + (f" (through {through})" if through
                                                          else "")
-            + (f" or, on other paths, from {others.removesuffix(')')}" if others else "")
+            + (f" or, on other paths, from {others}" if others else "")
             + ", with a base no link's address uses, so it reads another structure at a place "
               "the link picks"
             + (f" ({more} more load(s) addressed the same way are in the checks)" if more
                else "")
             + "; a step can miss in either, so measure both loads' misses"
-            + (f", and the branch on its value ({branch.split(' at ')[0]}) resolves only when "
+            + (f", and the branch on its value ({branch}) resolves only when "
                f"it arrives." if branch else "."))
 
 
