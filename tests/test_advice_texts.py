@@ -8,7 +8,8 @@ import msgspec
 from pcscope.core.backends.advice import advise
 from pcscope.core.chase_values import ChaseValues
 from pcscope.core.mechanism_data import MechanismData
-from pcscope.core.mechanisms import Metric, Values
+from pcscope.core.mechanism_values import Values
+from pcscope.core.mechanisms import Metric
 from pcscope.core.plt_values import PltValues
 
 

@@ -12,7 +12,8 @@ from typing import Any
 
 import msgspec
 
-from pcscope.core.mechanisms import Mechanism, Metric, V, Values, value_of
+from pcscope.core.mechanism_values import V, Values, value_of
+from pcscope.core.mechanisms import Mechanism, Metric
 
 FUNCTIONS, SITES = 8, 12  # functions and sites handed over: the heaviest
 

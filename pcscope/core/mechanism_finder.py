@@ -53,7 +53,8 @@ from pcscope.core.backends.rules import CATALOG, MECHANISM_RULE
 from pcscope.core.chase_values import ChaseValues, counts_down
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.dispatch_merge import merged_into_index
-from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site, Values
+from pcscope.core.mechanism_values import Values
+from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
 from pcscope.core.member_calls import Callees
 from pcscope.core.pattern_table import HELPER, PatternTable
 from pcscope.core.patterns import (

@@ -13,33 +13,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pcscope.core.chase_values import ChaseValues
-from pcscope.core.fixed_trip_values import FixedTripValues
-from pcscope.core.gather_values import GatherValues
+# The values' types are msgspec Structs: named through the package (``values`` below), they
+# load msgspec only where a mechanism is built or decoded (pcscope.index.mechanism_store
+# imports them first), not in a command that only names the mechanisms at a PC.
+import pcscope.core
 from pcscope.core.ids import hex_pc
-from pcscope.core.lookup_values import LookupValues
-from pcscope.core.memory_values import MemoryValues
-from pcscope.core.nest_values import NestValues
-from pcscope.core.plt_values import PltValues
-from pcscope.core.recomputed_values import RecomputedValues
-from pcscope.core.relaxation_values import RelaxationValues
-from pcscope.core.tree_values import TreeValues
 
-# The typed values a mechanism carries, told apart by their tag (msgspec: the stored and
-# the tool data's ``type`` field).
-Values = (TreeValues | ChaseValues | MemoryValues | GatherValues | LookupValues | PltValues
-          | RelaxationValues | FixedTripValues | RecomputedValues | NestValues)
-V = TypeVar("V", TreeValues, ChaseValues, MemoryValues, GatherValues, LookupValues, PltValues,
-            RelaxationValues, FixedTripValues, RecomputedValues, NestValues)
-
-
-def value_of(values: Sequence[Values], of: type[V]) -> V | None:
-    """The value of type ``of`` among ``values`` (None: the mechanism carries none)."""
-    return next((v for v in values if isinstance(v, of)), None)
+if TYPE_CHECKING:
+    import pcscope.core.mechanism_values
+    from pcscope.core.mechanism_values import V
 
 
 def mech_id(kind: str, anchor: int) -> str:
@@ -80,10 +66,11 @@ class Mechanism:
     # instructions), at most one of each type: the kind's own (a tree's callers, a chase's
     # budget, ...) and what any loop mechanism may carry besides (its recomputed work, its
     # nest); read with ``value``
-    values: tuple[Values, ...] = ()
+    values: tuple[pcscope.core.mechanism_values.Values, ...] = ()
 
     def value(self, of: type[V]) -> V | None:
-        return value_of(self.values, of)
+        """The value of type ``of`` it carries (None: none)."""
+        return next((v for v in self.values if isinstance(v, of)), None)
 
     @property
     def id(self) -> str:
