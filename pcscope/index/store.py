@@ -113,9 +113,10 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 #     constant-key callers (``lookup``), a loop's recomputed and clamped work (``recomputed``)
 # 37: a byte-swap-store mechanism owns the loop that does nothing but its stores (the loop's
 #     other rows in its site, their count per word a metric)
-# 38: a mechanism's typed values are one tuple of tagged values (``values``: a tree, a chase,
-#     a loop's fields in memory, a gather's branches, a lookup's callers, recomputed work and
-#     now its loop nest), no longer one field per kind
+# 38: a mechanism's typed values are one tuple of tagged values (``values``), no longer one
+#     field per kind; new among them: a loop's nest, a PLT's stub targets, a struct
+#     relaxation's loads, a fixed-trip loop's loops, a gather's loads and branches, a
+#     lookup's further callers, a tree's listed members and callers, a chase's second access
 FORMAT_VERSION = 38
 Progress = Callable[[str], None]
 
