@@ -2,7 +2,7 @@
 
 pcscope.core.mechanism_finder finds the walk's step budget, the store relinking the
 structure it walks and its prefetches, and pcscope.core.chain_walk the register its index
-wraps at and the mask on its link. The
+wraps at, the mask on its link and the second random access of each step. The
 mechanism's checks say these in words for the reader (with each instruction's PC); the
 advice reads them here (a metric is one figure, and these are registers and instructions),
 so no sentence is written to be parsed back.

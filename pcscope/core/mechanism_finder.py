@@ -71,10 +71,6 @@ from pcscope.core.stub_targets import CLEAR, STUB_MATCH, stub_targets
 # Each kind's idea category: its catalog rule's (a C-library copy routine's is memcpy, told
 # per routine below).
 CATEGORY = {kind: CATALOG[rule].category for kind, rule in MECHANISM_RULE.items()}
-# Spills and loop state in memory are not store-forwarding (a load that fails to forward): a
-# spill and its reload use one slot at one width, and loop state is reloaded at the width it
-# was stored, so a reload that waits on its store forwards; what they cost is the loads and
-# stores a register would not need.
 assert set(CATEGORY.values()) <= set(CATEGORIES)
 KINDS = tuple(CATEGORY)  # every mechanism kind the finder reports
 _STUBS_TO_LIBC = ("stubs leading to C-library routines, counted with those routines' "
@@ -365,7 +361,7 @@ class _Finder:
                              if top else [])
                 + ([_STUBS_OUT + ", ".join(leading.other_modules)] if other else [])
                 + ([_STUBS_TO_LIBC + ", ".join(leading.libc_routines)] if libc else []),
-                functions=[n for n, _ in top], values=leading))
+                functions=[n for n, _ in top], values=leading if other or libc else None))
         return out
 
     def _stubs_to_libc(self) -> dict[int, str]:

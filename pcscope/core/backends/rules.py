@@ -383,7 +383,11 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
 
 
 # The catalog rule whose guides, confirming measurement and category each mechanism kind
-# shares (the mechanism finder's categories are read from here).
+# shares (the mechanism finder's categories are read from here). Spills and loop state in
+# memory are not store-forwarding (a load that fails to forward): a spill and its reload use
+# one slot at one width, and loop state is reloaded at the width it was stored, so a reload
+# that waits on its store forwards; what they cost is the loads and stores a register would
+# not need.
 MECHANISM_RULE = {
     "dispatch": "indirect-mispredict", "indirect-call": "indirect-mispredict",
     "plt": "plt-calls", "pointer-chase": "pointer-chase", "byte-loop": "byte-compare-loop",
