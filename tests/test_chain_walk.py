@@ -14,7 +14,7 @@ import pytest
 
 from pcscope.core import chain_walk, invariant_work
 from pcscope.core.backends.advice import advise
-from pcscope.core.chase_values import ChaseValues, WrapBound
+from pcscope.core.chase_values import Beside, ChaseValues, PairedLinks, SecondReach, WrapBound
 from pcscope.core.mechanism_data import builtins_of
 from pcscope.core.mechanism_finder import find_mechanisms
 from pcscope.core.patterns import Code, code_facts, find_patterns
@@ -70,6 +70,10 @@ def chase(tmp_path, lines):
 
 def figures(m) -> dict:
     return {x.name: x.value for x in m.metrics}
+
+
+def chased(m) -> ChaseValues:
+    return m.value(ChaseValues) or ChaseValues()
 
 
 def said(m, prefix: str) -> str | None:
@@ -138,7 +142,7 @@ def test_a_mask_set_from_a_constant_gives_the_table_size(tmp_path):
     assert figures(m)["table size"] == 32768 * 2 and figures(m)["table bound"] == 65536 * 2
     assert said(m, chain_walk.MASKED).endswith("by `mov w12, #0x7fff` at 0x1004")
     rec = advise(builtins_of(m), "executions", None).recommendation
-    assert "mask + 1 entries, 64 KiB, within L1D" in rec and "at most" not in rec
+    assert "mask + 1 entries, 64 KiB, within L1D" in rec and "mask + 1 entries, at most" not in rec
 
 
 def test_a_mask_the_walk_changes_or_an_immediate_is_no_register_mask(tmp_path):
@@ -151,6 +155,45 @@ def test_a_mask_the_walk_changes_or_an_immediate_is_no_register_mask(tmp_path):
         assert "masked" not in advise(builtins_of(m), "executions", None).recommendation
 
 
+
+
+def looped_extension() -> list:
+    """(count, asm) from 0x1000: the walk of ``search`` whose 100 candidates are extended by
+    a loop of unrolled steps (zlib's shape): four compares each leave on a mismatch, the
+    fifth (post-indexed loads) feeds a `ccmp` with the end test and the loop's back branch,
+    which 20 of the 40 that reach it take."""
+    def step(k: int, n: int, exit_to: int) -> list:
+        return [(n, f"ldrb w5, [x3, #{k}]"), (n, f"ldrb w4, [x2, #{k}]"), (n, "cmp w5, w4"),
+                (n, f"b.ne {exit_to:#x}")]
+    return [
+        (10, "ldr x11, [x0, #0x70]"), (10, "ldr w12, [x0, #0x58]"),
+        (10, "ldrb w10, [x13, #8]"), (10, "ldrb w15, [x13, #7]"), (10, "b 0x1024"),
+        (800, "and w1, w1, w12"), (800, "ldrh w1, [x11, x1, lsl #1]"),  # 0x1014: the head
+        (800, "subs w6, w6, #1"), (800, "b.eq 0x10d4"),
+        (810, "sxtw x3, w7"), (810, "add x2, x8, x1"),  # 0x1024
+        (810, "ldrb w5, [x2, w7, sxtw]"), (810, "cmp w5, w10"), (810, "b.ne 0x1014"),
+        (200, "add x3, x2, x3"), (200, "ldurb w3, [x3, #-1]"), (200, "cmp w3, w15"),
+        (200, "b.ne 0x1014"),
+        (100, "mov x3, x13"),  # 0x1048: falls into the loop
+        *step(1, 120, 0x10b4), *step(2, 90, 0x10bc), *step(3, 70, 0x10c4),  # 0x104c: loop
+        *step(4, 55, 0x10cc),
+        (40, "ldrb w5, [x3, #5]!"), (40, "ldrb w4, [x2, #5]!"), (40, "cmp w5, w4"),
+        (40, "ccmp x14, x3, #0, eq"), (40, "b.hi 0x104c"),  # 0x108c: 20 go round again
+        (100, "sub w3, w2, w8"), (100, "cmp w3, w7"), (100, "b.le 0x1014"),  # 0x10a0: join
+        (10, "mov w7, w3"), (10, "b 0x1014"),  # a better match: rare
+        (30, "add x2, x2, #1"), (30, "b 0x10a0"), (20, "add x2, x2, #2"), (20, "b 0x10a0"),
+        (15, "add x2, x2, #3"), (15, "b 0x10a0"), (15, "add x2, x2, #4"), (15, "b 0x10a0"),
+        (10, "mov w0, w7"), (10, "ret"),
+    ]
+
+
+def test_an_extension_counts_the_compare_folded_into_its_loop_test(tmp_path):
+    """The fifth step's `cmp` feeds a `ccmp`, not a branch of its own: it is a byte compare
+    of the extension all the same (pigz counted 7 of its 8 and said 4.21 bytes, not 4.50)."""
+    m = chase(tmp_path, looped_extension())
+    got = figures(m)
+    assert got["extension steps"] == 4
+    assert got["extension bytes per entry"] == (120 + 90 + 70 + 55 + 40) / 100
 
 def nested_extension() -> list:
     """(count, asm) from 0x1000: the walk of ``search`` whose candidates, after passing
@@ -369,12 +412,20 @@ def test_a_wrap_set_from_memory_names_its_whole_setter(tmp_path):
 @pytest.mark.parametrize(("lines", "values", "says"), [
     (cyclic_tree(), ChaseValues("w14", "`str w3, [x30]` at 0x1010", WrapBound(
         "w7", ("add w8, w4, w7", "csel w4, w8, w4, lo"), ("cmp w11, w7", "cmp w11, w7"), "",
-        True), None, False), ["(`str w3, [x30]` at 0x1010), so they would go stale on every insert",
+        True), None, False, reach=SecondReach("ldrb w12, [x2, w11, uxtw]", "sub w11, w1, w3", "w11", 1,
+        None, None, "w7", "cmp w11, w7", ()), pair=PairedLinks(("ldr w3, [x10, #4]",
+        "ldr w3, [x5, x8, lsl #2]"), 8, "b.lo 0x1010")),
+     ["(`str w3, [x30]` at 0x1010), so they would go stale on every insert",
                  "The link's index wraps at w7 (`add w8, w4, w7`, `csel w4, w8, w4, lo`; the "
                  "walk compares w7 with `cmp w11, w7`)", "(passed in as an argument, its "
                  "value not in the code)", "Measure the value of w7 at run time"]),
     (search(), ChaseValues("w6", None, None, "`and w1, w1, w12`, set before the walk by "
-                           "`ldr w12, [x0, #0x58]`, value not in the code", False),
+                           "`ldr w12, [x0, #0x58]`, value not in the code", False,
+                           reach=SecondReach("ldrb w5, [x2, w7, sxtw]", "ldrh w1, [x11, x1, lsl #1]",
+                                       "w1", 1, 65536, 16, None, "", ("w7",)),
+                           beside=(Beside("ldurb w3, [x3, #-1]", "", 0, -1),
+                            Beside("ldrb w5, [x2, #1]", "w7", -1, 1),
+                            Beside("ldrb w5, [x2, #2]", "w7", -1, 2))),
      ["lower the step budget the loop already has (w6 counts down by one per step and ends "
       "the walk at zero; its start value", "The link is masked (`and w1, w1, w12`, set before "
       "the walk by `ldr w12, [x0, #0x58]`, value not in the code)"]),
@@ -391,3 +442,84 @@ def test_a_reopened_index_gives_the_advice_the_walks_budget_relink_and_wrap(tmp_
     assert found is not None and msgspec.structs.replace(found, second=None) == values
     rec = advise(builtins_of(m), "executions", None).recommendation
     assert all(s in rec for s in says), rec
+
+
+def test_the_second_access_is_sized_by_the_links_width(tmp_path):
+    """zlib's form: the window byte at x8 + the 16-bit link + w7: the link's width bounds it to
+    64 KiB past its base, plus the offset w7 the walk rarely changes; the table bound alone
+    left the window unsized."""
+    m = chase(tmp_path, search())
+    reach = chased(m).reach
+    assert reach is not None and reach.span == 65536 and reach.stride == 1
+    assert reach.bound is None and reach.offsets == ("w7",)
+    claim = advise(builtins_of(m), "executions", None).claim
+    assert "That access is indexed by the same 16-bit link, so it spans at most 64 KiB (plus " \
+        "the offset w7): within every Neoverse L2" in claim, claim
+    wide = chase(tmp_path, search(link="ldr w1, [x11, x1, lsl #2]", exit_add="x9"))
+    assert chased(wide).reach is None  # a 32-bit link bounds nothing
+
+
+def test_the_second_access_is_sized_by_the_walks_exit_bound(tmp_path):
+    """liblzma's form: the window byte at x2 + w11, and the walk leaves once w11 reaches w7
+    (`cmp w11, w7`, `b.hs` out): w7 bytes, an eighth of the 8 × w7 the pair table holds."""
+    m = chase(tmp_path, cyclic_tree())
+    reach = chased(m).reach
+    assert reach is not None and reach.span is None and reach.bound == "w7"
+    assert reach.stride == 1 and reach.compare == "cmp w11, w7" and reach.offsets == ()
+    claim = advise(builtins_of(m), "executions", None).claim
+    assert "That access moves with w11 (`sub w11, w1, w3`), and the walk leaves once w11 " \
+        "reaches w7 (`cmp w11, w7`), so it spans at most w7 bytes, one eighth of the table's " \
+        "8 × w7 bytes (below)" in claim, claim
+    # another register the walk does not write bounds it the same way, with no ratio
+    other = advise(builtins_of(chase(tmp_path, cyclic_tree(bound="w13"))), "executions",
+                   None).claim
+    assert "leaves once w11 reaches w13 (`cmp w11, w13`), so it spans at most w13 bytes." \
+        in other, other
+    # a walk that leaves while the value is below the register is not bounded by it
+    lines = cyclic_tree()
+    lines[9] = (300, "b.lo 0x1078")
+    lines[27] = (400, "b.lo 0x1078")
+    low = chase(tmp_path, lines)
+    assert chased(low).reach is None
+
+
+def test_loads_beside_the_second_access_are_placed_against_it(tmp_path):
+    """The other loads the link addresses read near the second access (a constant, or the
+    offset w7 and a constant, away): the same or a nearby line, not more random lines."""
+    m = chase(tmp_path, search())
+    beside = {b.load: (b.register, b.sign, b.offset) for b in chased(m).beside}
+    assert beside["ldurb w3, [x3, #-1]"] == ("", 0, -1)
+    assert beside["ldrb w5, [x2, #1]"] == ("w7", -1, 1)
+    claim = advise(builtins_of(m), "executions", None).claim
+    assert "all near it: `ldurb w3, [x3, #-1]` 1 byte before it, in the same or an adjacent " \
+        "64-byte line" in claim, claim
+    assert "`ldrb w5, [x2, #1]` w7 − 1 bytes before it" in claim, claim
+
+
+def test_two_links_reading_one_pair_are_loaded_once(tmp_path):
+    """`ldr w3, [x10, #4]` and `ldr w3, [x5, x8, lsl #2]` read x5 + 8 × w4 + 4 and + 0, and
+    the branch on the window byte picks one: one line either way, so the branch-free form
+    trades the mispredicts for the window byte's latency, and the text says so."""
+    m = chase(tmp_path, cyclic_tree())
+    pair = chased(m).pair
+    assert pair is not None and pair.size == 8 and pair.branch == "b.lo 0x1010"
+    assert pair.halves == ("ldr w3, [x10, #4]", "ldr w3, [x5, x8, lsl #2]")
+    rec = advise(builtins_of(m), "executions", None).recommendation
+    assert "Both link loads read halves of one 8-byte pair (`ldr w3, [x10, #4]`, `ldr w3, [x5, " \
+        "x8, lsl #2]`): its line is fetched once the link is known, whichever way `b.lo 0x1010` " \
+        "goes" in rec, rec
+    assert "trades its mispredicts for the second access's latency every step" in rec, rec
+    lines = cyclic_tree()
+    lines[24] = (400, "ldr w3, [x6, x8, lsl #2]")  # another base: not the same pair
+    apart = chase(tmp_path, lines)
+    assert chased(apart).pair is None
+    assert "`csel`" not in advise(builtins_of(apart), "executions", None).recommendation
+
+
+def test_a_load_a_line_or_more_away_is_not_beside_the_second_access(tmp_path):
+    """`ldurb w3, [x3, #-100]` reads 100 bytes before the second access: maybe another line,
+    so only the other two are placed near it."""
+    m = chase(tmp_path, search(second="#-100"))
+    assert "ldurb w3, [x3, #-100]" not in {b.load for b in chased(m).beside}
+    claim = advise(builtins_of(m), "executions", None).claim
+    assert "2 of them near it: `ldrb w5, [x2, #1]` w7 − 1 bytes before it" in claim, claim

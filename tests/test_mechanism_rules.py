@@ -307,3 +307,65 @@ def test_a_reopened_index_tells_the_advice_the_walk_already_prefetches(tmp_path)
         assert (chase.value(ChaseValues) or ChaseValues()).prefetched is told
         rec = advise(builtins_of(chase), "executions", None).recommendation
         assert ("The loop already issues `prfm`" in rec) is told
+
+
+def interpreter(handler_extra: tuple[str, ...] = ()) -> list:
+    """An interpreter entered 10 times: its entry stores a frame byte once (and takes the
+    frame's address), sets a page register; four threaded handlers then each run 1000
+    times and merge a halfword at page+0xb34 (cmp/csetm) and the frame byte into the next
+    opcode before their own ``br``."""
+    entry = ("interp", 0x1000, 10, ["stp x29, x30, [sp, #-0x120]!", "add x7, sp, #0x100",
+                                    "strb w5, [sp, #0x100]", "adrp x20, #0x5000",
+                                    "b #0x1100"])
+    handlers = [("interp", 0x1100 + 0x100 * k, 1000, [
+        *handler_extra, "add x19, x19, #1", "ldrh w2, [x20, #0xb34]", "ldrh w4, [x23, #2]",
+        "cmp w2, #0", "csetm w2, ne", "ldrb w1, [sp, #0x100]", "add x23, x23, #2",
+        "orr w2, w2, w1", "orr w2, w2, w4", "and x2, x2, #0xff",
+        "ldr x3, [x22, x2, lsl #3]", "br x3"]) for k in range(4)]
+    return [entry, *handlers]
+
+
+def test_dispatch_names_the_fixed_state_it_tests(tmp_path):
+    """The halfword at a fixed address (3 rows: load, compare, mask) and the frame byte
+    stored once per entry (1 row) are each counted per dispatch and sized; the frame
+    byte's taken address is named (a callee may write it)."""
+    _profile, table = mechanisms_of(tmp_path, interpreter())
+    (dispatch,) = [m for m in table if m.kind == "dispatch"]
+    figures = {x.name: x.value for x in dispatch.metrics}
+    assert figures["merged into the opcode"] == 6
+    assert figures["fixed-address test per dispatch"] == 3
+    assert figures["frame-field test per dispatch"] == 1
+    total = 10 * 5 + 4 * 1000 * 12
+    assert figures["fixed-address test share"] == pytest.approx(100 * 3 * 4000 / total, abs=0.01)
+    fixed = next(c for c in dispatch.checks if c.startswith("a value at a fixed address"))
+    assert "page 0x5000 + 0xb34 at 4 of 4 sites" in fixed and "`csetm w2, ne`" in fixed
+    assert "kept as the page in x20 (`adrp` at 0x100c)" in fixed
+    assert any(c.startswith("tested as a 16-bit value") for c in dispatch.checks)
+    frame = next(c for c in dispatch.checks if c.startswith("a frame field"))
+    assert "only at 0x1008" in frame and "taken at 0x1004" in frame
+
+
+def test_state_the_loop_changes_is_not_called_fixed(tmp_path):
+    """Look-alikes: the page register rewritten in a handler (a block before its dispatch's,
+    so only the flow shows it reaches the dispatch), and the frame byte stored by every
+    handler, are not fixed state: nothing is named."""
+    _profile, table = mechanisms_of(tmp_path, interpreter(
+        ("ldr x20, [x21, #8]", "strb w6, [sp, #0x100]", "cbz x9, #0x1000")))
+    (dispatch,) = [m for m in table if m.kind == "dispatch"]
+    names = {x.name for x in dispatch.metrics}
+    assert "fixed-address test per dispatch" not in names
+    assert "frame-field test per dispatch" not in names
+    assert not any(c.startswith(("a value at a fixed", "a frame field")) for c in dispatch.checks)
+
+
+def test_a_frame_field_is_not_hoistable_when_each_entry_dispatches_once(tmp_path):
+    """Entered as often as it dispatches, the function has no dispatch loop to take the
+    frame field's test out of: it is not named (the fixed-address value still is)."""
+    blocks = interpreter()
+    entry = blocks[0]
+    _profile, table = mechanisms_of(tmp_path, [(entry[0], entry[1], 4000, entry[3]),
+                                               *blocks[1:]])
+    (dispatch,) = [m for m in table if m.kind == "dispatch"]
+    names = {x.name for x in dispatch.metrics}
+    assert "frame-field test per dispatch" not in names
+    assert "fixed-address test per dispatch" in names

@@ -163,14 +163,20 @@ def test_merge_duplicates_sums(tmp_path):
     assert [int(x) for x in p.pc] == [0x10, 0x20] and list(p.samples) == [3, 1]
 
 
-def test_merge_of_unsorted_rows_keeps_each_pcs_first_text(tmp_path):
+@pytest.mark.parametrize("join_rows", [1 << 17, 2])  # joined in one slice, or several
+def test_merge_of_unsorted_rows_keeps_each_pcs_first_text(tmp_path, monkeypatch, join_rows):
     """The text columns are put in order on a thread of their own: by the PC sort, then the
-    merge's first row of each PC, as the numbers are."""
-    text = "pc,samples,asm,note\n0x20,1,b,x\n0x10,1,a,y\n0x20,2,c,z\n0x8,4,d,w\n"
+    merge's first row of each PC, as the numbers are; mnemonics and distinct-text numbers
+    (read as the file is) follow the same rows."""
+    monkeypatch.setattr("pcscope.core.readers.profile_csv._JOIN_ROWS", join_rows)
+    text = ("pc,samples,asm,note\n0x20,1,b x1,x\n0x10,1,a,y\n0x20,2,c,z\n0x8,4,b x1,w\n"
+            "0x4,1,Add x0,v\n")
     p = read_profile(write(tmp_path, text), merge_duplicates=True)
-    assert [int(x) for x in p.pc] == [0x8, 0x10, 0x20] and list(p.samples) == [4, 1, 3]
-    assert p.asm_column.to_list() == ["d", "a", "b"]
-    assert p.extras["note"].to_list() == ["w", "y", "x"]
+    assert [int(x) for x in p.pc] == [0x4, 0x8, 0x10, 0x20] and list(p.samples) == [1, 4, 1, 3]
+    assert p.asm_column.to_list() == ["Add x0", "b x1", "a", "b x1"]
+    assert p.extras["note"].to_list() == ["v", "w", "y", "x"]
+    assert p.asm_code.tolist() == [0, 1, 2, 1] and p.asm_firsts().tolist() == [0, 1, 2]
+    assert [p.mnemonics[m] for m in p.mnemonic] == ["add", "b", "a", "b"]
 
 
 def test_an_error_of_the_text_worker_is_raised_as_it_was(tmp_path, monkeypatch):

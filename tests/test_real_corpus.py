@@ -123,6 +123,15 @@ def test_python_dispatch_is_one_mechanism(analysed):
     assert figures["stack reloads in the sequence"] >= 1
     site = next(s for s in m.sites if s.pc == 0x4a9340)
     assert {0x4a9310, 0x4a9318, 0x4a9328, 0x4a9338, 0x4a933c} <= set(site.pcs)
+    # review 12 R4: the halfword at adrp page + 0xb34 (`ldrh`, `cmp #0`, `csetm`; through
+    # [sp, #0x68] at 0x4a92f8) and the byte at [sp, #0x100] stored once per entry, named
+    # and counted per dispatch (13.6 M `csetm` and 13.6 M of the sites' `ldrb` runs)
+    assert figures["fixed-address test per dispatch"] == 3.1
+    assert figures["frame-field test per dispatch"] == 1.0
+    assert figures["merged into the opcode"] == 6.0
+    fixed = next(c for c in m.checks if c.startswith("a value at a fixed address"))
+    assert "page 0xa5e000 + 0xb34" in fixed and "`ldrh w2, [x2]`" in fixed
+    assert "semaphore" in report["ideas"][0]["recommendation"]
     assert 0x4a932c not in site.pcs  # `lsr w22, w0, #8` (the oparg) is not the target's
     assert m.share > 0.10
     idea = next(i for i in report["ideas"] if m.id in i["evidence"])

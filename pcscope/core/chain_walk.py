@@ -23,6 +23,19 @@ instructions and exact counts: the concrete levers of a pointer-chase mechanism
   ``window[cur_match + best_len]``): each step reads a second structure at a random place. A
   load at the link plus a constant reads the node the chain goes to next, not another
   structure, and is not one.
+- *reach*: how far that access moves with the link. Along its address path a value is bounded
+  by the link's width (``ldrh``: 2^16 values) or by the walk leaving once it reaches a
+  register it does not write (``cmp w11, w7`` then ``b.hs`` out, or ``cset`` … ``cbnz`` out:
+  liblzma's distance against ``cyclic_size``); times the bytes the address moves per unit
+  (the shifts and signs of the copies, adds and subtracts between), that bounds its span.
+- *beside*: the other loads the link addresses whose address differs from that access's by a
+  constant under a line, or by one register the walk rarely changes plus such a constant
+  (zlib's ``match[best_len - 1]``, ``match[0]``): the same or nearby lines, not more random
+  places.
+- *pair*: two link loads whose addresses are one sum but for a constant one load's width
+  apart (the halves of one pair: liblzma's ``pair[0]``/``pair[1]``), each the first load
+  on one side of a branch on the second access's value: one wide load and a ``csel`` would
+  start the pair's miss before that branch resolves.
 - *wrap*: an index the walk wraps at a register R it does not write and compares against
   (``add t, i, R`` + ``csel i, t, i``; ``csel t, R, zr`` + ``add``; or an ``add``/``sub``
   of R a conditional branch skips), as a cyclic buffer's position is, indexes at most R
@@ -37,7 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pcscope.core import isa, shapes
-from pcscope.core.chase_values import SecondAccess, WrapBound
+from pcscope.core.chase_values import Beside, PairedLinks, SecondAccess, SecondReach, WrapBound
 from pcscope.core.mechanisms import Metric
 from pcscope.core.profile import Profile
 from pcscope.core.shapes import NARROW_LOADS, Op
@@ -58,6 +71,8 @@ _COMPARES = frozenset(("cmp", "ccmp", "subs"))
 WRAPPED = "the link's index wraps at a register the walk does not write: "
 SECOND = "a second random access per step, addressed by the link loaded in the same step: "
 _FRAME = ("sp", "x29")
+LINE = 64  # bytes of a cache line: loads closer than this read the same or the next line
+_LEAVES_BELOW = {0: frozenset(("hs", "cs")), 1: frozenset(("ls",))}  # per side of the value
 
 
 @dataclass(frozen=True)
@@ -77,6 +92,32 @@ class Walk:
     second: tuple[tuple[int, ...], ...] = ()
     also_from: tuple[int, ...] = ()  # other links addressing the first one (other paths)
     branched: int | None = None  # the compare of the first one's value before a branch
+    reach: Reach | None = None  # how far the first one moves with the link
+    # other second accesses near the first one: (row, register spelled or "", sign, offset)
+    beside: tuple[tuple[int, str, int, int], ...] = ()
+    pair: Pair | None = None
+
+
+@dataclass(frozen=True)
+class Reach:
+    """A value on the second access's address path, bounded, and its bytes per unit."""
+
+    value: int  # the row writing it (the chained load, for a width)
+    register: str  # as spelled
+    stride: int
+    bits: int | None  # its width, when that bounds it
+    bound: str | None  # else the register the walk leaves at, as spelled
+    compare: int | None  # the compare against ``bound``
+    offsets: tuple[str, ...]  # the access's other address registers the walk writes
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two links reading the halves of one pair, chosen by a branch."""
+
+    halves: tuple[int, int]  # the branch target's load, the fall-through's
+    size: int
+    branch: int
 
 
 class _Reader:
@@ -175,7 +216,8 @@ def read(profile: Profile, op: Callable[[int], Op], rows: list[int], keys: tuple
     second, others = _second_accesses(r, keys)
     branched = _branched_on(r, second[0][0]) if second else None
     return Walk(reject, rejected, paired, steps[0], steps[1], steps[2], bits, entry, second,
-                others, branched)
+                others, branched, _reach(r, second[0]) if second else None,
+                _beside(r, second), _pair(r, keys, second[0][0]) if second else None)
 
 
 def _trace(r: _Reader, row: int, regs: tuple[str, ...], keys: tuple[int, ...],
@@ -249,8 +291,8 @@ def _reaching_defs(r: _Reader, row: int, reg: str) -> frozenset[int]:
             preds = list(r.jumps_to.get(int(r.p.pc[q]), ()))
             if q - 1 in r.inside and not isa.ends_flow(r.op(q - 1).mnemonic):
                 preds.append(q - 1)
-            elif q - 1 not in r.inside:
-                out.add(_OUTSIDE)
+            elif q - 1 not in r.inside and (q == 0 or not isa.ends_flow(r.op(q - 1).mnemonic)):
+                out.add(_OUTSIDE)  # the row before the walk falls into it (a `b` does not)
             for b in preds:
                 if b in seen:
                     continue
@@ -291,6 +333,232 @@ def _branched_on(r: _Reader, load: int) -> int | None:
     return next((row for row in r.rows if row > load and value and value[0] in r.op(row).src
                  and r.op(row).mnemonic in _COMPARES and row + 1 in r.inside
                  and isa.is_conditional_branch(r.op(row + 1).mnemonic)), None)
+
+
+_Sum = tuple[list[tuple[str, int]], int]  # (register, factor) terms and a constant
+_Key = tuple[str, frozenset[int]]  # a register and the rows whose writes of it reach the read
+
+
+def _imm(text: str) -> int | None:
+    return int(text.lstrip("#"), 0) if re.fullmatch(r"#-?(0x[0-9a-f]+|\d+)", text) else None
+
+
+def _sum(o: Op) -> _Sum | None:
+    """``o``'s result (a load's: its address) as a sum of its source registers times
+    factors plus a constant: copies, adds and subtracts (an operand shifted left or
+    extended), left shifts and ``ubfiz`` (its width mask taken as no change: indices are
+    far below 2^31); None for anything else."""
+    ops, m = o.operands, o.mnemonic
+    if o.load:
+        text = next((x for x in ops if x.startswith("[")), None)
+        parts = [p.strip() for p in (text or "").strip("[]!").split(",")]
+        base = isa.parse_register(parts[0])
+        if base is None or len(parts) > 3:
+            return None
+        if len(parts) == 1 or _imm(parts[1]) is not None:
+            return [(base, 1)], (_imm(parts[1]) or 0) if len(parts) > 1 else 0
+        index, scaled = isa.parse_register(parts[1]), _SCALED.search(parts[-1])
+        return None if index is None else \
+            ([(base, 1), (index, 1 << (int(scaled.group(1)) if scaled else 0))], 0)
+    if m in _COPIES and len(o.src) == 1 and len(ops) == 2:
+        return [(o.src[0], 1)], 0
+    if m in ("lsl", "ubfiz") and len(o.src) == 1 and len(ops) >= 3 and _imm(ops[2]):
+        return [(o.src[0], 1 << (_imm(ops[2]) or 0))], 0
+    if m not in ("add", "sub") or len(ops) not in (3, 4):
+        return None
+    sign, a = (1 if m == "add" else -1), isa.parse_register(ops[1])
+    shift = _SCALED.search(ops[3]) if len(ops) == 4 else None
+    if a is None or (len(ops) == 4 and not shift and ops[3] not in ("uxtw", "sxtw", "uxtx",
+                                                                     "sxtx")):
+        return None
+    k = int(shift.group(1)) if shift else 0
+    if _imm(ops[2]) is not None:
+        return [(a, 1)], sign * ((_imm(ops[2]) or 0) << k)
+    b = isa.parse_register(ops[2])
+    return None if b is None else ([(a, 1), (b, sign << k)], 0)
+
+
+def _linear(r: _Reader, row: int, depth: int = 0) -> tuple[dict[_Key, int], int]:
+    """The value ``row`` writes (a load's: its address) as a sum of leaves times factors
+    plus a constant, each source followed back through its one reaching definition while
+    that is a sum. A leaf is a value the walk cannot add up: loaded, chosen (``csel``),
+    from several definitions, or in a register the walk rarely writes (an offset, one leaf
+    wherever read)."""
+    found = _sum(r.op(row))
+    if found is None:
+        return {}, 0
+    terms, const = found
+    out: dict[_Key, int] = {}
+    for reg, factor in terms:
+        if reg == "xzr":
+            continue
+        defs = _defs(r, row, reg)
+        (only,) = defs if len(defs) == 1 else (None,)
+        fixed = r.rare(reg, r.count(row))
+        if only is not None and only != _OUTSIDE and not fixed and depth < 8 and \
+                not r.op(only).load and _sum(r.op(only)) is not None:
+            sub, c = _linear(r, only, depth + 1)
+        else:
+            sub, c = {(reg, frozenset() if fixed else defs): 1}, 0
+        const += factor * c
+        for key, f in sub.items():
+            out[key] = out.get(key, 0) + factor * f
+    return {k: f for k, f in out.items() if f}, const
+
+
+def _spelled(r: _Reader, rows: tuple[int, ...], reg: str) -> str:
+    """``reg`` as ``rows`` spell it (``w7`` for x7)."""
+    for row in rows:
+        for text in r.op(row).operands:
+            for token in text.strip("[]!").split(","):
+                if isa.parse_register(token.strip()) == reg:
+                    return token.strip()
+    return reg
+
+
+def _reach(r: _Reader, path: tuple[int, ...]) -> Reach | None:
+    """The value nearest the link on the second access's path (``path``: the load, the rows
+    back to the link's load) that a width or an exit bounds, with its bytes per unit of it
+    in the load's address; None when nothing does or a step is no sum."""
+    load = path[0]
+    stride, strides = 1, {}
+    for near, far in zip(path, path[1:], strict=False):
+        found = _sum(r.op(near))
+        factors = [f for reg, f in found[0] if reg in r.op(far).dest] if found else []
+        if len(factors) != 1:
+            break
+        stride *= factors[0]
+        strides[far] = stride
+    # the access's other address registers that are offsets, not its base: written by the
+    # walk, or a 32-bit index (extended, so no pointer)
+    on_path = {reg for row in path[1:] for reg in r.op(row).dest}
+    offsets = tuple(_spelled(r, (load,), reg) for reg in r.op(load).addr if reg not in on_path
+                    and (r.writes.get(reg, 0) or _spelled(r, (load,), reg).startswith("w")))
+    for row in reversed(path[1:]):
+        if row not in strides:
+            continue
+        o = r.op(row)
+        value = o.loaded[:1] if row == path[-1] else o.dest[:1]
+        if not value:
+            continue
+        bits = _WIDTH.get(o.mnemonic) if row == path[-1] else None
+        exit_at = None if bits else _exit_bound(r, row, value[0])
+        if bits or exit_at is not None:
+            bound = None if exit_at is None else \
+                _spelled(r, (exit_at,), *(reg for reg in r.op(exit_at).src if reg != value[0]))
+            return Reach(row, _spelled(r, (row,), value[0]), strides[row], bits, bound,
+                         exit_at, offsets)
+    return None
+
+
+def _exit_bound(r: _Reader, row: int, value: str) -> int | None:
+    """The compare right after ``row`` of ``value`` with a register the walk does not write,
+    when the walk leaves unless ``value`` is below that register: a conditional branch out
+    on it, or its ``cset`` (``orr``ed with other exits) tested by a ``cbnz`` out or a
+    ``cbz`` back whose fall-through leaves."""
+    for cmp in range(row + 1, min(row + 4, r.rows[-1] + 1)):
+        o = r.op(cmp)
+        if value in o.dest:
+            return None
+        other = [reg for reg in o.src if reg != value]
+        if o.mnemonic == "cmp" and len(o.src) == 2 and len(other) == 1 and \
+                not r.writes.get(other[0], 0) and \
+                _leaves_on(r, cmp, _LEAVES_BELOW[o.src.index(value)]):
+            return cmp
+    return None
+
+
+def _leaves_on(r: _Reader, cmp: int, conds: frozenset[str]) -> bool:
+    """The walk leaves when the flags ``cmp`` sets meet one of ``conds``."""
+    nxt = r.op(cmp + 1) if cmp + 1 in r.inside else None
+    if nxt is None:
+        return False
+    if isa.is_conditional_branch(nxt.mnemonic):
+        return nxt.mnemonic.split(".")[-1] in conds and _outside(r, nxt.target)
+    if nxt.mnemonic != "cset" or len(nxt.operands) != 2 or nxt.operands[1] not in conds:
+        return False
+    flag = {nxt.dest[0]}
+    for row in range(cmp + 2, min(cmp + 2 + LOOK_BACK, r.rows[-1] + 1)):
+        o = r.op(row)
+        if o.mnemonic == "orr" and flag & set(o.src):
+            flag = set(o.dest)
+        elif o.mnemonic in ("cbnz", "cbz") and flag & set(o.src):
+            return _outside(r, o.target) if o.mnemonic == "cbnz" else \
+                not _outside(r, o.target) and row + 1 not in r.inside
+        elif flag & set(o.dest) or isa.is_branch(o.mnemonic):
+            return False
+    return False
+
+
+def _outside(r: _Reader, pc: int | None) -> bool:
+    row = r.p.row_of(pc) if pc is not None else None
+    return row is None or row not in r.inside
+
+
+def _beside(r: _Reader, second: tuple[tuple[int, ...], ...]
+            ) -> tuple[tuple[int, str, int, int], ...]:
+    """The other second accesses whose address is the first one's plus a constant under a
+    line, or plus or less one rarely written register and such a constant."""
+    if len(second) < 2:
+        return ()
+    first, c0 = _linear(r, second[0][0])
+    out = []
+    for path in second[1:]:
+        terms, c = _linear(r, path[0])
+        diff = {k: terms.get(k, 0) - first.get(k, 0) for k in {*terms, *first}}
+        diff = {k: f for k, f in diff.items() if f}
+        if abs(c - c0) >= LINE or len(diff) > 1 or \
+                any(abs(f) != 1 or keys for (_reg, keys), f in diff.items()):
+            continue
+        (reg, _keys), sign = next(iter(diff.items()), (("", frozenset()), 0))
+        out.append((path[0], _spelled(r, (second[0][0], path[0], *second[0][1:]), reg)
+                    if reg else "", sign, c - c0))
+    return tuple(out)
+
+
+def _pair(r: _Reader, keys: tuple[int, ...], second: int) -> Pair | None:
+    """Two chained loads (``keys``), each the first load on one side of a conditional branch
+    on ``second``'s value, whose addresses are one sum but for constants one load's width
+    apart."""
+    value = r.op(second).dest[:1]
+    for branch in r.rows:
+        o = r.op(branch)
+        cmp = r.op(branch - 1)
+        if not value or not isa.is_conditional_branch(o.mnemonic) or \
+                cmp.mnemonic not in _COMPARES or value[0] not in cmp.src or \
+                _defs(r, branch - 1, value[0]) != {second} or o.target is None:
+            continue
+        taken = _first_link(r, r.p.row_of(o.target), keys)
+        fall = _first_link(r, branch + 1, keys)
+        if taken is None or fall is None or taken == fall:
+            continue
+        width = _bytes_loaded(r.op(taken))
+        (a, ca), (b, cb) = _linear(r, taken), _linear(r, fall)
+        if a and a == b and width and width == _bytes_loaded(r.op(fall)) and \
+                abs(ca - cb) == width:
+            return Pair((taken, fall), 2 * width, branch)
+    return None
+
+
+def _first_link(r: _Reader, row: int | None, keys: tuple[int, ...]) -> int | None:
+    """The first load from ``row`` on, before any branch, when it is a chained load."""
+    while row is not None and row in r.inside:
+        o = r.op(row)
+        if o.load:
+            return row if row in keys else None
+        if isa.is_branch(o.mnemonic):
+            return None
+        row += 1
+    return None
+
+
+def _bytes_loaded(o: Op) -> int | None:
+    if o.mnemonic in ("ldrb", "ldurb", "ldrh", "ldurh"):
+        return _WIDTH[o.mnemonic] // 8
+    if o.mnemonic in ("ldr", "ldur") and len(o.loaded) == 1:
+        return 8 if o.operands[0].startswith("x") else 4 if o.operands[0].startswith("w") \
+            else None
+    return None
 
 
 def _rejects(r: _Reader) -> list[int]:
@@ -353,8 +621,11 @@ def _extension(r: _Reader) -> tuple[tuple[int, ...], int, float]:
                     int(r.p.pc[first]) <= t <= int(r.p.pc[last])), last)
     span = list(range(first, closing + 1))
     exits = [q for _, e in best for q in (e, e + 1)]
-    compares = sum(r.count(row - 1) for row in span if isa.is_conditional_branch(r.op(row).mnemonic)
-                   and r.op(row - 1).mnemonic == "cmp")
+    # every compare of two loaded bytes: the last step's may feed a `ccmp` (zlib's loop
+    # test folded into it), not a branch of its own
+    compares = sum(r.count(row) for row in span if r.op(row).mnemonic == "cmp" and len([
+        w for reg in r.op(row).src if (w := r.writer(row, reg)) is not None
+        and r.op(w).mnemonic in NARROW_LOADS]) == 2)
     # entries: the runs of a plain instruction falling into the span when only the span's
     # own loop jumps back to it, else its first row's runs less the closing loop's reruns
     before = first - 1
@@ -671,3 +942,58 @@ def wrap_checks(wrap: Wrap | None, asm: Callable[[int], str],
     return [f"{WRAPPED}{wrap.bound}: {', '.join(at(r) for r in wrap.rows)} wrap the index; "
             f"the walk compares {wrap.bound} at {', '.join(at(r) for r in wrap.compares)}; "
             f"{sets}{value}"]
+
+
+REACHES = "the second access moves with a bounded value: "
+BESIDE = "loads the link addresses near the second access: "
+PAIR_CHECK = "the links read the two halves of one pair, chosen by a branch on the second " \
+    "access's value: "
+
+
+def second_values(walk: Walk, asm: Callable[[int], str]
+                  ) -> tuple[SecondReach | None, tuple[Beside, ...], PairedLinks | None]:
+    """How far the second access reaches, the loads beside it and the paired links as the
+    advice reads them (the access itself: ``second_value``)."""
+    reach = walk.reach
+    said = None if reach is None or not walk.second else SecondReach(
+        asm(walk.second[0][0]), asm(reach.value), reach.register, reach.stride,
+        None if reach.bits is None else (1 << reach.bits) * abs(reach.stride), reach.bits,
+        reach.bound, "" if reach.compare is None else asm(reach.compare), reach.offsets)
+    beside = tuple(Beside(asm(row), reg, sign, offset) for row, reg, sign, offset in walk.beside)
+    pair = None if walk.pair is None else PairedLinks(
+        (asm(walk.pair.halves[0]), asm(walk.pair.halves[1])), walk.pair.size,
+        asm(walk.pair.branch))
+    return said, beside, pair
+
+
+def second_checks(walk: Walk, asm: Callable[[int], str], pc: Callable[[int], int]) -> list[str]:
+    def at(row: int) -> str:
+        return f"`{asm(row)}` at {pc(row):#x}"
+    out = []
+    reach = walk.reach
+    if reach is not None and reach.bits is not None:
+        out.append(f"{REACHES}{at(reach.value)} loads {reach.bits} bits; the address moves "
+                   f"{_signed(reach.stride)} byte(s) per unit of it")
+    elif reach is not None and reach.compare is not None:
+        out.append(f"{REACHES}{reach.register} from {at(reach.value)}; the address moves "
+                   f"{_signed(reach.stride)} byte(s) per unit of it; the walk leaves once it reaches "
+                   f"{reach.bound} ({at(reach.compare)})")
+    if walk.beside:
+        out.append(BESIDE + ", ".join(
+            f"{at(row)}: {_placed(reg, sign, offset)}" for row, reg, sign, offset in walk.beside))
+    if walk.pair is not None:
+        (a, b), branch = walk.pair.halves, walk.pair.branch
+        out.append(f"{PAIR_CHECK}{at(a)} and {at(b)} ({walk.pair.size} bytes), by {at(branch)}")
+    return out
+
+
+def _placed(reg: str, sign: int, offset: int) -> str:
+    """Where a load beside the second access reads, against it."""
+    moved = f"{'+' if offset > 0 else '−'} {abs(offset)} " if offset else ""
+    if reg:
+        return f"{'' if sign > 0 else '−'}{reg} {moved}bytes from it"
+    return f"{_signed(offset)} byte(s) from it"
+
+
+def _signed(n: int) -> str:
+    return f"−{-n}" if n < 0 else f"{n}"

@@ -2,7 +2,8 @@
 
 pcscope.core.mechanism_finder finds the walk's step budget, the store relinking the
 structure it walks and its prefetches, and pcscope.core.chain_walk the register its index
-wraps at, the mask on its link and the second random access of each step. The
+wraps at, the mask on its link, the second random access of each step, how far it
+reaches, the loads beside it and a pair of links read as two halves. The
 mechanism's checks say these in words for the reader (with each instruction's PC); the
 advice reads them here (a metric is one figure, and these are registers and instructions),
 so no sentence is written to be parsed back.
@@ -39,6 +40,43 @@ class SecondAccess:
     also: tuple[str, ...]  # more loads addressed the same way
 
 
+@dataclass(frozen=True)
+class SecondReach:
+    """How far a step's second access moves with the link: a value on its address path
+    bounded by the link's width or by the walk leaving once it reaches a register."""
+
+    load: str  # the second access
+    value: str  # the instruction writing the bounded value (the link's load for a width)
+    register: str  # that value's register, as spelled
+    stride: int  # bytes the address moves per unit of the value (negative: below its base)
+    span: int | None  # bytes, when the value's width bounds it (2^width x |stride|)
+    bits: int | None  # that width
+    bound: str | None  # else the register the walk leaves at once the value reaches it
+    compare: str  # the compare against ``bound`` ("" with a width)
+    offsets: tuple[str, ...]  # the access's other address registers the walk writes
+
+
+@dataclass(frozen=True)
+class Beside:
+    """Another load the link addresses, placed against the second access: its address is
+    the access's plus ``sign`` x ``register`` plus ``offset`` bytes."""
+
+    load: str
+    register: str  # "" when the two differ by a constant only
+    sign: int  # -1, 0 or 1
+    offset: int
+
+
+@dataclass(frozen=True)
+class PairedLinks:
+    """Two link loads reading the two halves of one pair, one on each side of a branch on
+    the second access's value."""
+
+    halves: tuple[str, str]  # the branch target's load, then the fall-through's
+    size: int  # bytes of the pair
+    branch: str  # the conditional branch choosing between them
+
+
 class ChaseValues(msgspec.Struct, frozen=True, tag="chase"):
     """A walk's limits, writes and prefetches the advice addresses (None: the loop has
     none; ``ChaseValues()``: none of them)."""
@@ -51,6 +89,9 @@ class ChaseValues(msgspec.Struct, frozen=True, tag="chase"):
     mask: str | None = None
     prefetched: bool = False  # the loop already issues a prefetch
     second: SecondAccess | None = None
+    reach: SecondReach | None = None  # how far the second access moves with the link
+    beside: tuple[Beside, ...] = ()  # the loads the link addresses near it
+    pair: PairedLinks | None = None
 
 
 def counts_down(budget: str) -> str:

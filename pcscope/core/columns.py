@@ -26,13 +26,6 @@ class StringColumn:
         blob = np.frombuffer(b"".join(encoded), dtype=np.uint8)
         return cls(blob, offsets)
 
-    @classmethod
-    def from_utf8(cls, joined: bytes, lengths: np.ndarray) -> StringColumn:
-        """From already-joined bytes and each row's byte length (the fast path from polars)."""
-        offsets = np.zeros(len(lengths) + 1, dtype=np.uint64)
-        np.cumsum(lengths, out=offsets[1:])
-        return cls(np.frombuffer(joined, dtype=np.uint8), offsets)
-
     def __len__(self) -> int:
         return len(self.offsets) - 1
 

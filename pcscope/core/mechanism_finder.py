@@ -32,6 +32,7 @@ from pcscope.core import (
     byte_swap,
     call_cohorts,
     chain_walk,
+    dispatch_state,
     fixed_trip_sums,
     gather_partition,
     hand_written,
@@ -53,6 +54,7 @@ from pcscope.core.backends.rules import CATALOG, MECHANISM_RULE
 from pcscope.core.chase_values import ChaseValues, counts_down
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.dispatch_merge import merged_into_index
+from pcscope.core.dispatch_state import Function
 from pcscope.core.mechanism_values import Values
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
 from pcscope.core.member_calls import Callees
@@ -221,6 +223,11 @@ class _Finder:
             fn_total = int(self.counts[rows].sum())
             threaded = len(sites) >= shapes.DISPATCH_SITES
             sequences = [self._dispatch_sequence(r) for r, _ in sites]
+            merged = [merged_into_index([self.op(r) for r in q], _reads, _writes)
+                      for q in sequences]
+            state = dispatch_state.tests(Function.of(self.facts, self.p.pc, rows, self.op,
+                                                     self.count),
+                                         sequences, merged, _reads, _writes)
 
             def per_dispatch(test, sequences=sequences, dispatches=dispatches) -> float:
                 """Instructions of the sequences passing ``test``, per dispatch."""
@@ -240,10 +247,11 @@ class _Finder:
                        per_dispatch(lambda op: op.load and op.addr[:1] in (("sp",), ("x29",))),
                        "loads", "loads off sp/x29 among them (spilled state), per dispatch"),
                 Metric("merged into the opcode", round(sum(
-                    self.count(q[0]) * merged_into_index([self.op(r) for r in q], _reads, _writes)
-                    for q in sequences) / dispatches, 1), "instructions",
+                    self.count(q[0]) * len(at) for q, at in zip(sequences, merged, strict=True))
+                    / dispatches, 1), "instructions",
                        "instructions of the sequence that only merge other state (flags) into "
                        "the opcode, per dispatch"),
+                *dispatch_state.metrics(state, dispatches, self.p.total),
             ], [
                 "target loaded from a table indexed by a register (ldr xT, [table, idx, lsl #3]) "
                 "then br",
@@ -253,6 +261,8 @@ class _Finder:
                 "each site counts its dispatch sequence: the instructions of the br's block "
                 "its target depends on (the opcode fetch, anything merged into the opcode, "
                 "the table load)",
+                *dispatch_state.checks(state, self.p.asm, lambda r: int(self.p.pc[r]),
+                                       self.count, len(sites)),
             ]))
         return out
 
@@ -512,6 +522,7 @@ class _Finder:
             mask = chain_walk.masked(self.p, self.op, list(group[0].rows), group[0].keys)
             wrap = chain_walk.wrapped(self.p, self.op, list(group[0].rows), group[0].keys)
             second = chain_walk.second_value(walks[0], self.p.asm, lambda r: int(self.p.pc[r]))
+            reach, beside, pair = chain_walk.second_values(walks[0], self.p.asm)
             out.append(self.mechanism("pointer-chase", [
                 self.site([*loop.rows, *walk.extension], loop.keys[0])
                 for loop, walk in zip(group, walks, strict=True)], [
@@ -534,10 +545,13 @@ class _Finder:
                 + (["prefetch already issued in the loop (prfm)"] if prefetch else [])
                 + chain_walk.checks(walks[0], self.p.asm, lambda r: int(self.p.pc[r]))
                 + chain_walk.mask_checks(mask, self.p.asm, lambda r: int(self.p.pc[r]))
-                + chain_walk.wrap_checks(wrap, self.p.asm, lambda r: int(self.p.pc[r])),
+                + chain_walk.wrap_checks(wrap, self.p.asm, lambda r: int(self.p.pc[r]))
+                + chain_walk.second_checks(walks[0], self.p.asm, lambda r: int(self.p.pc[r])),
                 values=ChaseValues(budget, relink, chain_walk.wrap_value(wrap, self.p.asm),
-                                  chain_walk.mask_value(mask, self.p.asm), prefetch, second)
-                if budget or relink or wrap or mask or prefetch or second else None))
+                                  chain_walk.mask_value(mask, self.p.asm), prefetch, second,
+                                  reach, beside, pair)
+                if budget or relink or wrap or mask or prefetch or second or reach or beside
+                or pair else None))
         return out
 
     def _step_budget(self, loop: _Loop) -> str | None:

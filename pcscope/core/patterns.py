@@ -281,7 +281,7 @@ def code_facts(profile: Profile) -> CodeFacts:
     second = np.take((slots == 1).any(axis=1), canon)  # operand 1 is read only where written
     # Each distinct text is read once; its facts then go to every row that has it.
     firsts = profile.asm_firsts()
-    texts = profile.asm_column.take(firsts)
+    texts = profile.asm_distinct
     k = len(firsts)
     first = np.full(k, -1, dtype=np.int8)
     second_operand = np.full(k, -1, dtype=np.int8)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -323,6 +324,12 @@ class Profile:
             return np.zeros(0, dtype=np.int64)
         seen = np.maximum.accumulate(self.asm_code)
         return np.flatnonzero(np.concatenate(([True], seen[1:] > seen[:-1])))
+
+    @cached_property
+    def asm_distinct(self) -> StringColumn:
+        """The distinct asm texts, numbered by ``asm_code``: gathered once for the facts, the
+        text index and the regex search (a quarter of the rows' text at 1M rows)."""
+        return self.asm_column.take(self.asm_firsts())
 
     def asm(self, row: int) -> str:
         return self.asm_column[row]

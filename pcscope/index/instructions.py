@@ -563,7 +563,7 @@ def _distinct_texts(profile: Profile) -> tuple[pl.Series, np.ndarray, np.ndarray
     """The distinct instruction texts (Profile.asm_code), each row's code among them and
     each one's first row."""
     first = profile.asm_firsts()
-    return asm_series(profile.asm_column.take(first)), profile.asm_code.astype(np.int64), first
+    return asm_series(profile.asm_distinct), profile.asm_code.astype(np.int64), first
 
 
 def _tokens(texts: pl.Series) -> tuple[np.ndarray, np.ndarray, Postings]:

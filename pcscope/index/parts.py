@@ -21,7 +21,6 @@ from pcscope.core.workload import Workload
 from pcscope.index import manifest
 from pcscope.index.arrays import mapped
 from pcscope.index.lock import writer_lock
-from pcscope.index.mechanism_store import load_mechanisms, save_mechanisms
 from pcscope.index.memory import return_free_memory
 
 if TYPE_CHECKING:
@@ -171,6 +170,10 @@ def open_mechanisms(target: Path, profile: Profile, patterns: PatternTable) -> M
     (``pcscope index`` makes it; an analysis, a lookup or the explorer otherwise). An index
     folder that cannot take it (read-only, or a build superseded meanwhile) gets them
     grouped in memory, for this process only."""
+    # Imported by their first use: a build or a reopen for a lookup needs neither the store
+    # nor the mechanism types (~25 ms of imports).
+    from pcscope.index.mechanism_store import load_mechanisms, save_mechanisms
+
     def complete(folder: Path) -> bool:
         try:
             recorded = json.loads((folder / _DONE).read_text(encoding="utf-8"))

@@ -150,7 +150,7 @@ class QueryEngine:
         """The distinct lower-case texts, and each row's index among them (the profile's
         distinct texts, lower-cased and made distinct again: case folding may merge some)."""
         profile = self.profile
-        series = asm_series(profile.asm_column.take(profile.asm_firsts()))
+        series = asm_series(profile.asm_distinct)
         blob = profile.asm_column.blob
         if not ((blob >= 65) & (blob <= 90)).any():
             return series, profile.asm_code

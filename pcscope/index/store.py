@@ -113,11 +113,18 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 #     constant-key callers (``lookup``), a loop's recomputed and clamped work (``recomputed``)
 # 37: a byte-swap-store mechanism owns the loop that does nothing but its stores (the loop's
 #     other rows in its site, their count per word a metric)
-# 38: a mechanism's typed values are one tuple of tagged values (``values``), no longer one
+# 38: a pointer chase's second access carries how far it reaches (the link's width, or the
+#     register the walk leaves at), the loads beside it and two links read as one pair's halves
+# 39: a dispatch mechanism names the fixed state its sites test (a value at a fixed address,
+#     a frame field stored once per entry): metrics and checks; the opcode fetch nearest the
+#     merge is kept (a flag read off a fixed base is no longer taken for the opcode)
+# 40: an extension's byte compares include the one folded into its loop test (`cmp` then
+#     `ccmp`), not only those before a branch of their own
+# 41: a mechanism's typed values are one tuple of tagged values (``values``), no longer one
 #     field per kind; new among them: a loop's nest, a PLT's stub targets, a struct
 #     relaxation's loads, a fixed-trip loop's loops, a gather's loads and branches, a
 #     lookup's further callers, a tree's listed members and callers, a chase's second access
-FORMAT_VERSION = 38
+FORMAT_VERSION = 41
 Progress = Callable[[str], None]
 
 

@@ -19,14 +19,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pcscope.core import chain_walk, invariant_work, loop_nests
+from pcscope.core import chain_walk, dispatch_state, invariant_work, loop_nests
 from pcscope.core.backends.rules import MECHANISM_RULE
 from pcscope.core.call_cohorts import (
     CALLER_PART,
     PLUMBING,
     SHARED_CHECK,
 )
-from pcscope.core.chase_values import ChaseValues, WrapBound, counts_down
+from pcscope.core.chase_values import (
+    Beside,
+    ChaseValues,
+    PairedLinks,
+    SecondReach,
+    WrapBound,
+    counts_down,
+)
 from pcscope.core.fixed_trip_sums import LOOP_CONTROL, VARIES
 from pcscope.core.fixed_trip_values import FixedTripValues
 from pcscope.core.gather_partition import LOOPS, PARTITION, SCATTERS, THREE_WAY
@@ -157,14 +164,16 @@ _RECOMPUTED = (invariant_work.CHECK, invariant_work.CHANGED, invariant_work.BLOC
                invariant_work.NOT_COUNTED)
 _NOT_EVIDENCE = (loop_nests.INNER, loop_nests.OUTER, *_RECOMPUTED)
 _SAID_ELSEWHERE = (loop_nests.INNER, loop_nests.OUTER)
+_STATED = (*dispatch_state.CHECK.values(), dispatch_state.MASK)
 LEADS = 3.0  # recomputed instructions per iteration from which hoisting is the first lever
 SHOWN = 4  # recomputed instructions a recommendation names (the check lists them all)
 
 
 def _said_in(check: str, recommendation: str) -> bool:
-    """A recomputed-work check the recommendation already states in full."""
+    """A recomputed-work or dispatch-state check the recommendation already states in
+    full."""
     return any(check.startswith(prefix) and check.removeprefix(prefix) in recommendation
-               for prefix in _RECOMPUTED)
+               for prefix in (*_RECOMPUTED, *_STATED))
 
 
 def _nest(m: MechanismData) -> str:
@@ -324,7 +333,12 @@ def _dispatch(m: MechanismData, noun: str) -> tuple[str, str, str]:
                "(BR_MIS_PRED_RETIRED via `perf record -e`, or SPE) before changing the "
                "interpreter: a well-predicted dispatch costs only its own instructions.")
         merged = metric(m, "merged into the opcode") or 0
-        if merged:
+        fixed = _fixed_state(m)
+        if merged and fixed:
+            rec += (f" Those instructions are the lever: {number(merged)} of the "
+                    f"{number(sequence or 0)} instructions of every dispatch only merge other "
+                    f"state into the opcode before the `br`." + fixed)
+        elif merged:
             rec += (f" Those instructions are the lever: {number(merged)} of the "
                     f"{number(sequence or 0)} instructions of every dispatch only merge other "
                     f"state into the opcode before the `br` ("
@@ -339,6 +353,37 @@ def _dispatch(m: MechanismData, noun: str) -> tuple[str, str, str]:
                "keep the tails apart (`-fno-crossjumping`); add super-instructions for the "
                "hottest opcode pairs to cut dispatches.")
     return f"Bytecode dispatch in {fn}: {sites} table-fed br sites", claim, rec
+
+
+def _fixed_state(m: MechanismData) -> str:
+    """The sentences on the state a dispatch tests although the loop never changes it: what
+    the instructions show, the remedy for each kind, and (hedged) what a 16-bit value at a
+    fixed address tested into a mask usually is."""
+    out = ""
+    fixed = _check_after(m, dispatch_state.CHECK[dispatch_state.FIXED])
+    per, share = (metric(m, dispatch_state.PER_DISPATCH[dispatch_state.FIXED]),
+                  metric(m, dispatch_state.SHARE[dispatch_state.FIXED]))
+    if fixed and per:
+        masked = _check_after(m, dispatch_state.MASK) is not None
+        out += (f" {number(per)} instructions per dispatch ({number(share or 0)}% of the total) "
+                + ("load a halfword at a fixed address, compare it with zero and turn it into "
+                   f"an all-ones mask on every dispatch: {fixed}. That is the shape of a "
+                   "tracing-probe semaphore (USDT/SDT probes keep a 16-bit counter at a fixed "
+                   "address that a tracer raises when it attaches); if it is one, a build "
+                   "without those probes removes these rows and the `orr` merging them."
+                   if masked else
+                   f"test a value at a fixed address: {fixed}. Test it where it is stored, "
+                   "not on every dispatch."))
+    frame = _check_after(m, dispatch_state.CHECK[dispatch_state.FRAME])
+    per, share = (metric(m, dispatch_state.PER_DISPATCH[dispatch_state.FRAME]),
+                  metric(m, dispatch_state.SHARE[dispatch_state.FRAME]))
+    if frame and per:
+        out += (f" {number(per)} per dispatch ({number(share or 0)}%) reload a frame field "
+                f"stored once per entry and merge it in: {frame}. Test it where it can "
+                "change (on entry "
+                "and after the calls that may write it) and leave the dispatch path from "
+                "there, rather than merging it into every opcode.")
+    return out
 
 
 def _indirect_call(m: MechanismData, noun: str) -> tuple[str, str, str]:
@@ -394,13 +439,14 @@ def _chase(m: MechanismData, noun: str) -> tuple[str, str, str]:
              f"previous iteration, so each step waits for the previous load to complete; "
              f"the chain stepped {count(steps, noun)}"
              + (f", {number(per_call)} per call of {of}." if per_call else "."))
-    claim += _second_access(m)
-    chase = (m.value(ChaseValues) or ChaseValues())
+    chase = m.value(ChaseValues) or ChaseValues()
+    claim += _second_access(chase)
     budget, relink, wrap = chase.budget, chase.relink, chase.wrap
     prefetched = chase.prefetched
     bound = min((b for b in (metric(m, "table size"), metric(m, WRAPPED_SIZE),
                              metric(m, "table bound")) if b is not None), default=None)
-    cached = bound is not None and bound <= L2_BYTES
+    window = chase.reach.span if chase.reach else None
+    cached = bound is not None and bound <= L2_BYTES and (window is None or window <= L2_BYTES)
     rec = _chase_levers(per_call, budget, relink, cached)
     step = _step_levers(m)
     if cached:
@@ -419,7 +465,8 @@ def _chase(m: MechanismData, noun: str) -> tuple[str, str, str]:
                 "load it would hide); jump pointers to prefetch several hops ahead pay only "
                 "for a structure read far more often than it changes, since every insert "
                 "must update them.")
-    rec += step + _footprint(m, wrap, chase.mask)
+    claim += _second_footprint(chase.reach, wrap, m)
+    rec += step + _footprint(m, wrap, chase.mask) + _paired(chase.pair)
     short = per_call is not None and per_call < LONG_WALK
     if wrap and bound is None:  # sized at run time: whether it misses is the question
         held, entry = wrap.register, number(metric(m, WRAPPED_ENTRY) or 0)
@@ -439,10 +486,11 @@ def _chase(m: MechanismData, noun: str) -> tuple[str, str, str]:
 WRAPPED_ENTRY, WRAPPED_SIZE = "wrapped entry bytes", "wrapped table size"
 
 
-def _second_access(m: MechanismData) -> str:
+def _second_access(chase: ChaseValues) -> str:
     """The claim's words on a load each step addresses with the link it just loaded
-    (pcscope.core.chain_walk): a second structure read at random."""
-    second = (m.value(ChaseValues) or ChaseValues()).second
+    (pcscope.core.chain_walk): a second structure read at random, and where the other loads
+    addressed the same way read against it."""
+    second = chase.second
     if second is None:
         return ""
     load, key, branch, more = second.load, second.key, second.branch, len(second.also)
@@ -453,11 +501,78 @@ def _second_access(m: MechanismData) -> str:
             + (f" or, on other paths, from {others}" if others else "")
             + ", with a base no link's address uses, so it reads another structure at a place "
               "the link picks"
-            + (f" ({more} more load(s) addressed the same way are in the checks)" if more
-               else "")
+            + (f" ({more} more load(s) addressed the same way are in the checks"
+               + _beside_words(chase.beside, more) + ")" if more else "")
             + "; a step can miss in either, so measure both loads' misses"
             + (f", and the branch on its value ({branch}) resolves only when "
                f"it arrives." if branch else "."))
+
+
+def _beside_words(beside: tuple[Beside, ...], more: int) -> str:
+    """Where the loads beside the second access read against it: a constant away is the same
+    or the next line; a rarely changed register away is near while that register is small."""
+    def far(n: int) -> str:
+        return f"{n} byte{'s' if n != 1 else ''}"
+    near = [f"`{b.load}` " + ("at the same address" if not b.offset else
+                              f"{far(abs(b.offset))} {'before' if b.offset < 0 else 'after'} it")
+            for b in beside if not b.register]
+    regs = list(dict.fromkeys(b.register for b in beside if b.register))
+    moved = [f"`{b.load}` {b.register}"
+             + (f" {'+' if b.sign * b.offset > 0 else '−'} {abs(b.offset)}" if b.offset else "")
+             + f" bytes {'before' if b.sign < 0 else 'after'} it" for b in beside if b.register]
+    words = ([", ".join(near) + ", in the same or an adjacent 64-byte line"] if near else []) + \
+        ([", ".join(moved) + f", in the same or a nearby line unless {', '.join(regs)} is large"]
+         if moved else [])
+    if not words:
+        return ""
+    lead = "all" if len(beside) == more else f"{len(beside)} of them"
+    return f", {lead} near it: " + "; ".join(words)
+
+
+def _second_footprint(reach: SecondReach | None, wrap: WrapBound | None,
+                      m: MechanismData) -> str:
+    """How far the second access reaches (pcscope.core.chain_walk): bounded by the link's
+    width, or by the register the walk leaves at (with its ratio to the wrapped table when
+    the table wraps at the same register)."""
+    if reach is None:
+        return ""
+    plus = f" (plus the offset {', '.join(reach.offsets)})" if reach.offsets else ""
+    back = " behind its base" if reach.stride < 0 else ""
+    if reach.span is not None:
+        where = ("within every Neoverse L2 (512 KiB or more)" if reach.span <= L2_BYTES else
+                 "more than some L2s hold, so those steps can miss")
+        return (f" That access is indexed by the same {reach.bits}-bit link, so it spans at "
+                f"most {_bytes(reach.span)}{back}{plus}: {where}.")
+    step = abs(reach.stride)
+    size = f"{number(step)} × {reach.bound}" if step != 1 else reach.bound
+    said = (f" That access moves with {reach.register} (`{reach.value}`), and the walk leaves "
+            f"once {reach.register} reaches {reach.bound} (`{reach.compare}`), so it spans at "
+            f"most {size} bytes{back}{plus}")
+    entry = metric(m, WRAPPED_ENTRY) or 0
+    if wrap is None or wrap.register != reach.bound or not entry or entry <= step:
+        return said + "."
+    ratio = entry / step
+    return (said + f", {_PARTS.get(ratio, f'1/{number(ratio)}')} of the table's "
+                   f"{number(entry)} × {reach.bound} bytes (below): the table outgrows each "
+                   f"cache level first.")
+
+
+_PARTS: dict[float, str] = {2: "one half", 4: "one quarter", 8: "one eighth", 16: "one sixteenth"}
+
+
+def _paired(pair: PairedLinks | None) -> str:
+    """One wide load for two links read as the halves of one pair (pcscope.core.chain_walk)."""
+    if pair is None:
+        return ""
+    # Not a second miss saved: both halves share the pair's line, fetched once the link is
+    # known whichever way the branch goes (review 13). What a branch-free form changes is
+    # the mispredict, at the price of waiting for the second access on every step.
+    a, b = pair.halves
+    return (f" Both link loads read halves of one {pair.size}-byte pair (`{a}`, `{b}`): its "
+            f"line is fetched once the link is known, whichever way `{pair.branch}` goes. "
+            f"Going branch-free (`ldp` of the pair, `csel` for the half and all else the "
+            f"branch picks) trades its mispredicts for the second access's latency every "
+            f"step: weigh BR_MIS_PRED_RETIRED there against that latency (SPE).")
 
 
 L1_BYTES = 64 * 1024  # L1D of Neoverse N1/V1/N2/V2

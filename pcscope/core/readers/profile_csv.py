@@ -27,8 +27,8 @@ from pcscope.core.textio import decode_utf8, open_text_lines, read_bytes
 REQUIRED = ("pc", "samples", "asm")
 MAX_SUM = 2**63 - 1  # counts and their sums must fit int64
 KNOWN = ("pc", "samples", "asm", "function", "window", "module", "cycles")
+_LABELS = ("function", "module", "window")  # read as Categorical codes (_encode)
 WINDOW_GAP = 64  # bytes between PCs that start a new derived window
-_STRIPPED_ASM = "_asm"  # the parse's stripped asm (internal, like "_row")
 
 Progress = Callable[[str], None]
 
@@ -101,8 +101,7 @@ def _collect(path: str, query: pl.LazyFrame, sep: str, width: int) -> pl.DataFra
 def _parse(path: str, sep: str, names: list[str]) -> pl.DataFrame:
     """One streaming pass: every derived column at once (numbers read the fast way; see
     _columns), the columns outside KNOWN kept as text."""
-    query = _scan(path, sep, names).with_columns(
-        pl.col("asm").str.strip_chars().alias(_STRIPPED_ASM)).select(_columns(names))
+    query = _scan(path, sep, names).select(_columns(names))
     cols = _collect(path, query, sep, len(names))
     if not len(cols):
         raise InputError(path, None, "no instructions: the file has a header and no rows")
@@ -137,9 +136,19 @@ def _cleaned(labels: pl.Series) -> pl.Series:
     return s.set(s == "", None)
 
 
-def _mnemonic(heads: pl.Series) -> pl.Series:
-    """The first word of a stripped asm head (_columns), lower-cased."""
-    return heads.str.extract(r"^(\S*)").str.to_lowercase()
+def _mnemonic(texts: pl.Series) -> pl.Series:
+    """The first word of each stripped asm text, lower-cased."""
+    return texts.str.extract(r"^(\S*)").str.to_lowercase()
+
+
+def _mnemonics(texts: pl.Series, codes: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Each row's mnemonic code in the sorted mnemonics, which follow, from the distinct
+    asm texts and each row's number among them: a mnemonic is read once per distinct text
+    (a Categorical of each row's first word in the parse cost ~0.13 s CPU at 1M rows)."""
+    words = _mnemonic(texts)
+    mnemonics = sorted(words.unique().drop_nulls().to_list())  # code-point order = polars'
+    per_text = words.cast(pl.Enum(mnemonics)).to_physical().cast(pl.Int32).fill_null(-1)
+    return np.take(per_text.to_numpy(), codes), mnemonics
 
 
 def _encode(labels: pl.Series, clean: Callable[[pl.Series], pl.Series]) -> tuple[
@@ -200,34 +209,29 @@ def _columns(names: list[str]) -> list[pl.Expr]:
     """Every derived column, so polars runs them in one pass. Numbers are read the fast way
     (see _slow_numbers for cells that fail); labels are kept raw as Categorical and cleaned
     per distinct label (_encode)."""
-    # Stripped once, before this select (_parse): the streaming engine strips anew for each
-    # use of a stripped expression (three here; ~0.06 s CPU at 1M rows).
-    asm = pl.col(_STRIPPED_ASM)
     exprs = [
         pl.col("_row"),
         _pc_expr(fast=True).alias("pc_value"),
         _count_expr("samples", fast=True).alias("samples_value"),
-        asm.alias("asm_text"),
-        # The text up to the first space (a cheap byte search, no regex per row): the
-        # mnemonic is its first word, cut per distinct head (_mnemonic).
-        asm.str.head(asm.str.find(" ", literal=True).fill_null(asm.str.len_bytes()))
-        .cast(pl.Categorical).alias("mnemonic_text"),
+        # Its mnemonic is read per distinct text (_mnemonics).
+        pl.col("asm").str.strip_chars().alias("asm_text"),
     ]
     if "cycles" in names:
         exprs.append(_count_expr("cycles", fast=True).alias("cycles_value"))
     # A label column the file lacks is not made (_build codes its rows -1 without a column
     # of nulls to encode: ~0.03 s at 1M rows)
     exprs += [pl.col(col).cast(pl.Categorical).alias(f"{col}_text")
-              for col in ("function", "module", "window") if col in names]
+              for col in _LABELS if col in names]
     exprs += [pl.col(c).fill_null("").alias(f"extra.{c}") for c in names if c not in KNOWN]
     # A number read the fast way holds no newline; the cells of a column that failed it are
     # looked at only then (_lines). The raw asm is searched once for a newline or a NUL
     # (_check's test; a pass of its own cost ~0.05 s CPU at 1M rows): both are rare, and
-    # which one it was is asked only when one is there (_lines, _check).
-    text_columns = [c for c in names if c not in _numeric(names) and c != "asm"]
+    # which one it was is asked only when one is there (_lines, _check). A label's newline
+    # is looked for in its distinct labels (_lines; ~0.05 s CPU less at 1M rows).
+    extras = [c for c in names if c not in KNOWN]
     exprs += [pl.col("asm").str.contains("[\x00\n]").alias("_odd_asm"),
               pl.any_horizontal([pl.lit(False), *(pl.col(c).str.contains("\n", literal=True)
-                                                  for c in text_columns)]).alias("_multiline")]
+                                                  for c in extras)]).alias("_multiline")]
     return exprs
 
 
@@ -240,22 +244,29 @@ def _lines(path: str, sep: str, names: list[str], cols: pl.DataFrame,
     when it holds a newline or a NUL)."""
     rows = cols["_row"].to_numpy()
     look = failed + (["asm"] if cols["_odd_asm"].any() else [])
-    if not cols["_multiline"].any() and not (look and _newline_in(path, sep, names, look)):
+    labels = [cols[f"{c}_text"].unique().cast(pl.String) for c in _LABELS
+              if f"{c}_text" in cols.columns]
+    multiline = cols["_multiline"].any() or any(
+        label.str.contains("\n", literal=True).any() for label in labels)
+    if not multiline and not (look and _newline_in(path, sep, names, look)):
         return rows
     return _record_lines(path, sep, len(names))[rows.astype(np.int64) - 2].astype(np.uint32)
 
 
 def _newline_in(path: str, sep: str, names: list[str], columns: list[str]) -> bool:
-    query = _scan(path, sep, names).select(pl.any_horizontal(
-        [pl.col(c).str.contains("\n", literal=True).any() for c in columns]))
-    return bool(_collect(path, query, sep, len(names)).item())
+    return _any_row(path, sep, names, pl.any_horizontal(
+        [pl.col(c).str.contains("\n", literal=True) for c in columns]))
 
 
 def _cycles_given(path: str, sep: str, names: list[str]) -> bool:
     """Whether some cycles cell holds more than spaces: read again, only when no cell read
     as a number (a test in the parse itself cost ~0.03 s CPU at 1M rows)."""
-    query = _scan(path, sep, names).select(
-        (pl.col("cycles").str.strip_chars().fill_null("") != "").any())
+    return _any_row(path, sep, names, pl.col("cycles").str.strip_chars().fill_null("") != "")
+
+
+def _any_row(path: str, sep: str, names: list[str], test: pl.Expr) -> bool:
+    """Whether ``test`` holds in some row: the file read again, for a question asked rarely."""
+    query = _scan(path, sep, names).select(test.any())
     return bool(_collect(path, query, sep, len(names)).item())
 
 
@@ -315,10 +326,11 @@ def _build(
 ) -> Profile:
     with ThreadPoolExecutor(1) as pool:
         # The asm texts are numbered as read (polars work that lets go of the GIL) while
-        # the rows are checked and put in order, then the text columns are put in order and
-        # joined while the labels are encoded here. Leaving the block waits for the worker,
-        # and its error is raised by result() as it was raised.
-        numbered = pool.submit(distinct_rows, cols["asm_text"])
+        # the rows are checked and put in order and the labels encoded here, then the text
+        # columns are put in order and joined while the mnemonics are read here. Leaving
+        # the block waits for the worker, and its error is raised by result() as it was.
+        asm = cols["asm_text"]
+        numbered = pool.submit(distinct_rows, asm)
         say("validating")
         failed = [c for c in _numeric(names) if cols[f"{c}_value"].null_count()]
         if "cycles_value" in cols.columns and not cols["cycles_value"].is_not_null().any() \
@@ -330,8 +342,8 @@ def _build(
         say("indexing")
         # The labels and the text taken out of the frame, so that each number column goes as
         # it is put in PC order.
-        labels = {c: cols.drop_in_place(f"{c}_text") for c in ("mnemonic", "function", "module",
-                                                                "window") if f"{c}_text" in cols}
+        labels = {c: cols.drop_in_place(f"{c}_text") for c in _LABELS
+                  if f"{c}_text" in cols}
         text = cols.select(["asm_text"] + [c for c in cols.columns if c.startswith("extra.")])
         pcs = cols["pc_value"].to_numpy()
         read = len(pcs)  # rows as read, which the label codes follow until ``picked``
@@ -363,17 +375,23 @@ def _build(
             picked = keep if picked is None else picked[keep]
         texts = pool.submit(_text_columns, text, picked)
         del text
-        mnemonic, mnemonics = _encode(labels.pop("mnemonic"), _mnemonic)
         (function, function_names), (module, modules), (window_label, window_labels) = (
             _encode(labels.pop(c), _cleaned) if c in labels else _absent(read)
-            for c in ("function", "module", "window"))
-        _, asm_code = numbered.result()
+            for c in _LABELS)
         if picked is not None:
-            mnemonic, function = mnemonic[picked], function[picked]
-            module, window_label = module[picked], window_label[picked]
+            function, module = function[picked], module[picked]
+            window_label = window_label[picked]
+        # The windows need no asm: they are derived while the worker still numbers it.
+        window, label_code = _windows(pcs, function, module, window_label)
+        first, asm_code = numbered.result()
+        del numbered  # it holds the codes as read, 4 MB at 1M rows, until the peak below
+        # Here, while the worker joins the text columns (its next task).
+        mnemonic, mnemonics = _mnemonics(asm.gather(first), asm_code)
+        del asm, first
+        if picked is not None:
+            mnemonic = mnemonic[picked]
             _, asm_code = by_first_row(asm_code[picked])
             del picked
-        window, label_code = _windows(pcs, function, module, window_label)
         asm_column, extras = texts.result()
         return Profile(
             path=path,
@@ -400,10 +418,8 @@ def _text_columns(text: pl.DataFrame, picked: np.ndarray | None) -> tuple[
         StringColumn, dict[str, StringColumn]]:
     """The asm column and the extra columns (named without their prefix), each of the rows
     ``picked`` in that order (None: every row as read)."""
-    if picked is not None:
-        text = text[picked]
-    extras = {c.removeprefix("extra."): _strings(text[c]) for c in text.columns[1:]}
-    return _strings(text.drop_in_place("asm_text")), extras
+    extras = {c.removeprefix("extra."): _strings(text[c], picked) for c in text.columns[1:]}
+    return _strings(text.drop_in_place("asm_text"), picked), extras
 
 
 def _check_sum(path: str, what: str, counts: np.ndarray, lines: np.ndarray) -> None:
@@ -420,10 +436,27 @@ def _check_sum(path: str, what: str, counts: np.ndarray, lines: np.ndarray) -> N
                              "(counts must add up to a 64-bit total)")
 
 
-def _strings(series: pl.Series) -> StringColumn:
-    lengths = series.str.len_bytes().to_numpy()  # from_utf8 sums them as uint64
-    joined = series.str.join("").cast(pl.Binary).item() or b""  # UTF-8 as is: no str copy
-    return StringColumn.from_utf8(joined, lengths)
+def _strings(series: pl.Series, picked: np.ndarray | None) -> StringColumn:
+    """The texts of the rows ``picked``, in that order (None: every row as read), as one
+    UTF-8 blob. They are gathered and joined a slice of rows at a time into it: a gather of
+    every row, then a join, held the text four times at once (as read, gathered, polars'
+    joined string, Python's bytes), the build's peak memory."""
+    lengths = series.str.len_bytes().to_numpy()
+    if picked is not None:
+        lengths = lengths[picked]
+    offsets = np.zeros(len(lengths) + 1, dtype=np.uint64)
+    np.cumsum(lengths, out=offsets[1:])
+    blob = np.empty(int(offsets[-1]), dtype=np.uint8)
+    for lo in range(0, len(lengths), _JOIN_ROWS):
+        part = series.slice(lo, _JOIN_ROWS) if picked is None \
+            else series.gather(picked[lo : lo + _JOIN_ROWS])
+        joined = part.str.join("").cast(pl.Binary).item() or b""
+        start = int(offsets[lo])
+        blob[start : start + len(joined)] = np.frombuffer(joined, dtype=np.uint8)
+    return StringColumn(blob, offsets)
+
+
+_JOIN_ROWS = 1 << 17
 
 
 def _merge(pcs, samples, cycles):
