@@ -7,14 +7,19 @@ import msgspec
 
 from pcscope.core.backends.advice import advise
 from pcscope.core.chase_values import ChaseValues
+from pcscope.core.mechanism_data import MechanismData
+from pcscope.core.mechanism_values import Values
+from pcscope.core.mechanisms import Metric
+from pcscope.core.plt_values import PltValues
 
 
 def mech(kind: str, metrics: dict[str, float], checks: list[str],
-         functions: tuple[str, ...] = ("f",), chase: ChaseValues | None = None) -> dict:
-    return {"kind": kind, "share": 0.2, "functions": list(functions), "checks": checks,
-            "metrics": [{"name": k, "value": v} for k, v in metrics.items()],
-            "site_pcs": [(0x10,)], "sites": 1,
-            "chase": msgspec.to_builtins(chase) if chase else None}
+         functions: tuple[str, ...] = ("f",), values: Values | None = None) -> dict:
+    """The tools' data of a mechanism of ``kind`` with these figures, checks and values."""
+    data = MechanismData(f"mech:{kind}:0x10", kind, "other", 0.2, 1, functions, ((0x10,),),
+                         tuple(Metric(k, v, "", "") for k, v in metrics.items()),
+                         tuple(checks), (values,) if values else ())
+    return msgspec.to_builtins(data)
 
 
 def test_threaded_dispatch_keeps_only_what_the_sites_leave_to_do() -> None:
@@ -67,7 +72,7 @@ def test_a_short_walk_is_not_capped_but_its_misses_are_hidden() -> None:
     """6.64 steps per call: a budget of tens of steps rarely ends the walk, so lowering it is
     not advised; the next walk's head is prefetched. Overlapping walks is a condition."""
     m = mech("pointer-chase", {"chain steps": 5e7, "steps per call": 6.64}, ["in a loop"],
-             chase=ChaseValues("w14", None, None, None, False))
+             values=ChaseValues("w14", None, None, None, False))
     rec = advise(m, "executions", None).recommendation
     assert "lower the step budget" not in rec and "rarely ends it" in rec
     assert "prefetch the head of the next walk" in rec
@@ -78,7 +83,7 @@ def test_a_short_walk_is_not_capped_but_its_misses_are_hidden() -> None:
 
 def test_lowering_a_long_walks_budget_says_what_it_costs() -> None:
     m = mech("pointer-chase", {"chain steps": 5e7, "steps per call": 23.05}, ["in a loop"],
-             chase=ChaseValues("w6", None, None, None, False))
+             values=ChaseValues("w6", None, None, None, False))
     rec = advise(m, "executions", None).recommendation
     assert "lower the step budget the loop already has (w6" in rec
     assert "trades the search's result (e.g. compression ratio) for speed" in rec
@@ -90,7 +95,7 @@ def test_a_walk_that_rewrites_its_structure_gets_no_jump_pointers_or_interleavin
     jump pointers stale and cannot run beside another walk: both levers are ruled out, with
     the store named. Without that store both stay, as conditions only."""
     m = mech("pointer-chase", {"chain steps": 5e7, "steps per call": 6.64}, ["in a loop"],
-             chase=ChaseValues(None, "`str w3, [x30]` at 0x5208", None, None,
+             values=ChaseValues(None, "`str w3, [x30]` at 0x5208", None, None,
                                     False))
     rec = advise(m, "executions", None).recommendation
     assert "jump pointers to prefetch several hops ahead do not fit" in rec
@@ -108,10 +113,9 @@ def test_plt_advice_splits_own_calls_from_c_library_calls() -> None:
     m = mech("plt", {"stubs": 442, "calls through stubs": 5.7e7,
                      "calls into other modules": 7.1e6,
                      "calls counted with C-library routines": 7.9e6},
-             ["adrp x16; ldr x17", "stubs leading to functions of other modules (matched by "
-              "count): malloc in libc.so.6 (1,943,128), free in libc.so.6 (1,943,325)",
-              "stubs leading to C-library routines, counted with those routines' mechanisms: "
-              "strcmp (7,875,654)"], functions=("OSSL_PARAM_locate",))
+             ["adrp x16; ldr x17"], functions=("OSSL_PARAM_locate",),
+             values=PltValues(("malloc in libc.so.6 (1,943,128)", "free in libc.so.6 (1,943,325)"),
+                             ("strcmp (7,875,654)",)))
     advice = advise(m, "executions", None)
     assert "7,100,000 of the calls (12%) go into other modules (malloc in libc.so.6" \
         in advice.claim

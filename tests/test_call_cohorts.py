@@ -11,11 +11,11 @@ import pytest
 
 from pcscope.core.backends.advice import advise
 from pcscope.core.call_cohorts import CALLERS_CHECK, SETUP_CHECK
-from pcscope.core.engine.tools import _mechanism_data
+from pcscope.core.mechanism_data import builtins_of
 from pcscope.core.mechanism_finder import find_mechanisms
 from pcscope.core.patterns import code_facts, find_patterns
 from pcscope.core.readers.profile_csv import read_profile
-from pcscope.core.tree_values import OneShot, Pair
+from pcscope.core.tree_values import OneShot, Pair, TreeValues
 from tests.test_mechanism_rules import STUB, mechanisms_of
 
 
@@ -43,7 +43,7 @@ def test_small_functions_entered_once_per_operation_are_one_tree(tmp_path):
     assert "kernel" not in m.functions  # over 256 instructions per call: the work
     assert m.share == pytest.approx(10 * sum(counts) / profile.total)
     assert m.sites[0].pc == 0x10000 * 9 + 4 * 9  # keyed on the function's ret
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert advice is not None and advice.rule == "per-operation"
     assert "reuse the context" in advice.recommendation
     assert "allocator" not in advice.claim  # no member is one
@@ -77,7 +77,7 @@ def test_allocator_calls_per_operation_are_named(tmp_path):
                                  ("CRYPTO_malloc", 0x720000, 4008, small(5))]
     _profile, (m,) = operations(tmp_path, blocks)
     assert {"malloc", "free", "CRYPTO_malloc"} <= set(m.functions)
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert "The C allocator per operation: 2 malloc + 2 free = 44 instructions" in advice.claim
 
 
@@ -90,7 +90,7 @@ def test_hidden_helpers_entered_as_often_as_an_allocator_routine_are_its_part(tm
                                  ("<unknown_8>", 0x730000, 4030, small(5))]
     _profile, (m,) = operations(tmp_path, blocks)
     assert {"<unknown_7>", "<unknown_8>"} <= set(m.functions)
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert "The C allocator per operation: 2 malloc + 2 free, with the hidden functions of " \
            "their module entered as often as they are (2 × <unknown_7>) = 104 instructions" \
            in advice.claim
@@ -121,7 +121,7 @@ def test_per_call_figures_are_net_of_rows_other_ideas_count(tmp_path):
     assert f"f0 (1× per operation, 10 instructions per call counted here; 3 more in " \
            f"`{zeroing.id}`)" in heaviest
     assert "f3 (1× per operation, 10 instructions per call counted here)" in heaviest
-    advice = advise(_mechanism_data(zeroing), "executions", None)
+    advice = advise(builtins_of(zeroing), "executions", None)
     assert advice.removes == 1.0  # every run is in a small function: exempting deletes it
 
 
@@ -139,7 +139,7 @@ def test_vector_code_once_per_operation_is_named_as_set_up(tmp_path, k, size, se
     blocks = [*tree([2000] * 8), ("gfinit", 0x700000, 2000 * k, vector(size))]
     _profile, (m,) = operations(tmp_path, blocks)
     assert "gfinit" in m.functions
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert ("set the key once" in advice.recommendation) is setup
     assert any(c.startswith(f"{SETUP_CHECK} ") and "gfinit (100 instructions per call)" in c
                for c in m.checks) is setup
@@ -153,7 +153,7 @@ def test_upside_of_a_tree_with_allocator_calls_is_their_part(tmp_path):
     blocks = tree([2000] * 8) + [("malloc", 0x700000, 4008, small(10)),
                                  ("free", 0x710000, 4006, small(12))]
     _profile, (m,) = operations(tmp_path, blocks)
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert advice.removes == pytest.approx(44 / (8 * 10 + 44), abs=1e-3)
 
 
@@ -180,9 +180,9 @@ def test_a_callee_of_two_trees_joins_the_larger_part_and_both_name_it(tmp_path, 
         assert figures["instructions per operation"] == round((80 * 2000 + 20 * count * 6000
                                                                / 8500) / 2000)
         assert f"clear (3× here, 1× in `{second.id}`)" in \
-            advise(_mechanism_data(first), "executions", None).claim
+            advise(builtins_of(first), "executions", None).claim
         assert f"clear (1× here, in `{first.id}`)" in \
-            advise(_mechanism_data(second), "executions", None).claim
+            advise(builtins_of(second), "executions", None).claim
 
 
 @pytest.mark.parametrize(("entry", "split"), [
@@ -218,7 +218,7 @@ def test_create_destroy_pairs_are_named_in_the_recommendation(tmp_path, names, c
                                  for i, (name, n) in enumerate(zip(names, counts, strict=True))]
     _profile, (m,) = operations(tmp_path, blocks)
     assert set(names) <= set(m.functions)
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     pair = f"{names[0]}/{names[1]}, 1× per operation"
     assert (pair in advice.recommendation) is named
     assert ("instead of making and releasing each on every operation"
@@ -268,7 +268,7 @@ def test_short_members_calling_the_allocator_every_entry_are_its_wrappers(tmp_pa
                                                                           wraps):
     _profile, (m,) = operations(tmp_path, allocator(*blocks))
     assert "xalloc" in m.functions
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     listed = ("the program's wrappers calling them, or another wrapper, on every entry in at "
               "most 32 instructions (2 × xalloc (" in advice.claim)  # the heaviest wrapper first
     assert listed is wraps
@@ -289,7 +289,7 @@ def test_a_member_calling_the_set_up_every_entry_is_set_up(tmp_path, callee, par
               ("plain", 0x720000, 2000, small(10)),
               ("initkey", 0x740000, 2000, calling(callee, after=6))]
     _profile, (m,) = operations(tmp_path, blocks)
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert ("part of that set-up: initkey (9 instructions per call, calls gfinit)"
             in advice.claim) is part
     assert ("`gfinit`, `initkey`) is recomputed" in advice.recommendation) is part
@@ -313,7 +313,7 @@ def test_a_release_called_on_null_too_pairs_by_its_live_calls(tmp_path, entries,
     blocks = [*tree([2000] * 8), ("foo_up_ref", 0x700000, 2000, small(5)),
               *null_checked(0x710000, entries, live)]
     _profile, (m,) = operations(tmp_path, blocks)
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert ("foo (foo_up_ref/foo_free, 1× per operation; foo_free is entered 2× and returns "
             "at its null check on the rest)" in advice.recommendation) is named
 
@@ -328,7 +328,7 @@ def test_a_one_shot_call_with_its_streaming_parts_is_named(tmp_path, names, name
     blocks = tree([2000] * 8) + [(name, 0x700000 + 0x10000 * i, 2000, small(5))
                                  for i, name in enumerate(names)]
     _profile, (m,) = operations(tmp_path, blocks)
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     parts = ", ".join(f"`{n}`" for n in names[1:])
     assert (f"`Dig` is the one-shot form of {parts} (by symbol names; all entered once per "
             f"operation): call those on a context kept across operations instead of `Dig`"
@@ -384,7 +384,7 @@ def test_the_functions_entering_the_tree_are_named_with_their_module(tmp_path, c
            f"{entered}; the " \
            f"members it reaches are in libop.so, {owner})" in check
     assert "stray" not in check and "1 more functions, 3 calls" in check
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert "Entered from outside the tree by `drive`" in advice.claim
     if owner == "another module":
         assert "entering the tree on every operation is the caller's choice, so keeping the " \
@@ -406,7 +406,7 @@ def test_a_caller_reaching_a_member_with_a_demangled_name_is_addressed(tmp_path)
     check = next(c for c in m.checks if c.startswith(CALLERS_CHECK))
     assert "to op::begin(ctx*); the members it reaches are in libop.so, another module)" in check
     assert "is a change in `drive`, for the owner of app" in \
-        advise(_mechanism_data(m), "executions", None).recommendation
+        advise(builtins_of(m), "executions", None).recommendation
 
 
 def test_a_reopened_index_gives_the_advice_the_callers_and_the_allocator_split(tmp_path):
@@ -417,8 +417,9 @@ def test_a_reopened_index_gives_the_advice_the_callers_and_the_allocator_split(t
     open_workload(tmp_path / "m.csv", index_dir=tmp_path / "idx").mechanisms  # noqa: B018
     reopened = open_workload(tmp_path / "m.csv", index_dir=tmp_path / "idx").mechanisms
     (m,) = [m for m in reopened if m.kind == "per-operation"]
-    assert m.tree is not None and [c.name for c in m.tree.callers] == ["drive"]
-    advice = advise(_mechanism_data(m), "executions", None)
+    tree = m.value(TreeValues)
+    assert tree is not None and [c.name for c in tree.callers] == ["drive"]
+    advice = advise(builtins_of(m), "executions", None)
     assert "Of the allocator's 68 instructions per operation, reuse removes the 36" \
         in advice.recommendation
     assert "is a change in `drive`, for the owner of app" in advice.recommendation
@@ -428,7 +429,7 @@ def test_the_library_owns_the_allocator_calls_inside_the_tree(tmp_path):
     blocks = [*library(), ("malloc", "libc.so.6", 0x700000, 4002, small(10)),
               ("free", "libc.so.6", 0x710000, 4004, small(12)), *driver("app", 0x10000)]
     (m,) = in_modules(tmp_path, blocks)
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert "while what each entry costs inside the tree (the allocator calls and their " \
            "wrappers, 44 instructions per operation, the small wrappers) is libop.so's to " \
            "cut" in advice.recommendation
@@ -438,7 +439,7 @@ def test_a_caller_of_a_tree_without_modules_is_addressed_by_name(tmp_path):
     blocks = [*tree([2000] * 8)[:-1], *((f, at, n, lines) for f, _m, at, n, lines
                                         in driver("", 0x10000))]
     _profile, (m,) = operations(tmp_path, blocks)
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert "the operations are entered from `drive` (itself entered 3 times; 1.00 calls per " \
            "operation); keeping " \
            "the context across operations, initialising it once and updating it per " \
@@ -449,7 +450,7 @@ def test_a_caller_of_a_tree_without_modules_is_addressed_by_name(tmp_path):
 def test_a_tree_entered_from_nowhere_known_names_no_caller(tmp_path):
     _profile, (m,) = operations(tmp_path, tree([2000] * 8))
     assert not any(c.startswith(CALLERS_CHECK) for c in m.checks)
-    assert "Who changes what" not in advise(_mechanism_data(m), "executions", None).recommendation
+    assert "Who changes what" not in advise(builtins_of(m), "executions", None).recommendation
 
 
 def test_a_tree_calling_a_callee_it_shares_with_another_is_no_caller_of_that_tree(tmp_path):
@@ -492,7 +493,7 @@ def test_the_allocations_under_a_create_destroy_pair_are_the_callers_the_rest_th
     # allocator cost: malloc 2 × 10, free 2 × 12, xalloc and xfree 2 × 5, foo_new and foo_free
     # 2 = 68 per operation; the pair's own: 2 + 2 + 5 + 10 + 5 + 12 = 36, the rest 32
     (m,) = in_modules(tmp_path, paired_allocations(stub=stub))
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert "The C allocator per operation: 2 malloc + 2 free" in advice.claim
     assert "= 68 instructions" in advice.claim
     assert "Of the allocator's 68 instructions per operation, reuse removes the 36 the " \
@@ -513,7 +514,7 @@ def test_allocations_the_profile_cannot_place_under_a_pair_are_not_split(tmp_pat
     # the allocator's hidden helper runs once per free, but no member calls it on every
     # entry: which frees enter it is not known, so neither is the pair's part
     (m,) = in_modules(tmp_path, paired_allocations(helper=True))
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert "Which of the allocator's 128 instructions per operation the create/destroy " \
            "pairs' members make, and so reuse removes, is not in the profile (a hidden " \
            "allocator function no member calls on every entry: <unknown_7>)." \
@@ -536,7 +537,7 @@ def test_allocations_the_profile_cannot_place_under_a_pair_are_not_split(tmp_pat
 ])  # fmt: skip
 def test_allocations_outside_every_pair_stay_with_the_tree(tmp_path, pair, text):
     _profile, (m,) = operations(tmp_path, allocator(*pair))
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert text in advice.recommendation
     assert "Reuse also removes" not in advice.recommendation
 
@@ -556,11 +557,12 @@ def test_a_reopened_index_gives_the_advice_the_set_up_one_shot_calls_and_pairs(t
     open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms  # noqa: B018
     reopened = open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms
     (m,) = [m for m in reopened if m.kind == "per-operation"]
-    assert m.tree is not None and m.tree.setup == (setup,)
-    assert m.tree.setup_callers == ("initkey",)
-    assert m.tree.one_shots == (OneShot("Dig", ("DigInit_ex", "DigUpdate", "DigFinal_ex")),)
-    assert m.tree.pairs == (Pair("foo", "foo_up_ref", "foo_free", 1, 2),)
-    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    found = m.value(TreeValues)
+    assert found is not None and found.setup == (setup,)
+    assert found.setup_callers == ("initkey",)
+    assert found.one_shots == (OneShot("Dig", ("DigInit_ex", "DigUpdate", "DigFinal_ex")),)
+    assert found.pairs == (Pair("foo", "foo_up_ref", "foo_free", 1, 2),)
+    rec = advise(builtins_of(m), "executions", None).recommendation
     assert "reuse foo (foo_up_ref/foo_free, 1× per operation; foo_free is entered 2× and " \
            "returns at its null check on the rest) across operations" in rec
     assert f"(`{setup}`, `initkey`) is recomputed for every operation" in rec

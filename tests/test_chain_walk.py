@@ -7,13 +7,15 @@ that add a register are no extension, 32-bit links bound nothing."""
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 
+import msgspec
 import pytest
 
 from pcscope.core import chain_walk, invariant_work
 from pcscope.core.backends.advice import advise
 from pcscope.core.chase_values import Beside, ChaseValues, PairedLinks, SecondReach, WrapBound
-from pcscope.core.engine.tools import _mechanism_data
+from pcscope.core.mechanism_data import builtins_of
 from pcscope.core.mechanism_finder import find_mechanisms
 from pcscope.core.patterns import Code, code_facts, find_patterns
 from pcscope.core.readers.profile_csv import read_profile
@@ -70,6 +72,10 @@ def figures(m) -> dict:
     return {x.name: x.value for x in m.metrics}
 
 
+def chased(m) -> ChaseValues:
+    return m.value(ChaseValues) or ChaseValues()
+
+
 def said(m, prefix: str) -> str | None:
     return next((c.removeprefix(prefix) for c in m.checks if c.startswith(prefix)), None)
 
@@ -88,7 +94,7 @@ def test_match_search_levers_fire(tmp_path):
     assert got["link bits"] == 16 and got["table bound"] == 65536 * 2
     # the exit blocks are the walk's own work: counted in its site
     assert {0x10a0, 0x10a4, 0x10b8, 0x10bc} <= set(m.sites[0].pcs)
-    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    rec = advise(builtins_of(m), "executions", None).recommendation
     assert "75.3% of the steps end at the first compare" in rec
     assert "one `ldrh`" in rec and "24.7%" in rec
     assert "`sxtw x3, w7` at 0x1024 (and more, in the checks) is recomputed" in rec
@@ -111,10 +117,10 @@ def test_look_alikes_stay_quiet(tmp_path):
     assert "sxtw" not in said(moving, invariant_work.CHECK)  # its input changes every step
     apart = chase(tmp_path, search(second="#-2"))  # not the adjacent byte
     assert said(apart, chain_walk.REJECT) and said(apart, chain_walk.PAIRED) is None
-    assert "`ldrh`" not in advise(_mechanism_data(apart), "executions", None).recommendation
+    assert "`ldrh`" not in advise(builtins_of(apart), "executions", None).recommendation
     wide = chase(tmp_path, search(link="ldr w1, [x11, x1, lsl #2]", exit_add="x9"))
     assert "link bits" not in figures(wide) and "extension steps" not in figures(wide)
-    rec = advise(_mechanism_data(wide), "executions", None).recommendation
+    rec = advise(builtins_of(wide), "executions", None).recommendation
     # masked by a register loaded before the walk: nothing in the code bounds the mask
     assert "mask + 1 entries, a number nothing in the code bounds: if it is many MiB" in rec
     assert "8 bytes per step" not in rec and "little latency to hide" not in rec
@@ -135,7 +141,7 @@ def test_a_mask_set_from_a_constant_gives_the_table_size(tmp_path):
     m = chase(tmp_path, lines)
     assert figures(m)["table size"] == 32768 * 2 and figures(m)["table bound"] == 65536 * 2
     assert said(m, chain_walk.MASKED).endswith("by `mov w12, #0x7fff` at 0x1004")
-    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    rec = advise(builtins_of(m), "executions", None).recommendation
     assert "mask + 1 entries, 64 KiB, within L1D" in rec and "mask + 1 entries, at most" not in rec
 
 
@@ -146,7 +152,7 @@ def test_a_mask_the_walk_changes_or_an_immediate_is_no_register_mask(tmp_path):
     for lines in (moving, search()[:5] + [(800, "and w1, w1, #0x7fff")] + search()[6:]):
         m = chase(tmp_path, lines)
         assert said(m, chain_walk.MASKED) is None and "table size" not in figures(m)
-        assert "masked" not in advise(_mechanism_data(m), "executions", None).recommendation
+        assert "masked" not in advise(builtins_of(m), "executions", None).recommendation
 
 
 
@@ -277,7 +283,7 @@ def test_an_index_wrapped_by_a_register_bounds_the_table(tmp_path):
     assert "`add w8, w4, w7` at 0x1038" in wrap and "`csel w4, w8, w4, lo` at 0x103c" in wrap
     assert "`cmp w11, w7` at 0x1020" in wrap and "0x1068" in wrap
     assert figures(m)["wrapped entry bytes"] == 8 and "table size" not in figures(m)
-    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    rec = advise(builtins_of(m), "executions", None).recommendation
     assert "Nothing in the code bounds" not in rec and "little to gain" not in rec
     assert "at most w7 entries of 8 bytes (8 × w7 bytes)" in rec
     assert "a run-time size held in w7" in rec
@@ -292,7 +298,7 @@ def test_an_index_wrapped_by_a_register_bounds_the_table(tmp_path):
 def test_a_wrap_size_from_a_constant_gives_the_table_size(tmp_path):
     m = chase(tmp_path, cyclic_tree(size_set="mov w7, #0x1000"))
     assert figures(m)["wrapped table size"] == 4096 * 8
-    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    rec = advise(builtins_of(m), "executions", None).recommendation
     assert "at most 4,096 entries of 8 bytes (32 KiB), within L1D" in rec
 
 
@@ -331,7 +337,7 @@ def test_a_conditional_add_without_a_compare_on_it_is_no_wrap(tmp_path):
     conditional step, not a wrap; nothing bounds the table."""
     m = chase(tmp_path, cyclic_tree(bound="w13"))
     assert said(m, chain_walk.WRAPPED) is None
-    assert "Nothing in the code bounds" in advise(_mechanism_data(m), "executions",
+    assert "Nothing in the code bounds" in advise(builtins_of(m), "executions",
                                                   None).recommendation
 
 
@@ -345,7 +351,7 @@ def test_a_load_addressed_by_the_link_of_the_same_step_is_a_second_access(tmp_pa
                       "0x1018 through `sub w11, w1, w3` at 0x101c (on other paths from "
                       "`ldr w3, [x5, x8, lsl #2]` at 0x1060); its value is branched on "
                       "(`cmp w12, w9` at 0x1050)")
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert "second random access" in advice.claim
     assert "`ldrb w12, [x2, w11, uxtw]` at 0x104c takes its address from the link `ldr w3, " \
         "[x10, #4]` at 0x1018 loaded in the same step (through `sub w11, w1, w3` at 0x101c) " \
@@ -358,6 +364,16 @@ def test_a_load_addressed_by_the_link_of_the_same_step_is_a_second_access(tmp_pa
         "through `add x2, x8, x1` at 0x1028")
     assert "also `ldurb w3, [x3, #-1]` at 0x103c, `ldrb w5, [x2, #1]` at 0x1048" in zlib
     assert "x13" not in zlib  # the fixed string's bytes: not addressed by the link
+
+
+def test_the_second_access_is_named_from_the_values_not_the_check(tmp_path):
+    """The claim's words on the second access come from the mechanism's values: without the
+    check (reworded, say) the claim says the same, branch and further loads included."""
+    m = chase(tmp_path, search())
+    unsaid = replace(m, checks=tuple(c for c in m.checks if not c.startswith(chain_walk.SECOND)))
+    claim = advise(builtins_of(m), "executions", None).claim
+    assert "second random access" in claim and "(3 more load(s) addressed" in claim
+    assert advise(builtins_of(unsaid), "executions", None).claim == claim
 
 
 def test_a_field_of_the_node_the_link_points_at_is_no_second_access(tmp_path):
@@ -388,7 +404,7 @@ def test_a_compare_reads_no_load_a_call_clobbers_before_it(tmp_path):
 def test_a_wrap_set_from_memory_names_its_whole_setter(tmp_path):
     """A bound loaded before the walk is named by its whole instruction, commas and all."""
     m = chase(tmp_path, cyclic_tree(size_set="ldr w7, [x0, #0x10]"))
-    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    rec = advise(builtins_of(m), "executions", None).recommendation
     assert "a run-time size held in w7 (set before the walk by `ldr w7, [x0, #0x10]`, its " \
            "value not in the code)" in rec
 
@@ -396,8 +412,8 @@ def test_a_wrap_set_from_memory_names_its_whole_setter(tmp_path):
 @pytest.mark.parametrize(("lines", "values", "says"), [
     (cyclic_tree(), ChaseValues("w14", "`str w3, [x30]` at 0x1010", WrapBound(
         "w7", ("add w8, w4, w7", "csel w4, w8, w4, lo"), ("cmp w11, w7", "cmp w11, w7"), "",
-        True), None, False, SecondReach("ldrb w12, [x2, w11, uxtw]", "sub w11, w1, w3", "w11", 1,
-        None, None, "w7", "cmp w11, w7", ()), (), PairedLinks(("ldr w3, [x10, #4]",
+        True), None, False, reach=SecondReach("ldrb w12, [x2, w11, uxtw]", "sub w11, w1, w3", "w11", 1,
+        None, None, "w7", "cmp w11, w7", ()), pair=PairedLinks(("ldr w3, [x10, #4]",
         "ldr w3, [x5, x8, lsl #2]"), 8, "b.lo 0x1010")),
      ["(`str w3, [x30]` at 0x1010), so they would go stale on every insert",
                  "The link's index wraps at w7 (`add w8, w4, w7`, `csel w4, w8, w4, lo`; the "
@@ -405,9 +421,9 @@ def test_a_wrap_set_from_memory_names_its_whole_setter(tmp_path):
                  "value not in the code)", "Measure the value of w7 at run time"]),
     (search(), ChaseValues("w6", None, None, "`and w1, w1, w12`, set before the walk by "
                            "`ldr w12, [x0, #0x58]`, value not in the code", False,
-                           SecondReach("ldrb w5, [x2, w7, sxtw]", "ldrh w1, [x11, x1, lsl #1]",
+                           reach=SecondReach("ldrb w5, [x2, w7, sxtw]", "ldrh w1, [x11, x1, lsl #1]",
                                        "w1", 1, 65536, 16, None, "", ("w7",)),
-                           (Beside("ldurb w3, [x3, #-1]", "", 0, -1),
+                           beside=(Beside("ldurb w3, [x3, #-1]", "", 0, -1),
                             Beside("ldrb w5, [x2, #1]", "w7", -1, 1),
                             Beside("ldrb w5, [x2, #2]", "w7", -1, 2))),
      ["lower the step budget the loop already has (w6 counts down by one per step and ends "
@@ -422,8 +438,9 @@ def test_a_reopened_index_gives_the_advice_the_walks_budget_relink_and_wrap(tmp_
     open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms  # noqa: B018
     reopened = open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms
     (m,) = [m for m in reopened if m.kind == "pointer-chase"]
-    assert m.chase == values
-    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    found = m.value(ChaseValues)
+    assert found is not None and msgspec.structs.replace(found, second=None) == values
+    rec = advise(builtins_of(m), "executions", None).recommendation
     assert all(s in rec for s in says), rec
 
 
@@ -432,29 +449,29 @@ def test_the_second_access_is_sized_by_the_links_width(tmp_path):
     64 KiB past its base, plus the offset w7 the walk rarely changes; the table bound alone
     left the window unsized."""
     m = chase(tmp_path, search())
-    reach = m.chase.reach if m.chase else None
+    reach = chased(m).reach
     assert reach is not None and reach.span == 65536 and reach.stride == 1
     assert reach.bound is None and reach.offsets == ("w7",)
-    claim = advise(_mechanism_data(m), "executions", None).claim
+    claim = advise(builtins_of(m), "executions", None).claim
     assert "That access is indexed by the same 16-bit link, so it spans at most 64 KiB (plus " \
         "the offset w7): within every Neoverse L2" in claim, claim
     wide = chase(tmp_path, search(link="ldr w1, [x11, x1, lsl #2]", exit_add="x9"))
-    assert wide.chase is None or wide.chase.reach is None  # a 32-bit link bounds nothing
+    assert chased(wide).reach is None  # a 32-bit link bounds nothing
 
 
 def test_the_second_access_is_sized_by_the_walks_exit_bound(tmp_path):
     """liblzma's form: the window byte at x2 + w11, and the walk leaves once w11 reaches w7
     (`cmp w11, w7`, `b.hs` out): w7 bytes, an eighth of the 8 × w7 the pair table holds."""
     m = chase(tmp_path, cyclic_tree())
-    reach = m.chase.reach if m.chase else None
+    reach = chased(m).reach
     assert reach is not None and reach.span is None and reach.bound == "w7"
     assert reach.stride == 1 and reach.compare == "cmp w11, w7" and reach.offsets == ()
-    claim = advise(_mechanism_data(m), "executions", None).claim
+    claim = advise(builtins_of(m), "executions", None).claim
     assert "That access moves with w11 (`sub w11, w1, w3`), and the walk leaves once w11 " \
         "reaches w7 (`cmp w11, w7`), so it spans at most w7 bytes, one eighth of the table's " \
         "8 × w7 bytes (below)" in claim, claim
     # another register the walk does not write bounds it the same way, with no ratio
-    other = advise(_mechanism_data(chase(tmp_path, cyclic_tree(bound="w13"))), "executions",
+    other = advise(builtins_of(chase(tmp_path, cyclic_tree(bound="w13"))), "executions",
                    None).claim
     assert "leaves once w11 reaches w13 (`cmp w11, w13`), so it spans at most w13 bytes." \
         in other, other
@@ -463,17 +480,17 @@ def test_the_second_access_is_sized_by_the_walks_exit_bound(tmp_path):
     lines[9] = (300, "b.lo 0x1078")
     lines[27] = (400, "b.lo 0x1078")
     low = chase(tmp_path, lines)
-    assert low.chase is None or low.chase.reach is None
+    assert chased(low).reach is None
 
 
 def test_loads_beside_the_second_access_are_placed_against_it(tmp_path):
     """The other loads the link addresses read near the second access (a constant, or the
     offset w7 and a constant, away): the same or a nearby line, not more random lines."""
     m = chase(tmp_path, search())
-    beside = {b.load: (b.register, b.sign, b.offset) for b in m.chase.beside}
+    beside = {b.load: (b.register, b.sign, b.offset) for b in chased(m).beside}
     assert beside["ldurb w3, [x3, #-1]"] == ("", 0, -1)
     assert beside["ldrb w5, [x2, #1]"] == ("w7", -1, 1)
-    claim = advise(_mechanism_data(m), "executions", None).claim
+    claim = advise(builtins_of(m), "executions", None).claim
     assert "all near it: `ldurb w3, [x3, #-1]` 1 byte before it, in the same or an adjacent " \
         "64-byte line" in claim, claim
     assert "`ldrb w5, [x2, #1]` w7 − 1 bytes before it" in claim, claim
@@ -484,10 +501,10 @@ def test_two_links_reading_one_pair_are_loaded_once(tmp_path):
     the branch on the window byte picks one: one line either way, so the branch-free form
     trades the mispredicts for the window byte's latency, and the text says so."""
     m = chase(tmp_path, cyclic_tree())
-    pair = m.chase.pair if m.chase else None
+    pair = chased(m).pair
     assert pair is not None and pair.size == 8 and pair.branch == "b.lo 0x1010"
     assert pair.halves == ("ldr w3, [x10, #4]", "ldr w3, [x5, x8, lsl #2]")
-    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    rec = advise(builtins_of(m), "executions", None).recommendation
     assert "Both link loads read halves of one 8-byte pair (`ldr w3, [x10, #4]`, `ldr w3, [x5, " \
         "x8, lsl #2]`): its line is fetched once the link is known, whichever way `b.lo 0x1010` " \
         "goes" in rec, rec
@@ -495,16 +512,16 @@ def test_two_links_reading_one_pair_are_loaded_once(tmp_path):
     lines = cyclic_tree()
     lines[24] = (400, "ldr w3, [x6, x8, lsl #2]")  # another base: not the same pair
     apart = chase(tmp_path, lines)
-    assert apart.chase is None or apart.chase.pair is None
-    assert "`csel`" not in advise(_mechanism_data(apart), "executions", None).recommendation
+    assert chased(apart).pair is None
+    assert "`csel`" not in advise(builtins_of(apart), "executions", None).recommendation
 
 
 def test_a_load_a_line_or_more_away_is_not_beside_the_second_access(tmp_path):
     """`ldurb w3, [x3, #-100]` reads 100 bytes before the second access: maybe another line,
     so only the other two are placed near it."""
     m = chase(tmp_path, search(second="#-100"))
-    assert "ldurb w3, [x3, #-100]" not in {b.load for b in m.chase.beside}
-    claim = advise(_mechanism_data(m), "executions", None).claim
+    assert "ldurb w3, [x3, #-100]" not in {b.load for b in chased(m).beside}
+    claim = advise(builtins_of(m), "executions", None).claim
     assert "2 of them near it: `ldrb w5, [x2, #1]` w7 − 1 bytes before it" in claim, claim
 
 

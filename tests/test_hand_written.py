@@ -11,8 +11,8 @@ import csv
 import pytest
 
 from pcscope.core.backends.advice import advise
-from pcscope.core.engine.tools import _mechanism_data
 from pcscope.core.hand_written import CHECK
+from pcscope.core.mechanism_data import builtins_of
 from pcscope.core.mechanism_finder import find_mechanisms
 from pcscope.core.patterns import code_facts, find_patterns
 from pcscope.core.readers.profile_csv import read_profile
@@ -52,7 +52,7 @@ def test_a_bare_leaf_among_flagged_functions_gets_the_instruction_edit(tmp_path)
     m = store_loop(tmp_path, CLEANSE)
     (said,) = [c for c in m.checks if c.startswith(CHECK)]
     assert "writes (x1)" in said and "4 other functions of libcrypto.so" in said
-    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    rec = advise(builtins_of(m), "executions", None).recommendation
     assert "instruction edit" in rec and "`stp xzr, xzr, [xN], #16`" in rec
     assert "`str xzr, [xN], #8`" in rec and "a form the compiler cannot drop" not in rec
 
@@ -65,5 +65,5 @@ def test_a_bare_leaf_among_flagged_functions_gets_the_instruction_edit(tmp_path)
 def test_look_alikes_keep_the_c_advice(tmp_path, cleanse, zeroing):
     m = store_loop(tmp_path, cleanse, zeroing)
     assert not [c for c in m.checks if c.startswith(CHECK)]
-    rec = advise(_mechanism_data(m), "executions", None).recommendation
+    rec = advise(builtins_of(m), "executions", None).recommendation
     assert "instruction edit" not in rec and "explicit_bzero" in rec

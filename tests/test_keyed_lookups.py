@@ -83,11 +83,11 @@ def test_look_alikes_name_no_keyed_caller(tmp_path, caller):
 
 def test_idea_names_the_caller_and_the_inverted_lookup(tmp_path):
     from pcscope.core.backends.advice import advise
-    from pcscope.core.engine.tools import _mechanism_data
+    from pcscope.core.mechanism_data import builtins_of
 
     m = libc_of(tmp_path, table_with([
         (0x3000, ENTRIES, keyed_calls("adrp x1, 0x30000; add x1, x1, #{i}0") + ["ret"])]))
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert advice is not None
     assert "`requests` (entered 125 times) calls `lookup` from 8 call sites: 8 lookups per " \
            "entry, each with a different constant key" in advice.claim
@@ -133,7 +133,7 @@ def test_callers_reaching_the_lookup_through_its_stub_are_named_when_the_count_t
 
 def test_lookups_of_a_per_operation_tree_link_both_ideas(tmp_path):
     from pcscope.core.backends.advice import advise
-    from pcscope.core.engine.tools import _mechanism_data
+    from pcscope.core.mechanism_data import builtins_of
     from tests.test_call_cohorts import tree
 
     # `requests` (8 keys) runs twice per operation of a tree of small functions; the same
@@ -153,16 +153,16 @@ def test_lookups_of_a_per_operation_tree_link_both_ideas(tmp_path):
            f"`{libc.id}`" in tree_m.checks
     assert f"{LOOKUP_CHECK}16.0 constant-key lookups in each of the 2,000 operations of `{tree_m.id}`, by " \
            f"requests" in libc.checks
-    advice = advise(_mechanism_data(tree_m), "executions", None)
+    advice = advise(builtins_of(tree_m), "executions", None)
     assert "Constant-key lookups per operation: 16.0 by requests" in advice.claim
-    assert f"`{tree_m.id}`" in advise(_mechanism_data(libc), "executions", None).claim
+    assert f"`{tree_m.id}`" in advise(builtins_of(libc), "executions", None).claim
     quiet = table(4120)
     assert not any(c.startswith((TREE_CHECK, LOOKUP_CHECK)) for m in quiet for c in m.checks)
 
 
 def test_the_upside_is_the_lookups_one_walk_per_entry_deletes(tmp_path):
     from pcscope.core.backends.advice import advise
-    from pcscope.core.engine.tools import _mechanism_data
+    from pcscope.core.mechanism_data import builtins_of
 
     # `direct` makes 500 lookups (4 keys, 125 entries), `requests` 500 through a
     # forwarder: one walk per entry each leaves 250 of the 1,000 lookups
@@ -172,7 +172,7 @@ def test_the_upside_is_the_lookups_one_walk_per_entry_deletes(tmp_path):
         ("direct", 0x3000, ENTRIES, keyed_calls(KEYS, 4) + ["ret"]),
         ("requests", 0x7000, ENTRIES, keyed_calls(KEYS, 4, to=0x6000) + ["ret"])])
     assert {x.name: x.value for x in m.metrics}["lookups one walk per entry deletes"] == 75.0
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert advice.removes == 0.75
     assert "In `direct` and `requests`, walk the request once and dispatch on the name" in \
         advice.recommendation
@@ -181,11 +181,11 @@ def test_the_upside_is_the_lookups_one_walk_per_entry_deletes(tmp_path):
 
 def test_a_lookup_without_constant_key_callers_has_no_modelled_upside(tmp_path):
     from pcscope.core.backends.advice import advise
-    from pcscope.core.engine.tools import _mechanism_data
+    from pcscope.core.mechanism_data import builtins_of
 
     m = libc_of(tmp_path, table_with([
         (0x3000, ENTRIES, keyed_calls("ldr x1, [x22, #{i}8]") + ["ret"])]))
-    assert advise(_mechanism_data(m), "executions", None).removes is None
+    assert advise(builtins_of(m), "executions", None).removes is None
 
 
 COMPARE = [("plt", 0x4000, 10, STUB), ("plt", 0x4010, 1200, STUB),
@@ -227,11 +227,11 @@ def found_lookup_on_nonzero() -> list:
 def test_the_hit_rate_of_a_lookup_is_read_from_the_test_of_the_compare(tmp_path, blocks,
                                                                         hits):
     from pcscope.core.backends.advice import advise
-    from pcscope.core.engine.tools import _mechanism_data
+    from pcscope.core.mechanism_data import builtins_of
 
     m = libc_of(tmp_path, blocks)
     assert {x.name: x.value for x in m.metrics}.get("lookups finding their key") == hits
-    claim = advise(_mechanism_data(m), "executions", None).claim
+    claim = advise(builtins_of(m), "executions", None).claim
     assert ("a lookup compares 1.20 names on average" in claim) is (hits is not None)
     assert ("30% of the lookups find their key (a zero result ends the walk): most lookups "
             "search a short array for a key it does not hold" in claim) is (hits is not None)
@@ -251,7 +251,7 @@ def test_callers_making_under_one_percent_of_the_calls_are_not_named(tmp_path):
 def test_a_reopened_index_gives_the_advice_every_constant_key_caller(tmp_path):
     # a C++ caller carries its parameters, a comma among them, in its name: named whole
     from pcscope.core.backends.advice import advise
-    from pcscope.core.engine.tools import _mechanism_data
+    from pcscope.core.mechanism_data import builtins_of
     from pcscope.index.store import open_workload
 
     router = "Router::dispatch(Request&, int)"
@@ -263,8 +263,8 @@ def test_a_reopened_index_gives_the_advice_every_constant_key_caller(tmp_path):
     open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms  # noqa: B018
     reopened = open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms
     (m,) = [m for m in reopened if m.kind == "libc-routine"]
-    assert m.lookup == LookupValues((router, "requests"))
-    advice = advise(_mechanism_data(m), "executions", None)
+    assert (m.value(LookupValues) or LookupValues()).callers == (router, "requests")
+    advice = advise(builtins_of(m), "executions", None)
     assert f"`{router}` (entered 125 times) calls `lookup` from 4 call sites" in advice.claim
     assert f"In `{router}` and `requests`, walk the request once and dispatch on the name" \
         in advice.recommendation

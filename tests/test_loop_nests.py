@@ -7,6 +7,7 @@ are no nest."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from test_loop_shapes import WORK, mechanisms_of, of_kind
 from test_natural_loops import two_heads
@@ -15,7 +16,9 @@ from test_store_shapes import as_dict
 from pcscope.core import invariant_work, loop_nests, natural_loops
 from pcscope.core.backends.advice import advise
 from pcscope.core.mechanism_finder import _Finder
+from pcscope.core.nest_values import NestValues
 from pcscope.core.patterns import code_facts, find_patterns
+from pcscope.core.recomputed_values import RecomputedValues
 
 
 def priced_relaxation(advances: int) -> list[tuple[int, str]]:
@@ -120,6 +123,11 @@ def nest(inner_head: int) -> list[tuple[int, str]]:
 
 def linked(tmp_path, rows) -> dict[str, tuple[str, ...]]:
     """The checks two hand-made mechanisms get, one on each loop, keyed by their kind."""
+    return {kind: m.checks for kind, m in linked_mechanisms(tmp_path, rows).items()}
+
+
+def linked_mechanisms(tmp_path, rows) -> dict:
+    """Two hand-made mechanisms, one on each loop, as the nest links them, by kind."""
     profile, _ = mechanisms_of(tmp_path, [("f", 0x1000, rows)])
     facts = code_facts(profile)
     finder = _Finder(profile, find_patterns(profile, facts), facts)
@@ -128,13 +136,22 @@ def linked(tmp_path, rows) -> dict[str, tuple[str, ...]]:
     outer = finder.mechanism("gather-branch", [finder.site([row[0x1000]], row[0x1000])], [], [])
     inner = finder.mechanism("byte-loop", [finder.site(range(inner_head, inner_head + 4),
                                                        inner_head)], [], [])
-    return {m.kind: m.checks for m in loop_nests.link(finder, [outer, inner])}
+    return {m.kind: m for m in loop_nests.link(finder, [outer, inner])}
 
 
 def test_inner_and_outer_loops_of_one_nest_name_each_other(tmp_path):
     checks = linked(tmp_path, nest(inner_head=4))
     assert checks["gather-branch"] == (f"{loop_nests.INNER}`mech:byte-loop:0x1010`",)
     assert checks["byte-loop"] == (f"{loop_nests.OUTER}`mech:gather-branch:0x1000`",)
+
+
+def test_the_nest_is_a_value_the_advice_reads(tmp_path):
+    """Each loop of the nest carries the other's ID as a typed value, not only in a check."""
+    found = linked_mechanisms(tmp_path, nest(inner_head=4))
+    assert found["gather-branch"].value(NestValues) == NestValues(("mech:byte-loop:0x1010",), ())
+    assert found["byte-loop"].value(NestValues) == NestValues((), ("mech:gather-branch:0x1000",))
+    (tmp_path / "apart").mkdir()
+    assert linked_mechanisms(tmp_path / "apart", nest(inner_head=10))["byte-loop"].values == ()
 
 
 def test_two_loops_one_after_the_other_are_no_nest(tmp_path):
@@ -154,9 +171,9 @@ def test_a_nest_link_opens_the_claim_and_is_no_evidence(tmp_path):
                                                 priced_relaxation(advances=10000)), WORK])
     (m,) = of_kind(table, "struct-relaxation")
     plain = advise(as_dict(m), "executions", None)
-    data = as_dict(m)
-    data["checks"] = [*data["checks"], f"{loop_nests.OUTER}`mech:gather-branch:0x2000`"]
-    advice = advise(data, "executions", None)
+    linked = replace(m, checks=(*m.checks, f"{loop_nests.OUTER}`mech:gather-branch:0x2000`"),
+                     values=(*m.values, NestValues((), ("mech:gather-branch:0x2000",))))
+    advice = advise(as_dict(linked), "executions", None)
     assert advice.claim.startswith("One loop nest with other ideas: its outer loop is "
                                    "`mech:gather-branch:0x2000`.")
     assert advice.confidence == plain.confidence
@@ -347,7 +364,7 @@ def test_a_reopened_index_gives_the_advice_the_recomputed_and_the_clamped_work(t
     open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms  # noqa: B018
     reopened = open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms
     (m,) = of_kind(reopened, "struct-relaxation")
-    work = m.recomputed
+    work = m.value(RecomputedValues)
     assert work is not None and len(work.instructions) == 4 and work.span == "0x1000–0x1084"
     assert work.clamp is not None and work.clamp.clamp == "`csel w0, w1, w0, ls` at 0x1018"
     assert work.clamp.saturates == "5 for w1 ≥ 5" and len(work.clamp.work) == 5

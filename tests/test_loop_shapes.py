@@ -5,6 +5,7 @@ that must stay quiet: keys gathered through an index array and branched on (revi
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 
 import pytest
 from test_store_shapes import as_dict
@@ -537,7 +538,10 @@ def test_a_reopened_index_gives_the_advice_the_branches_by_role(tmp_path, loop, 
     open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms  # noqa: B018
     reopened = open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms
     (m,) = of_kind(reopened, "gather-branch")
-    assert m.gather == values
+    found = m.value(GatherValues)
+    assert found is not None
+    assert (found.diamonds, found.exits, found.guards) == \
+        (values.diamonds, values.exits, values.guards)
     advice = advise(as_dict(m), "executions", None)
     text = advice.claim + " " + advice.recommendation
     assert all(s in text for s in says), text
@@ -551,3 +555,17 @@ def test_an_unconditional_branch_back_is_taken_on_all_its_runs(tmp_path):
         (100, "mov w0, #0"), (1000, "ldrb w1, [x2], #1"), (1000, "cbz w1, #0x1014"),
         (900, "add w0, w0, #1"), (900, "b #0x1004"), (100, "ret")])])
     assert loop_trips(profile, 1, 4) == 10.0
+
+
+def test_the_claim_names_the_loads_and_branches_from_the_values_not_the_checks(tmp_path):
+    """The claim's index loads, key loads, branches on the key and their roles come from the
+    mechanism's values: a mechanism whose list checks were reworded (here: dropped; the loops
+    by head stay a quoted check) says the same."""
+    _profile, table = mechanisms_of(tmp_path, [("f", 0x1000, scan([(4000, "add w8, w8, #1")],
+                                                                  COUNT)), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    said = advise(as_dict(m), "executions", None).claim
+    kept = tuple(c for c in m.checks if c.startswith(LOOPS))
+    unsaid = advise(as_dict(replace(m, checks=kept)), "executions", None).claim
+    assert "(`ldr w6, [x14]`)" in said and "`b.eq` at 0x1010 (rejoining at" in said
+    assert unsaid == said

@@ -10,7 +10,8 @@ import pytest
 
 from pcscope.core import code_character
 from pcscope.core.backends.advice import advise
-from pcscope.core.engine.tools import _mechanism_data
+from pcscope.core.chase_values import ChaseValues
+from pcscope.core.mechanism_data import builtins_of
 from pcscope.core.mechanism_finder import RELINKS, find_mechanisms
 from pcscope.core.patterns import code_facts, find_patterns
 from pcscope.core.readers.profile_csv import read_profile
@@ -130,7 +131,7 @@ def test_routine_idea_names_the_routine_not_its_heavier_caller(tmp_path, padding
         ("__strcmp_generic", 0x5000, 1000, ["nop"] * padding + STRCMP),
         ("__strcmp_aarch64", 0x6000, 1, STRCMP)])
     (m,) = [m for m in table if m.kind == "libc-routine"]
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert advice.title == "Lookups by name: __strcmp_generic called from lookup"
     assert "its callers making at least 1% of the calls (through the PLT stub run as often): " \
            "`lookup`." in advice.claim
@@ -220,7 +221,7 @@ def test_code_character_look_alikes(code, not_said):
 # -- advice follows the figures it prints ----------------------------------------------------
 def mech(kind: str, **metrics: float) -> dict:
     return {"id": f"mech:{kind}:0x1000", "kind": kind, "category": "x", "share": 0.1,
-            "sites": 1, "functions": ["f"], "site_pcs": [[0x1000]], "checks": [],
+            "sites": 1, "functions": ["f"], "site_pcs": [[0x1000]], "checks": [], "values": [],
             "metrics": [{"name": k.replace("_", " "), "value": v, "unit": "", "how": ""}
                         for k, v in metrics.items()]}
 
@@ -266,7 +267,7 @@ def test_chase_names_a_store_that_rewrites_the_structure(tmp_path, store, relink
     (chase,) = [m for m in table if m.kind == "pointer-chase"]
     said = [c.split(": ", 1)[1] for c in chase.checks if c.startswith(RELINKS)]
     assert (said[0] if said else None) == relink
-    assert (chase.chase.relink if chase.chase else None) == relink  # what the advice reads
+    assert (chase.value(ChaseValues) or ChaseValues()).relink == relink  # what the advice reads
 
 
 @pytest.mark.parametrize(("step", "budget"), [
@@ -285,14 +286,14 @@ def test_chase_step_budget(tmp_path, step, budget):
     (chase,) = [m for m in table if m.kind == "pointer-chase"]
     said = [c for c in chase.checks if "step budget" in c]
     assert (said[0].split(": ")[1].split()[0] if said else None) == budget
-    assert (chase.chase.budget if chase.chase else None) == budget  # what the advice reads
+    assert (chase.value(ChaseValues) or ChaseValues()).budget == budget  # what the advice reads
 
 
 def test_a_reopened_index_tells_the_advice_the_walk_already_prefetches(tmp_path):
     """A walk issuing `prfm` is told to check how far ahead it runs, not to add one; a walk
     without is not told it has one (a check's wording no longer decides it)."""
     from pcscope.core.backends.advice import advise
-    from pcscope.core.engine.tools import _mechanism_data
+    from pcscope.core.mechanism_data import builtins_of
     from pcscope.index.store import open_workload
 
     for prefetch, told in ((["prfm pldl1keep, [x0, #0x40]"], True), ([], False)):
@@ -303,8 +304,8 @@ def test_a_reopened_index_tells_the_advice_the_walk_already_prefetches(tmp_path)
         open_workload(folder / "p.csv", index_dir=folder / "idx").mechanisms  # noqa: B018
         reopened = open_workload(folder / "p.csv", index_dir=folder / "idx").mechanisms
         (chase,) = [m for m in reopened if m.kind == "pointer-chase"]
-        assert (chase.chase is not None and chase.chase.prefetched) is told
-        rec = advise(_mechanism_data(chase), "executions", None).recommendation
+        assert (chase.value(ChaseValues) or ChaseValues()).prefetched is told
+        rec = advise(builtins_of(chase), "executions", None).recommendation
         assert ("The loop already issues `prfm`" in rec) is told
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from pcscope.core.backends.advice import advise
-from pcscope.core.engine.tools import _mechanism_data
+from pcscope.core.mechanism_data import builtins_of
 from pcscope.core.memory_state import RELOADED
 from pcscope.core.memory_values import FieldUse, MemoryValues
 from tests.test_mechanism_rules import mechanisms_of
@@ -58,7 +58,7 @@ def test_fields_reloaded_and_stored_back_are_one_mechanism(tmp_path):
     assert "byte store(s) through other addresses" in checks
     # the byte read through the advanced pointer is the loop's work, not a field
     assert profile.row_of(AT + 4 * 4) not in {profile.row_of(pc) for pc in m.pcs}
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert advice is not None and advice.rule == "memory-state"
     assert "local variables" in advice.recommendation and "forwarding" in advice.recommendation
 
@@ -98,7 +98,7 @@ def test_a_halfword_store_is_not_named_as_the_alias(tmp_path):
     lines = [("strh w9, [x4, x5]" if line.startswith("strb") else line) for line in stream_loop()]
     _profile, (m,) = memory_states(tmp_path, lines)
     assert not [c for c in m.checks if "through other addresses" in c]
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert "`char` store may alias" not in advice.claim
 
 
@@ -119,7 +119,7 @@ def test_a_reload_with_no_store_between_is_a_missed_cse(tmp_path):
     said = [c for c in m.checks if c.startswith(RELOADED)]
     assert said == [f"{RELOADED}[x0, #0x10] at {AT:#x}, again at {AT + 20:#x} "
                     f"(at least 1,000 of 1,000 runs, 100% of iterations)"]
-    claim = advise(_mechanism_data(m), "executions", None).claim
+    claim = advise(builtins_of(m), "executions", None).claim
     assert "[x0, #0x10] is loaded again with no store of any kind between" in claim
     assert "missed common subexpression" in claim
 
@@ -131,7 +131,7 @@ def test_a_reload_with_no_store_between_is_a_missed_cse(tmp_path):
 def test_a_reload_after_a_store_or_a_join_is_not_called_a_missed_cse(tmp_path, lines):
     _profile, (m,) = memory_states(tmp_path, lines)
     assert not [c for c in m.checks if c.startswith(RELOADED)]
-    assert "missed common subexpression" not in advise(_mechanism_data(m), "executions",
+    assert "missed common subexpression" not in advise(builtins_of(m), "executions",
                                                        None).claim
 
 
@@ -166,7 +166,7 @@ def test_a_reload_on_every_arm_of_a_switch_is_summed_over_the_arms(tmp_path):
     assert said == [f"{RELOADED}[x0, #0x10] at {AT:#x}, again at {AT + 0x24:#x}, "
                     f"{AT + 0x64:#x}, {AT + 0x84:#x} (at least 900 of 1,000 runs, 90% of "
                     f"iterations)"]
-    claim = advise(_mechanism_data(m), "executions", None).claim
+    claim = advise(builtins_of(m), "executions", None).claim
     assert "counted over every path from the first load" in claim
 
 
@@ -202,7 +202,7 @@ def test_fields_on_a_rare_path_are_not_every_iteration(tmp_path):
     the aliasing byte store is named with its PC and runs per iteration."""
     profile, table = mechanisms_of(tmp_path, encoder(rare=100, later=50))
     (m,) = [m for m in table if m.kind == "memory-state"]
-    claim = advise(_mechanism_data(m), "executions", None).claim
+    claim = advise(builtins_of(m), "executions", None).claim
     assert "[x0, #0x10], [x0, #0x28] loaded and stored back every iteration" in claim
     assert "loaded and stored back on fewer iterations: [x0, #0x8] on 10.0% of iterations" \
         in claim
@@ -213,7 +213,7 @@ def test_fields_on_a_rare_path_are_not_every_iteration(tmp_path):
 def test_a_path_taken_every_iteration_is_every_iteration(tmp_path):
     _profile, table = mechanisms_of(tmp_path, encoder(rare=1000, later=1000))
     (m,) = [m for m in table if m.kind == "memory-state"]
-    claim = advise(_mechanism_data(m), "executions", None).claim
+    claim = advise(builtins_of(m), "executions", None).claim
     assert "[x0, #0x8], [x0, #0x10], [x0, #0x28] loaded and stored back every iteration" \
         in claim
     assert "fewer iterations" not in claim
@@ -244,7 +244,7 @@ def test_a_reopened_index_gives_the_advice_the_fields(tmp_path, blocks, values, 
     open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms  # noqa: B018
     reopened = open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms
     (m,) = [m for m in reopened if m.kind == "memory-state"]
-    assert m.memory == values
-    advice = advise(_mechanism_data(m), "executions", None)
+    assert m.value(MemoryValues) == values
+    advice = advise(builtins_of(m), "executions", None)
     text = advice.claim + " " + advice.recommendation
     assert all(s in text for s in says), text

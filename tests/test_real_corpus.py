@@ -348,10 +348,11 @@ def test_chase_advice_follows_the_walk_length_and_the_guides() -> None:
     assert "lower the step budget the loop already has (w6" in _chase_levers(23.0, "w6", None)
     assert "capping it saves little" in _chase_levers(4.1, None, None)
     for per_call in (23.0, 4.1, None):
-        m = {"kind": "pointer-chase", "share": 0.5, "functions": ["f"], "checks": [],
-             "metrics": [{"name": "chain steps", "value": 1e6},
-                         {"name": "steps per call", "value": per_call}] if per_call else
-             [{"name": "chain steps", "value": 1e6}],
+        figures = {"chain steps": 1e6, **({"steps per call": per_call} if per_call else {})}
+        m = {"id": "mech:pointer-chase:0x10", "kind": "pointer-chase", "category": "x",
+             "share": 0.5, "functions": ["f"], "checks": [], "values": [],
+             "metrics": [{"name": k, "value": v, "unit": "", "how": ""}
+                         for k, v in figures.items()],
              "site_pcs": [(0x10,)], "sites": 1}
         advice = advise(m, "executions", None)
         assert advice is not None

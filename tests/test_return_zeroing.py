@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from pcscope.core.backends.advice import advise
-from pcscope.core.engine.tools import _mechanism_data
+from pcscope.core.mechanism_data import builtins_of
 from tests.test_mechanism_rules import mechanisms_of
 
 CLEARS = ["add x0, x0, x1", "movz x1, #0", "movz x2, #0", "movz x16, #0", "ret"]
@@ -25,7 +25,7 @@ def test_runs_before_returns_in_many_functions_are_one_mechanism(tmp_path):
     figures = {x.name: x.value for x in m.metrics}
     assert figures["functions"] == 3 and figures["registers cleared per return"] == 2
     assert m.share == pytest.approx(3 * 3 * 1000 / profile.total)  # the moves, x1 included
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert advice is not None and "zero_call_used_regs" in advice.recommendation
 
 
@@ -44,6 +44,6 @@ def test_upside_counts_the_runs_of_the_small_functions_the_advice_exempts(tmp_pa
     # exempting the small ones deletes three quarters of the runs
     long = [*(["add x0, x0, x1"] * 96), *CLEARS[1:]]
     _profile, (m,) = zeroing(tmp_path, [CLEARS] * 3 + [long])
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert advice.removes == 0.75
     assert "75% of the runs' executions are in small functions" in advice.claim

@@ -5,7 +5,7 @@ and a short block, stay quiet."""
 from __future__ import annotations
 
 from pcscope.core.backends.advice import advise
-from pcscope.core.engine.tools import _mechanism_data
+from pcscope.core.mechanism_data import builtins_of
 from tests.test_mechanism_rules import mechanisms_of
 
 
@@ -28,7 +28,7 @@ def test_spilling_block_is_found(tmp_path):
     (m,) = spills(tmp_path, unrolled(60, spill=True))
     figures = {x.name: x.value for x in m.metrics}
     assert figures["block instructions"] == 241 and figures["spills and reloads"] == 120
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert advice is not None and "unroll" in advice.recommendation
 
 

@@ -7,7 +7,7 @@ import pytest
 from test_mechanism_rules import mechanisms_of
 
 from pcscope.core.backends.advice import advise
-from pcscope.core.engine.tools import _mechanism_data
+from pcscope.core.mechanism_data import builtins_of
 
 # SHA-256's digest output: each state word stored most significant byte first
 BIG_ENDIAN = ["ldr w0, [x20], #4", "add x19, x19, #4", "lsr w3, w0, #0x18",
@@ -18,7 +18,7 @@ BIG_ENDIAN = ["ldr w0, [x20], #4", "add x19, x19, #4", "lsr w3, w0, #0x18",
 
 def as_dict(m) -> dict:
     """The mechanism as the advice gets it (its typed values too)."""
-    return _mechanism_data(m)
+    return builtins_of(m)
 
 
 def test_big_endian_byte_stores_are_one_rev_and_str(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 
 from pcscope.core.backends.advice import advise
 from pcscope.core.engine.candidates import OUTSIDE_SHARE, candidates
-from pcscope.core.engine.tools import _mechanism_data
+from pcscope.core.mechanism_data import builtins_of
 from pcscope.index.store import open_workload
 from tests.test_mechanism_rules import mechanisms_of
 from tests.test_real_corpus import REAL
@@ -44,7 +44,7 @@ def test_table_crc_loop_is_found_with_its_form(tmp_path, lines, form):
     # the lookup, its index and the eor consuming it; not the loop counter
     asm = {profile.asm(profile.row_of(pc)) for pc in m.pcs}
     assert "subs x5, x5, #1" not in asm and lines[2 if lines is MSB_FIRST else 3] in asm
-    advice = advise(_mechanism_data(m), "executions", None)
+    advice = advise(builtins_of(m), "executions", None)
     assert advice is not None and "crc32x" in advice.recommendation
     assert ("rbit" in advice.recommendation) == (lines is MSB_FIRST)
     # the polynomial note names CRCs of the detected form only

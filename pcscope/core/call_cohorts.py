@@ -106,12 +106,12 @@ WRAPPER = 32
 _ALLOCATOR_ROUTINES = ("malloc", "calloc", "realloc", "reallocarray", "aligned_alloc",
                        "posix_memalign", "memalign", "valloc", "pvalloc", "free")
 _ALLOCATOR = re.compile(r"^(?:__libc_)?(" + "|".join(_ALLOCATOR_ROUTINES) + r")$")
-SETUP_CHECK = "vector or crypto code entered exactly once per operation"  # the advice reads it
+SETUP_CHECK = "vector or crypto code entered exactly once per operation"
 SHARED_CHECK = "callees shared with another tree"  # the advice reads it
 PAIR_CHECK = "create/destroy pairs entered equally often per operation"
-SETUP_CALLERS_CHECK = "members calling the set-up on every entry"  # the advice reads it
+SETUP_CALLERS_CHECK = "members calling the set-up on every entry"
 ONE_SHOT_CHECK = "one-shot calls whose streaming parts are members too"
-CALLERS_CHECK = "entered from outside the tree by"  # the advice reads it
+CALLERS_CHECK = "entered from outside the tree by"
 PAIRED_CHECK = "allocator calls of the create/destroy pairs"
 OWN_MODULE, OTHER_MODULE = "its own module", "another module"
 _STREAM_PARTS = ("init", "update", "final")  # a streaming API's parts, after the one-shot's name
@@ -575,12 +575,15 @@ def metrics(cohort: Cohort) -> list[Metric]:
     ]
 
 
-def values(cohort: Cohort) -> TreeValues:
-    """What the advice addresses to whom (pcscope.core.tree_values), as the checks say it."""
+def values(cohort: Cohort, owner: Callable[[int], str]) -> TreeValues:
+    """What the advice addresses to whom (pcscope.core.tree_values), as the checks say it
+    (``owner`` as for ``checks``)."""
     return TreeValues(cohort.callers, cohort.allocator, cohort.paired,
                       tuple(m.name for m in cohort.members if m.setup),
                       tuple(m.name for m in cohort.members if m.sets_up is not None),
-                      _one_shots(cohort), _pairs_of(cohort))
+                      _one_shots(cohort), _pairs_of(cohort), _heaviest(cohort, owner),
+                      _allocator_list(cohort), _setup_list(cohort), _setup_callers_list(cohort),
+                      _callers_list(cohort))
 
 
 def checks(cohort: Cohort, owner: Callable[[int], str]) -> list[str]:
@@ -588,25 +591,38 @@ def checks(cohort: Cohort, owner: Callable[[int], str]) -> list[str]:
     call counted here, and how many more per call the mechanism ``owner(position)``
     counts), its allocator calls and its key set-up."""
     once = sum(1 for m in cohort.members if m.per_operation == 1)
-    top = sorted(cohort.members, key=lambda m: -m.per_operation * m.per_call)[:8]
     return [f"{once} functions entered once per operation ({cohort.operations:,} times, "
             f"or up to {EXCESS:.0%} more) and {len(cohort.members) - once} more a whole number of "
             f"times per operation (exact counts: one call tree per operation)",
             f"functions doing the work (over {PLUMBING} instructions per call) left out; rows "
             f"other mechanisms count left out",
-            "heaviest: " + ", ".join(f"{m.name} ({m.per_operation}× per operation, "
-                                     f"{m.per_call:g} instructions per call counted here"
-                                     + "".join(f"; {n:g} more in `{owner(o)}`"
-                                               for o, n in m.elsewhere) + ")" for m in top),
+            "heaviest: " + _heaviest(cohort, owner),
             *_allocations(cohort), *_setups(cohort), *_pairs(cohort), *_one_shot(cohort),
             *_callers(cohort)]
+
+
+def _heaviest(cohort: Cohort, owner: Callable[[int], str]) -> str:
+    """The heaviest members, each with its instructions per call counted here and how many
+    more per call the mechanism ``owner(position)`` counts."""
+    top = sorted(cohort.members, key=lambda m: -m.per_operation * m.per_call)[:8]
+    return ", ".join(f"{m.name} ({m.per_operation}× per operation, "
+                     f"{m.per_call:g} instructions per call counted here"
+                     + "".join(f"; {n:g} more in `{owner(o)}`" for o, n in m.elsewhere) + ")"
+                     for m in top)
 
 
 def _callers(cohort: Cohort) -> list[str]:
     """The check naming the functions outside the tree calling into it, with their module
     and whether it is the module of the members they reach; none without."""
+    listed = _callers_list(cohort)
+    return [f"{CALLERS_CHECK} (exact call counts, direct or through a PLT stub): {listed}"] \
+        if listed else []
+
+
+def _callers_list(cohort: Cohort) -> str:
+    """The functions outside the tree calling into it as ``_callers`` lists them ("")."""
     if not cohort.callers:
-        return []
+        return ""
     items = []
     for c in cohort.callers:
         to = [f"to {', '.join(c.entered)}"] if c.entered else []
@@ -625,10 +641,9 @@ def _callers(cohort: Cohort) -> list[str]:
                        f"{c.calls / cohort.operations:.2f} per operation, "
                      f"{' and '.join(to)}{where})")
     more, calls = cohort.other_callers
-    return [f"{CALLERS_CHECK} (exact call counts, direct or through a PLT stub): "
-            + ", ".join(items)
+    return (", ".join(items)
             + (f"; {more} more functions, {calls:,} calls (each under {CALLER_PART:.0%} of "
-               f"the operations)" if more else "")]
+               f"the operations)" if more else ""))
 
 
 def shared_checks(cohort: Cohort, tree: Callable[[int], str]) -> list[str]:
@@ -657,37 +672,52 @@ def _allocations(cohort: Cohort) -> list[str]:
     """The check naming the members that are C allocator routines, their helpers and their
     wrappers, with their calls and instructions per operation; none when no member is
     one."""
+    listed = _allocator_list(cohort)
+    return [f"C allocator calls per operation (by symbol name): {listed}"] if listed else []
+
+
+def _allocator_list(cohort: Cohort) -> str:
+    """What ``_allocations`` says after its colon ("": no member is an allocator)."""
     found = sorted((m for m in cohort.members if m.allocator is not None),
                    key=lambda m: (m.helper, m.wrapper, _ALLOCATOR_ROUTINES.index(m.allocator)))
     if not found:
-        return []
+        return ""
     routines = " + ".join(f"{m.per_operation} {m.allocator}" for m in found
                           if not m.helper and not m.wrapper)
     helpers = ", ".join(f"{m.per_operation} × {m.name}" for m in found if m.helper)
     wrappers = ", ".join(f"{m.per_operation} × {m.name} ({m.per_call:g} each)"
                          for m in sorted(found, key=lambda m: -m.per_operation * m.per_call)
                          if m.wrapper)
-    return [f"C allocator calls per operation (by symbol name): {routines}"
+    return (routines
             + (f", with the hidden functions of their module entered as often as they are "
                f"({helpers})" if helpers else "")
             + (f", and the program's wrappers calling them, or another wrapper, on every "
                f"entry in at most {WRAPPER} instructions ({wrappers})" if wrappers else "")
-            + f" = {cohort.allocator:,.0f} instructions"]
+            + f" = {cohort.allocator:,.0f} instructions")
 
 
 def _setups(cohort: Cohort) -> list[str]:
     """The checks naming the once-per-operation vector or crypto members and the members
     calling them on every entry; none without."""
-    found = [m for m in cohort.members if m.setup]
-    callers = [m for m in cohort.members if m.sets_up is not None]
-    if not found:
+    setup, callers = _setup_list(cohort), _setup_callers_list(cohort)
+    if not setup:
         return []
     return [f"{SETUP_CHECK} (a fixed-size computation per operation, such as a key schedule "
-            f"or a table of key powers): "
-            + ", ".join(f"{m.name} ({m.per_call:g} instructions per call)" for m in found),
+            f"or a table of key powers): {setup}",
             *([f"{SETUP_CALLERS_CHECK} (once per operation, so part of the same set-up): "
-               + ", ".join(f"{m.name} ({m.per_call:g} instructions per call, calls {m.sets_up})"
-                           for m in callers)] if callers else [])]
+               f"{callers}"] if callers else [])]
+
+
+def _setup_list(cohort: Cohort) -> str:
+    """The once-per-operation vector or crypto members with their size ("": none)."""
+    return ", ".join(f"{m.name} ({m.per_call:g} instructions per call)"
+                     for m in cohort.members if m.setup)
+
+
+def _setup_callers_list(cohort: Cohort) -> str:
+    """The members calling the set-up on every entry, with what they call ("": none)."""
+    return ", ".join(f"{m.name} ({m.per_call:g} instructions per call, calls {m.sets_up})"
+                     for m in cohort.members if m.sets_up is not None)
 
 
 def _per_operation_live(m: Member, operations: int) -> int:

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 from pcscope.core import isa, shapes
 from pcscope.core.call_effects import CallEffects
-from pcscope.core.chase_values import Beside, PairedLinks, SecondReach, WrapBound
+from pcscope.core.chase_values import Beside, PairedLinks, SecondAccess, SecondReach, WrapBound
 from pcscope.core.mechanisms import Metric
 from pcscope.core.profile import Profile
 from pcscope.core.shapes import NARROW_LOADS, Op
@@ -694,17 +694,30 @@ def checks(walk: Walk, asm: Callable[[int], str], pc: Callable[[int], int]) -> l
         out.append(PAIRED + at(walk.paired))
     if walk.extension:
         out.append(EXTENDS + f"{walk.extension_steps} steps from {pc(walk.extension[0]):#x}")
-    if walk.second:
-        load, *through, key = walk.second[0]
-        via = f" through {', '.join(at(q) for q in reversed(through))}" if through else ""
-        via += f" (on other paths from {', '.join(at(k) for k in walk.also_from)})" \
-            if walk.also_from else ""
+    second = second_value(walk, asm, pc)
+    if second is not None:
+        via = f" through {', '.join(second.through)}" if second.through else ""
+        via += f" (on other paths from {', '.join(second.others)})" if second.others else ""
         on = f"; its value is branched on ({at(walk.branched)})" if walk.branched is not None \
             else ""
-        more = f"; also {', '.join(at(p[0]) for p in walk.second[1:])}" if walk.second[1:] \
-            else ""
-        out.append(f"{SECOND}{at(load)}, from {at(key)}{via}{on}{more}")
+        more = f"; also {', '.join(second.also)}" if second.also else ""
+        out.append(f"{SECOND}{second.load}, from {second.key}{via}{on}{more}")
     return out
+
+
+def second_value(walk: Walk, asm: Callable[[int], str],
+                 pc: Callable[[int], int]) -> SecondAccess | None:
+    """The hottest second access as the advice names it (None: the walk makes none)."""
+    if not walk.second:
+        return None
+
+    def at(row: int) -> str:
+        return f"`{asm(row)}` at {pc(row):#x}"
+    load, *through, key = walk.second[0]
+    return SecondAccess(at(load), at(key), tuple(at(q) for q in reversed(through)),
+                        tuple(at(k) for k in walk.also_from),
+                        None if walk.branched is None else f"`{asm(walk.branched)}`",
+                        tuple(at(p[0]) for p in walk.second[1:]))
 
 
 @dataclass(frozen=True)
@@ -944,7 +957,8 @@ PAIR_CHECK = "the links read the two halves of one pair, chosen by a branch on t
 
 def second_values(walk: Walk, asm: Callable[[int], str]
                   ) -> tuple[SecondReach | None, tuple[Beside, ...], PairedLinks | None]:
-    """The reach, the loads beside and the paired links as the advice reads them."""
+    """How far the second access reaches, the loads beside it and the paired links as the
+    advice reads them (the access itself: ``second_value``)."""
     reach = walk.reach
     said = None if reach is None or not walk.second else SecondReach(
         asm(walk.second[0][0]), asm(reach.value), reach.register, reach.stride,

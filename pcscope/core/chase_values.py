@@ -2,8 +2,8 @@
 
 pcscope.core.mechanism_finder finds the walk's step budget, the store relinking the
 structure it walks and its prefetches, and pcscope.core.chain_walk the register its index
-wraps at, the mask on its link, how far its second access reaches, the loads beside that
-access and a pair of links read as two halves. The
+wraps at, the mask on its link, the second random access of each step, how far it
+reaches, the loads beside it and a pair of links read as two halves. The
 mechanism's checks say these in words for the reader (with each instruction's PC); the
 advice reads them here (a metric is one figure, and these are registers and instructions),
 so no sentence is written to be parsed back.
@@ -12,6 +12,8 @@ so no sentence is written to be parsed back.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import msgspec
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,19 @@ class WrapBound:
     compares: tuple[str, ...]  # the walk's compares against it
     setter: str  # the instruction before the walk setting it ("" when none is found)
     argument: bool  # nothing in the function before the walk sets it
+
+
+@dataclass(frozen=True)
+class SecondAccess:
+    """A load each step addresses with the link it just loaded (the hottest such load):
+    each instruction as the checks write it, with its PC (```ldr w1, [x2]` at 0x10``)."""
+
+    load: str
+    key: str  # the chained load whose link addresses it
+    through: tuple[str, ...]  # what the link passes through on the way, in order
+    others: tuple[str, ...]  # the other links addressing it on other paths
+    branch: str | None  # the compare of its value before a branch, without its PC
+    also: tuple[str, ...]  # more loads addressed the same way
 
 
 @dataclass(frozen=True)
@@ -62,18 +77,23 @@ class PairedLinks:
     branch: str  # the conditional branch choosing between them
 
 
-@dataclass(frozen=True)
-class ChaseValues:
+class ChaseValues(msgspec.Struct, frozen=True, tag="chase"):
     """A walk's limits, writes and prefetches the advice addresses (None: the loop has
-    none)."""
+    none; ``ChaseValues()``: none of them)."""
 
-    budget: str | None  # the register counting the steps down to zero, as spelled
-    relink: str | None  # the store writing a loaded link back (instruction and PC)
-    wrap: WrapBound | None
+    budget: str | None = None  # the register counting the steps down to zero, as spelled
+    relink: str | None = None  # the store writing a loaded link back (instruction and PC)
+    wrap: WrapBound | None = None
     # the mask on the link as the checks say it without the PCs (its ``and`` and what sets
     # the register: ```and w1, w1, w12`, set outside the rows read, value not in the code``)
-    mask: str | None
-    prefetched: bool  # the loop already issues a prefetch
-    reach: SecondReach | None = None
-    beside: tuple[Beside, ...] = ()
+    mask: str | None = None
+    prefetched: bool = False  # the loop already issues a prefetch
+    second: SecondAccess | None = None
+    reach: SecondReach | None = None  # how far the second access moves with the link
+    beside: tuple[Beside, ...] = ()  # the loads the link addresses near it
     pair: PairedLinks | None = None
+
+
+def counts_down(budget: str) -> str:
+    """What a step budget does, as the checks and the advice both say it."""
+    return f"{budget} counts down by one per step and ends the walk at zero"

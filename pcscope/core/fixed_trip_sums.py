@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pcscope.core import isa, loop_dataflow
+from pcscope.core.fixed_trip_values import FixedTripValues
 from pcscope.core.mechanisms import Mechanism, Metric
 from pcscope.core.patterns import loop_trips
 from pcscope.core.shapes import FLAG_SETTERS, Op
@@ -140,8 +141,9 @@ def _mechanism(finder: _Finder, fn: int, loops: list[FixedTripSum]) -> Mechanism
     body = p.function_rows(fn)
     calls = finder.count(int(body[0]))
     per_call = float(p.samples[body].sum()) / calls if calls else 0.0
-    shape = ", ".join(f"{x.trips} trips × {x.per_trip:g} instructions ({x.entries:,} entries)"
-                      for x in loops)
+    read = FixedTripValues(
+        ", ".join(f"{x.trips} trips × {x.per_trip:g} instructions ({x.entries:,} entries)"
+                  for x in loops), f"`{p.asm(top.accumulator)}`")
     return finder.mechanism("fixed-trip-sum", [
         finder.site(x.rows, x.accumulator) for x in loops], [
         Metric("trips per entry", top.trips, "x",
@@ -155,8 +157,8 @@ def _mechanism(finder: _Finder, fn: int, loops: list[FixedTripSum]) -> Mechanism
         Metric("instructions per call", round(per_call, 1), "instructions",
                "the function's executions / its calls"),
     ], [
-        f"loops whose head count is a whole multiple of their entries: {shape}",
+        f"loops whose head count is a whole multiple of their entries: {read.loops}",
         "no call and no store in the loop; it " + _bound_text(finder, top),
-        f"loaded values summed into one register: `{p.asm(top.accumulator)}`",
+        f"loaded values summed into one register: {read.summed}",
         "no load address depends on a value loaded in an earlier trip",
-    ])
+    ], values=read)

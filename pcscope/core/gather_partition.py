@@ -74,6 +74,7 @@ LOOPS = "the loops by head (share of the run; head count, keys, other indexed lo
 SCATTERS = "bucket scatters, not partitions (a store's address comes from the key): "
 DIAMONDS = "short diamonds, each only picking a value (both sides rejoin within a few rows): "
 EXITS = "loop exits (a side only leaves the loop): "
+GUARDS = "branches that guard a loop, a call or a long path, not a value choice: "
 INDEXED = "indexed loads that are not keys (read through a key, or not decided on): "
 
 
@@ -397,28 +398,25 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
         tuple(_named(p, r) for r, role in roles if role.kind == DIAMOND),
         tuple(_named(p, r) for r, role in roles if role.kind == EXIT),
         tuple(Guard(f"`{p.asm(r)}` at {int(p.pc[r]):#x}", role.kind) for r, role in roles
-              if role.kind not in (DIAMOND, EXIT)))
-    guarding = "; ".join(f"{g.branch} ({g.guards})" for g in values.guards)
-    diamonds = ", ".join(
-        f"{_named(p, r)} (rejoining at {role.head}{role.join:#x} within {role.rows})"
-        for r, role in roles if role.kind == DIAMOND)
-    exits = ", ".join(values.exits)
+              if role.kind not in (DIAMOND, EXIT)),
+        _texts(p, loop.streams), _texts(p, loop.gathers), decided,
+        tuple(f"{_named(p, r)} (rejoining at {role.head}{role.join:#x} within {role.rows})"
+              for r, role in roles if role.kind == DIAMOND))
     checks = [
         "index loads (4 or 8 bytes) at an address that moves by a constant each iteration: "
-        + _texts(p, loop.streams),
-        "key loads from a fixed base indexed by the loaded index: " + _texts(p, loop.gathers),
+        + values.streams,
+        "key loads from a fixed base indexed by the loaded index: " + values.gathers,
         *([INDEXED + ", ".join(f"`{p.asm(r)}` at {int(p.pc[r]):#x}" for r in indexed)]
           if indexed else []),
         f"conditional branches on the loaded key: {decided}",
         "no prfm in the loop",
     ]
-    if diamonds:
-        checks.append(DIAMONDS + diamonds)
-    if exits:
-        checks.append(EXITS + exits)
-    if guarding:
-        checks.append("branches that guard a loop, a call or a long path, not a value "
-                      f"choice: {guarding}")
+    if values.rejoining:
+        checks.append(DIAMONDS + ", ".join(values.rejoining))
+    if values.exits:
+        checks.append(EXITS + ", ".join(values.exits))
+    if values.guards:
+        checks.append(GUARDS + values.guarding())
     if loop.partition:
         checks.append(PARTITION)
     three, equal, tested = _three_way(finder, loop)
@@ -466,7 +464,7 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
         *([Metric("inner cycles", inner, "cycles",
                   "cycles nested in the loops, whose heads the loop iterations count too")]
           if (inner := sum(len(x.cycles) - 1 for x in loops)) else []),
-    ], checks, gather=values)
+    ], checks, values=values)
 
 
 def _three_way(finder: _Finder, loop: GatherLoop) -> tuple[str, float | None, int]:

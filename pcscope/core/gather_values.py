@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
+
 # what a branch that is neither a value choice nor a loop exit guards
 LOOP, CALL, LONG_PATH = "a loop", "a call", "a long path"
 
@@ -22,11 +24,19 @@ class Guard:
     guards: str  # LOOP, CALL or LONG_PATH
 
 
-@dataclass(frozen=True)
-class GatherValues:
+class GatherValues(msgspec.Struct, frozen=True, tag="gather"):
     """The heaviest loop's branches on the key by role, in address order; a diamond or an
-    exit by its mnemonic and PC (the checks give each whole)."""
+    exit by its mnemonic and PC (the checks give each whole; ``GatherValues()``: none); and
+    the loop's loads and branches as its checks list them."""
 
-    diamonds: tuple[str, ...]
-    exits: tuple[str, ...]
-    guards: tuple[Guard, ...]
+    diamonds: tuple[str, ...] = ()
+    exits: tuple[str, ...] = ()
+    guards: tuple[Guard, ...] = ()
+    streams: str = ""  # the index loads' texts (at most three, quoted)
+    gathers: str = ""  # the key loads' texts
+    decided: str = ""  # each branch on the key with its count and taken share
+    rejoining: tuple[str, ...] = ()  # each diamond with where and how soon its sides rejoin
+
+    def guarding(self) -> str:
+        """The guards, each with what it guards."""
+        return "; ".join(f"{g.branch} ({g.guards})" for g in self.guards)

@@ -487,7 +487,7 @@ def annotate(finder: _Finder, found: list[Mechanism]) -> list[Mechanism]:
         out.append(m if found_work is None else replace(
             m, metrics=(*m.metrics, *metrics(found_work, p.total)),
             checks=(*m.checks, *checks(found_work, p.asm, lambda r: int(p.pc[r]), p.total)),
-            recomputed=values(found_work, p.asm, lambda r: int(p.pc[r]))))
+            values=(*m.values, values(found_work, p.asm, lambda r: int(p.pc[r])))))
     return out
 
 

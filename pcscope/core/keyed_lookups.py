@@ -154,7 +154,7 @@ def walk_check(callers: list[KeyedCaller]) -> str:
 
 def values(callers: list[KeyedCaller]) -> LookupValues:
     """The constant-key callers as the advice addresses them (pcscope.core.lookup_values)."""
-    return LookupValues(tuple(c.name for c in callers))
+    return LookupValues(tuple(c.name for c in callers), _described(callers[1:]))
 
 
 def hit_metrics(profile: Profile, op: Callable[[int], shapes.Op],
@@ -184,12 +184,17 @@ def hit_metrics(profile: Profile, op: Callable[[int], shapes.Op],
                    f"{hits:,} of its {runs:,} runs) / the lookup's entries")]
 
 
-MORE_CHECK = "more callers passing a constant key at each call site: "  # the advice reads it
+MORE_CHECK = "more callers passing a constant key at each call site: "
 
 
 def more_check(callers: list[KeyedCaller]) -> str:
     """The check naming the callers after the heaviest, with their figures."""
-    return MORE_CHECK + ", ".join(
+    return MORE_CHECK + _described(callers)
+
+
+def _described(callers: list[KeyedCaller]) -> str:
+    """The callers, each with its figures (and the function it calls through)."""
+    return ", ".join(
         f"{c.name} ({len(c.keys)} keys, {c.per_entry:.2f} lookups per entry, entered "
         f"{c.entries:,} times" + (f", through {c.via}, which tail-calls it" if c.via else "")
         + ")" for c in callers)

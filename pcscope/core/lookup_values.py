@@ -8,11 +8,13 @@ sentence is written to be parsed back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 
-@dataclass(frozen=True)
-class LookupValues:
-    """The constant-key callers of the lookup, the one with the most such calls first."""
+class LookupValues(msgspec.Struct, frozen=True, tag="lookup"):
+    """The constant-key callers of the lookup, the one with the most such calls first, and
+    those after the first with their figures as the checks list them (``LookupValues()``:
+    none)."""
 
-    callers: tuple[str, ...]
+    callers: tuple[str, ...] = ()
+    more: str = ""

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING
 
 from pcscope.core import natural_loops
 from pcscope.core.mechanisms import Mechanism
+from pcscope.core.nest_values import NestValues
 
 if TYPE_CHECKING:
     from pcscope.core.mechanism_finder import _Finder
 
 MIN_SHARE = 0.005  # a mechanism this small becomes no idea: naming it would lead nowhere
-INNER = "the inner loop of this nest is "  # check prefixes the advice reads
+INNER = "the inner loop of this nest is "  # check prefixes the advice leaves out (said in full)
 OUTER = "the outer loop of this nest is "
 
 
@@ -35,12 +36,18 @@ def link(finder: _Finder, found: list[Mechanism]) -> list[Mechanism]:
         key = p.row_of(m.sites[0].pc) if m.sites else None
         if key in at and m.share >= MIN_SHARE:
             loop_of[at[key]].append(m.id)
+    # each mechanism's checks in the order the nests are found, and its nest as values
     added: dict[str, list[str]] = defaultdict(list)
+    inner_of: dict[str, list[str]] = defaultdict(list)
+    outer_of: dict[str, list[str]] = defaultdict(list)
     for outer, outer_ids in loop_of.items():
         for inner in natural_loops.nested_in(loops, loops[outer]):
             for inner_id in loop_of.get(at[inner.head], ()):
                 for outer_id in outer_ids:
                     added[outer_id].append(f"{INNER}`{inner_id}`")
                     added[inner_id].append(f"{OUTER}`{outer_id}`")
-    return [replace(m, checks=(*m.checks, *added[m.id])) if m.id in added else m
-            for m in found]
+                    inner_of[outer_id].append(inner_id)
+                    outer_of[inner_id].append(outer_id)
+    return [replace(m, checks=(*m.checks, *added[m.id]), values=(
+        *m.values, NestValues(tuple(inner_of[m.id]), tuple(outer_of[m.id]))))
+            if m.id in added else m for m in found]

@@ -50,15 +50,14 @@ from pcscope.core import (
     struct_relaxation,
     table_crc,
 )
-from pcscope.core.chase_values import ChaseValues
+from pcscope.core.backends.rules import CATALOG, MECHANISM_RULE
+from pcscope.core.chase_values import ChaseValues, counts_down
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.dispatch_merge import merged_into_index
 from pcscope.core.dispatch_state import Function
-from pcscope.core.gather_values import GatherValues
-from pcscope.core.lookup_values import LookupValues
+from pcscope.core.mechanism_values import Values
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
 from pcscope.core.member_calls import Callees
-from pcscope.core.memory_values import MemoryValues
 from pcscope.core.pattern_table import HELPER, PatternTable
 from pcscope.core.patterns import (
     CodeFacts,
@@ -67,25 +66,13 @@ from pcscope.core.patterns import (
     libc_routine_name,
     loop_trips,
 )
+from pcscope.core.plt_values import PltValues
 from pcscope.core.profile import Profile
 from pcscope.core.stub_targets import CLEAR, STUB_MATCH, stub_targets
-from pcscope.core.tree_values import TreeValues
 
-CATEGORY = {
-    "dispatch": "indirect-branch", "indirect-call": "indirect-branch", "fp-division": "division",
-    "plt": "call-overhead", "outline-atomic": "atomic-contention", "llsc": "atomic-llsc",
-    "spin-wait": "spin-wait", "pointer-chase": "dependent-load", "byte-loop": "vectorization",
-    "byte-compare": "vectorization",
-    "division": "division", "libc-routine": "memcpy", "libc-lock": "atomic-contention",
-    "jit": "other", "memory-state": "state-in-memory", "per-operation": "call-overhead",
-    "table-crc": "vectorization", "return-zeroing": "hardening",
-    "spill-block": "register-spill", "byte-swap-store": "narrow-access", "store-loop": "memcpy",
-    "gather-branch": "branch-mispredict", "struct-relaxation": "vectorization",
-    "fixed-trip-sum": "loop-overhead",
-}  # fmt: skip
-# Not store-forwarding (a load that fails to forward): a spill and its reload use one slot at
-# one width, and loop state is reloaded at the width it was stored, so a reload that waits on
-# its store forwards; what they cost is the loads and stores a register would not need.
+# Each kind's idea category: its catalog rule's (a C-library copy routine's is memcpy, told
+# per routine below).
+CATEGORY = {kind: CATALOG[rule].category for kind, rule in MECHANISM_RULE.items()}
 assert set(CATEGORY.values()) <= set(CATEGORIES)
 KINDS = tuple(CATEGORY)  # every mechanism kind the finder reports
 _STUBS_TO_LIBC = ("stubs leading to C-library routines, counted with those routines' "
@@ -196,18 +183,14 @@ class _Finder:
 
     def mechanism(self, kind: str, sites: list[Site], metrics: list[Metric],
                   checks: list[str], functions: Iterable[str] = (),
-                  category: str | None = None, tree: TreeValues | None = None,
-                  chase: ChaseValues | None = None,
-                  memory: MemoryValues | None = None,
-                  gather: GatherValues | None = None,
-                  lookup: LookupValues | None = None) -> Mechanism:
+                  category: str | None = None, values: Values | None = None) -> Mechanism:
         sites = sorted(sites, key=lambda s: (-s.share, s.pc))
         pcs = np.fromiter((pc for s in sites for pc in s.pcs), dtype=np.uint64)
         rows = np.searchsorted(self.p.pc, pcs)  # every site PC is a row of the profile
         names = list(dict.fromkeys([*(s.function for s in sites), *functions]))
         return Mechanism(kind, category or CATEGORY[kind], sites[0].pc, tuple(sites), tuple(names),
                          self.share(rows.tolist()), tuple(metrics),
-                         tuple(checks), tree, chase, memory, gather, lookup)
+                         tuple(checks), () if values is None else (values,))
 
     def count(self, row: int) -> int:
         return int(self.counts[row])
@@ -374,6 +357,7 @@ class _Finder:
             if not through:
                 continue
             top = sorted(callers.items(), key=lambda kv: -kv[1])[:5]
+            leading = PltValues(_listed(other), _listed(libc))
             out.append(self.mechanism("plt", sites, [
                 Metric("stubs", len(sites), "stubs", "executed PLT stubs / veneers of the module"),
                 Metric("calls through stubs", through, "executions", "sum of the stubs' br counts"),
@@ -388,9 +372,9 @@ class _Finder:
             ], ["adrp x16; ldr x17, [x16, …]; add x16, x16, …; br x17 (or a veneer ending in "
                 "br x16)"] + ([f"direct callers found: {', '.join(n for n, _ in top)}"]
                              if top else [])
-                + ([_STUBS_OUT + _listed(other)] if other else [])
-                + ([_STUBS_TO_LIBC + _listed(libc)] if libc else []),
-                functions=[n for n, _ in top]))
+                + ([_STUBS_OUT + ", ".join(leading.other_modules)] if other else [])
+                + ([_STUBS_TO_LIBC + ", ".join(leading.libc_routines)] if libc else []),
+                functions=[n for n, _ in top], values=leading if other or libc else None))
         return out
 
     def _stubs_to_libc(self) -> dict[int, str]:
@@ -540,7 +524,8 @@ class _Finder:
                      for loop in group]
             mask = chain_walk.masked(self.p, self.op, list(group[0].rows), group[0].keys)
             wrap = chain_walk.wrapped(self.p, self.op, list(group[0].rows), group[0].keys)
-            second = chain_walk.second_values(walks[0], self.p.asm)
+            second = chain_walk.second_value(walks[0], self.p.asm, lambda r: int(self.p.pc[r]))
+            reach, beside, pair = chain_walk.second_values(walks[0], self.p.asm)
             out.append(self.mechanism("pointer-chase", [
                 self.site([*loop.rows, *walk.extension], loop.keys[0])
                 for loop, walk in zip(group, walks, strict=True)], [
@@ -557,18 +542,19 @@ class _Finder:
                 "from its own loaded value of the previous iteration (loop-carried)",
                 "not a GOT/global, canary, stack, writeback-stream or jump-table load",
                 *self.copies_check(group)]
-                + ([f"the walk already has a step budget: {budget} counts down by one per "
-                    f"step and ends the walk at zero"] if budget else [])
+                + ([f"the walk already has a step budget: {counts_down(budget)}"] if budget
+                   else [])
                 + ([f"{RELINKS}: {relink}"] if relink else [])
                 + (["prefetch already issued in the loop (prfm)"] if prefetch else [])
                 + chain_walk.checks(walks[0], self.p.asm, lambda r: int(self.p.pc[r]))
                 + chain_walk.mask_checks(mask, self.p.asm, lambda r: int(self.p.pc[r]))
                 + chain_walk.wrap_checks(wrap, self.p.asm, lambda r: int(self.p.pc[r]))
                 + chain_walk.second_checks(walks[0], self.p.asm, lambda r: int(self.p.pc[r])),
-                chase=ChaseValues(budget, relink, chain_walk.wrap_value(wrap, self.p.asm),
-                                  chain_walk.mask_value(mask, self.p.asm), prefetch,
-                                  *second)
-                if budget or relink or wrap or mask or prefetch or any(second) else None))
+                values=ChaseValues(budget, relink, chain_walk.wrap_value(wrap, self.p.asm),
+                                  chain_walk.mask_value(mask, self.p.asm), prefetch, second,
+                                  reach, beside, pair)
+                if budget or relink or wrap or mask or prefetch or second or reach or beside
+                or pair else None))
         return out
 
     def _step_budget(self, loop: _Loop) -> str | None:
@@ -746,7 +732,7 @@ class _Finder:
                                                               self._libc_names, strict=True))
                  if base is None and _LOCKS.match(name)]
         out = [m for m in (self._functions("libc-routine", name, codes,
-                                           "memcpy" if name in _COPIES else "string-routine")
+                                           "memcpy" if name in _COPIES else None)
                            for name, codes in self._libc_routines().items()) if m]
         if locks:
             m = self._functions("libc-lock", "C-library locks", locks)
@@ -796,7 +782,7 @@ class _Finder:
                     checks.append("its PLT stub is counted with it")
         m = self.mechanism(kind, sites, metrics, checks,
                            functions=[name for name, _ in callers], category=category,
-                           lookup=keyed_lookups.values(keyed) if keyed else None)
+                           values=keyed_lookups.values(keyed) if keyed else None)
         if keyed:
             self.keyed[m.id] = keyed
         return m
@@ -918,7 +904,7 @@ class _Finder:
             out.append(self.mechanism("memory-state", [
                 self.site(s.rows, max(s.rows, key=lambda r: (self.count(r), -r)))
                 for s in states], memory_state.metrics(top), memory_state.checks(top),
-                memory=memory_state.values(top)))
+                values=memory_state.values(top)))
         return out
 
     @cached_property
@@ -984,11 +970,12 @@ class _Finder:
         # most profiles have no tree: where calls lead is read only for one (~65 ms at 1M rows)
         cohorts = call_cohorts.find(self.p, self.op, self.owners(found), self.routines,
                                     lambda: self.callees)
+        def owner(position: int) -> str:
+            return found[position].id
         trees = [self.mechanism("per-operation", [
             self.site(m.rows, self._return_of(m.rows)) for m in cohort.members],
-            call_cohorts.metrics(cohort),
-            call_cohorts.checks(cohort, lambda position: found[position].id),
-            tree=call_cohorts.values(cohort)) for cohort in cohorts]
+            call_cohorts.metrics(cohort), call_cohorts.checks(cohort, owner),
+            values=call_cohorts.values(cohort, owner)) for cohort in cohorts]
         tree_id = [t.id for t in trees].__getitem__
         return [replace(t, checks=(*t.checks,
                                    *call_cohorts.shared_checks(cohort, tree_id),
@@ -1033,8 +1020,9 @@ class _Finder:
         return out
 
 
-def _listed(counts: dict[str, int]) -> str:
-    return ", ".join(f"{name} ({n:,})" for name, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+def _listed(counts: dict[str, int]) -> tuple[str, ...]:
+    """Each name with its count, the most first."""
+    return tuple(f"{name} ({n:,})" for name, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def _tests_zero(op: shapes.Op, reg: str) -> bool:

@@ -13,16 +13,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pcscope.core.chase_values import ChaseValues
-from pcscope.core.gather_values import GatherValues
+# The values' types are msgspec Structs: named through the package (``values`` below), they
+# load msgspec only where a mechanism is built or decoded (pcscope.index.mechanism_store
+# imports them first), not in a command that only names the mechanisms at a PC.
+import pcscope.core
 from pcscope.core.ids import hex_pc
-from pcscope.core.lookup_values import LookupValues
-from pcscope.core.memory_values import MemoryValues
-from pcscope.core.recomputed_values import RecomputedValues
-from pcscope.core.tree_values import TreeValues
+
+if TYPE_CHECKING:
+    import pcscope.core.mechanism_values
+    from pcscope.core.mechanism_values import V
 
 
 def mech_id(kind: str, anchor: int) -> str:
@@ -59,19 +62,15 @@ class Mechanism:
     share: float  # own share: every instruction of every site counted once
     metrics: tuple[Metric, ...] = ()
     checks: tuple[str, ...] = ()  # code-shape checks that passed (why we believe it)
-    # a per-operation tree's callers and allocator split, which its advice addresses to
-    # their owners (lists of named parts: no metric holds them)
-    tree: TreeValues | None = None
-    # a pointer chase's step budget, relinking store and wrap bound, which its advice names
-    chase: ChaseValues | None = None
-    # the fields a loop keeping its state in memory keeps there, which its advice names
-    memory: MemoryValues | None = None
-    # a gather-branch loop's branches on the key by role, which its advice names
-    gather: GatherValues | None = None
-    # a lookup routine's constant-key callers, which its advice addresses
-    lookup: LookupValues | None = None
-    # the work a loop recomputes from rarely changing inputs, which its advice names
-    recomputed: RecomputedValues | None = None
+    # the values its advice names that no metric holds (lists of named parts, registers,
+    # instructions), at most one of each type: the kind's own (a tree's callers, a chase's
+    # budget, ...) and what any loop mechanism may carry besides (its recomputed work, its
+    # nest); read with ``value``
+    values: tuple[pcscope.core.mechanism_values.Values, ...] = ()
+
+    def value(self, of: type[V]) -> V | None:
+        """The value of type ``of`` it carries (None: none)."""
+        return next((v for v in self.values if isinstance(v, of)), None)
 
     @property
     def id(self) -> str:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
+
 EVERY = 0.9  # part of the iterations from which an access runs "every iteration"
 
 
@@ -30,12 +32,12 @@ class FieldUse:
         return f"{self.field} on {'at most ' if self.bound else ''}{self.part:.1%} of iterations"
 
 
-@dataclass(frozen=True)
-class MemoryValues:
+class MemoryValues(msgspec.Struct, frozen=True, tag="memory"):
     """The fields the checks list (each list as long as its check's): stored back on every
-    iteration, on fewer, computed from their own load, and reloaded with nothing between."""
+    iteration, on fewer, computed from their own load, and reloaded with nothing between
+    (``MemoryValues()``: none)."""
 
-    every: tuple[str, ...]
-    fewer: tuple[FieldUse, ...]
-    recurrences: tuple[str, ...]
-    reloaded: tuple[str, ...]
+    every: tuple[str, ...] = ()
+    fewer: tuple[FieldUse, ...] = ()
+    recurrences: tuple[str, ...] = ()
+    reloaded: tuple[str, ...] = ()

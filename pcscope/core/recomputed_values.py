@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
+
 
 @dataclass(frozen=True)
 class ClampValues:
@@ -25,8 +27,7 @@ class ClampValues:
     count: tuple[str, ...]  # what to count instead, one per clamp
 
 
-@dataclass(frozen=True)
-class RecomputedValues:
+class RecomputedValues(msgspec.Struct, frozen=True, tag="recomputed"):
     """The recomputed instructions (address order; none when only a clamp's work is
     invariant), the span of rows the loop's instructions per iteration count
     (``0x1000–0x1068``) and a clamp's work (None without)."""

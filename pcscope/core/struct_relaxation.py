@@ -31,6 +31,7 @@ import numpy as np
 from pcscope.core import isa, loop_dataflow
 from pcscope.core.mechanisms import Mechanism, Metric
 from pcscope.core.memory_state import field_offsets
+from pcscope.core.relaxation_values import RelaxationValues
 from pcscope.core.shapes import FLAG_SETTERS, Op
 
 if TYPE_CHECKING:
@@ -136,9 +137,10 @@ def _from(ops: list[Op], at: int, reg: str, flow: loop_dataflow.LoopValues) -> f
 def _mechanism(finder: _Finder, loops: list[Relaxation]) -> Mechanism:
     top = max(loops, key=lambda x: finder.share(x.rows))
     p = finder.p
+    read = RelaxationValues(f"`{p.asm(top.table)}`", f"`{p.asm(top.field)}`")
     checks = [
-        f"a table entry at a stride of its own size: `{p.asm(top.table)}`",
-        f"one field of a {top.stride}-byte struct per iteration: `{p.asm(top.field)}`",
+        f"a table entry at a stride of its own size: {read.table}",
+        f"one field of a {top.stride}-byte struct per iteration: {read.field}",
         f"compared (`{p.asm(top.compare)}`) and branched on; the field is stored on "
         f"{top.updates / top.iterations:.1%} of the iterations ({top.updates:,} of "
         f"{top.iterations:,})",
@@ -158,4 +160,4 @@ def _mechanism(finder: _Finder, loops: list[Relaxation]) -> Mechanism:
                "how far the compared field's address moves per iteration"),
         Metric("update share", round(100.0 * top.updates / top.iterations, 1), "%",
                "executions of the field's store / iterations (the heaviest loop)"),
-    ], checks)
+    ], checks, values=read)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
+
 
 @dataclass(frozen=True)
 class Caller:
@@ -81,17 +83,23 @@ class OneShot:
     parts: tuple[str, ...]  # its streaming parts' names: init, update, final
 
 
-@dataclass(frozen=True)
-class TreeValues:
+class TreeValues(msgspec.Struct, frozen=True, tag="tree"):
     """A tree's callers (those making at least call_cohorts.CALLER_PART of its operations'
     calls, most calls first), its allocator's instructions per operation, with their
     split (None: no allocator member or no pair), its key set-up, its one-shot calls and its
-    create/destroy pairs."""
+    create/destroy pairs (``TreeValues()``: none)."""
 
-    callers: tuple[Caller, ...]
-    allocator: float  # instructions per operation of the allocator members (0: none)
-    paired: PairedAllocation | None
-    setup: tuple[str, ...]  # the members that are vector or crypto code once per operation
-    setup_callers: tuple[str, ...]  # the members calling the set-up on every entry
-    one_shots: tuple[OneShot, ...]
-    pairs: tuple[Pair, ...]  # the create/destroy pairs
+    callers: tuple[Caller, ...] = ()
+    allocator: float = 0.0  # instructions per operation of the allocator members (0: none)
+    paired: PairedAllocation | None = None
+    setup: tuple[str, ...] = ()  # the members that are vector or crypto code once per operation
+    setup_callers: tuple[str, ...] = ()  # the members calling the set-up on every entry
+    one_shots: tuple[OneShot, ...] = ()
+    pairs: tuple[Pair, ...] = ()  # the create/destroy pairs
+    # as the checks list them after their colon ("": none): the heaviest members, the
+    # allocator calls, the set-up, its callers, and the callers entering the tree
+    heaviest: str = ""
+    allocator_calls: str = ""
+    setup_listed: str = ""
+    setup_callers_listed: str = ""
+    entered: str = ""

@@ -37,6 +37,8 @@ def load_mechanisms(folder: Path) -> MechanismTable:
     def decode() -> tuple[Mechanism, ...]:
         import msgspec  # only a command that reads the mechanisms themselves needs it
 
+        import pcscope.core.mechanism_values  # noqa: F401  (the values' types, by name)
+
         with collector_paused():  # what it makes lives as long as the workload
             return msgspec.msgpack.decode(raw, type=tuple[Mechanism, ...])
 

@@ -124,7 +124,11 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 #     that code is not all in the profile (recomputed work, register setters); the recomputed
 #     and the clamp's work counted together; a loop closed by an unconditional ``b`` taken on
 #     all its runs (byte-loop trips)
-FORMAT_VERSION = 41
+# 42: a mechanism's typed values are one tuple of tagged values (``values``), no longer one
+#     field per kind; new among them: a loop's nest, a PLT's stub targets, a struct
+#     relaxation's loads, a fixed-trip loop's loops, a gather's loads and branches, a
+#     lookup's further callers, a tree's listed members and callers, a chase's second access
+FORMAT_VERSION = 42
 Progress = Callable[[str], None]
 
 

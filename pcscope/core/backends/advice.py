@@ -16,34 +16,41 @@ false-positive rate on profile-only evidence (RISK below, from reviews of real p
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
-
 from pcscope.core import chain_walk, dispatch_state, invariant_work, loop_nests
+from pcscope.core.backends.rules import MECHANISM_RULE
 from pcscope.core.call_cohorts import (
     CALLER_PART,
-    CALLERS_CHECK,
     PLUMBING,
-    SETUP_CALLERS_CHECK,
-    SETUP_CHECK,
     SHARED_CHECK,
 )
-from pcscope.core.chase_values import Beside, ChaseValues, PairedLinks, SecondReach, WrapBound
+from pcscope.core.chase_values import (
+    Beside,
+    ChaseValues,
+    PairedLinks,
+    SecondReach,
+    WrapBound,
+    counts_down,
+)
 from pcscope.core.fixed_trip_sums import LOOP_CONTROL, VARIES
-from pcscope.core.gather_partition import DIAMONDS, EXITS, LOOPS, PARTITION, SCATTERS, THREE_WAY
+from pcscope.core.fixed_trip_values import FixedTripValues
+from pcscope.core.gather_partition import LOOPS, PARTITION, SCATTERS, THREE_WAY
 from pcscope.core.gather_values import CALL, LONG_PATH, LOOP, GatherValues
 from pcscope.core.hand_written import CHECK as HAND_WRITTEN
-from pcscope.core.keyed_lookups import LOOKUP_CHECK, MORE_CHECK, TREE_CHECK
+from pcscope.core.keyed_lookups import LOOKUP_CHECK, TREE_CHECK
 from pcscope.core.lookup_values import LookupValues
+from pcscope.core.mechanism_data import MechanismData, read
 from pcscope.core.mechanism_finder import is_jit_module
 from pcscope.core.mechanisms import number
 from pcscope.core.memory_state import BYTE_STORE, RELOADED
 from pcscope.core.memory_values import MemoryValues
+from pcscope.core.nest_values import NestValues
 from pcscope.core.patterns import libc_routine_name
+from pcscope.core.plt_values import PltValues
 from pcscope.core.recomputed_values import RecomputedValues
+from pcscope.core.relaxation_values import RelaxationValues
 from pcscope.core.return_zeroing import SMALL as ZEROING_SMALL
 from pcscope.core.shapes import DISPATCH_SITES
 from pcscope.core.store_loops import WIDE
@@ -88,20 +95,6 @@ RISK = {
 EXPECTED_CHECKS = {"pointer-chase": 3, "byte-loop": 4, "spin-wait": 3, "dispatch": 2,
                    "memory-state": 3, "table-crc": 3, "gather-branch": 4,
                    "struct-relaxation": 4, "fixed-trip-sum": 3}
-# The catalog rule whose guides and confirming measurement each kind shares.
-RULE = {
-    "dispatch": "indirect-mispredict", "indirect-call": "indirect-mispredict",
-    "plt": "plt-calls", "pointer-chase": "pointer-chase", "byte-loop": "byte-compare-loop",
-    "byte-compare": "byte-compare-loop",
-    "spin-wait": "spin-poll", "llsc": "llsc-retry", "outline-atomic": "atomic-contention",
-    "libc-lock": "atomic-contention", "division": "slow-divide", "fp-division": "slow-fp-divide",
-    "libc-routine": "libc-routine",
-    "jit": "jit-code", "memory-state": "memory-state", "per-operation": "per-operation",
-    "table-crc": "table-crc", "return-zeroing": "return-zeroing",
-    "byte-swap-store": "byte-swap-store", "store-loop": "store-loop",
-    "spill-block": "spill-block", "gather-branch": "gather-branch",
-    "struct-relaxation": "struct-relaxation", "fixed-trip-sum": "fixed-trip-sum",
-}  # fmt: skip
 NOUN = {"executions": "executions", "samples": "samples", "cycles": "cycles"}
 
 
@@ -124,8 +117,8 @@ def count(n: float, noun: str) -> str:
     return f"{number(n)} times" if noun == "executions" else f"in {number(n)} {noun}"
 
 
-def metric(m: dict[str, Any], name: str) -> float | None:
-    return next((x["value"] for x in m["metrics"] if x["name"] == name), None)
+def metric(m: MechanismData, name: str) -> float | None:
+    return next((x.value for x in m.metrics if x.name == name), None)
 
 
 def confidence(kind: str, basis: str, checks: int) -> float:
@@ -134,30 +127,32 @@ def confidence(kind: str, basis: str, checks: int) -> float:
     return round(CEILING.get(basis, 0.5) * (1.0 - RISK.get(kind, 0.4)) * (0.6 + 0.4 * passed), 3)
 
 
-def advise(m: dict[str, Any], basis: str, module: str | None) -> Advice | None:
-    """The idea about one mechanism, or None when it is too small or nothing is to be done."""
-    kind = m["kind"]
-    if m["share"] < MIN_SHARE_BY_KIND.get(kind, MIN_SHARE) or kind not in _WRITERS:
+def advise(data: dict[str, Any], basis: str, module: str | None) -> Advice | None:
+    """The idea about one mechanism (the tools' data of it, pcscope.core.mechanism_data), or
+    None when it is too small or nothing is to be done."""
+    m = read(data)  # typed once: every part of the idea reads this
+    kind = m.kind
+    if m.share < MIN_SHARE_BY_KIND.get(kind, MIN_SHARE) or kind not in _WRITERS:
         return None
     text = _WRITERS[kind](m, NOUN.get(basis, "samples"))
     if text is None:
         return None
     title, claim, recommendation = text
     removes = _REMOVES[kind](m) if kind in _REMOVES else None
-    if any(c.startswith(HAND_WRITTEN) for c in m["checks"]):
+    if any(c.startswith(HAND_WRITTEN) for c in m.checks):
         recommendation = _ASSEMBLY.get(kind, _assembly_note)(m, recommendation)
     if kind not in ("jit",) and _jit(module):
         recommendation, removes = _JIT_ADVICE, None
     recommendation = _hoist_first(m, recommendation)
     claim = _nest(m) + claim
-    pcs = tuple(pc for site in m["site_pcs"] for pc in site)
-    fn = ", ".join(f"`{f}`" for f in m["functions"][:3])
-    checks = tuple(c for c in m["checks"]
+    pcs = tuple(pc for site in m.site_pcs for pc in site)
+    fn = ", ".join(f"`{f}`" for f in m.functions[:3])
+    checks = tuple(c for c in m.checks
                    if not c.startswith(_SAID_ELSEWHERE) and not _said_in(c, recommendation))
-    claim = (f"{claim} Own share {m['share']:.2%} ({len(m['site_pcs'])} of {m['sites']} "
+    claim = (f"{claim} Own share {m.share:.2%} ({len(m.site_pcs)} of {m.sites} "
              f"site(s) cited) in {fn}.")
-    evidence = [c for c in m["checks"] if not c.startswith(_NOT_EVIDENCE)]
-    return Advice(RULE[kind], title, claim, recommendation, pcs,
+    evidence = [c for c in m.checks if not c.startswith(_NOT_EVIDENCE)]
+    return Advice(MECHANISM_RULE[kind], title, claim, recommendation, pcs,
                   confidence(kind, basis, len(evidence)), removes, checks)
 
 
@@ -181,27 +176,28 @@ def _said_in(check: str, recommendation: str) -> bool:
                for prefix in (*_RECOMPUTED, *_STATED))
 
 
-def _nest(m: dict) -> str:
+def _nest(m: MechanismData) -> str:
     """The sentence naming the other loops of this loop nest (an empty string if none)."""
-    inner = [c.removeprefix(loop_nests.INNER) for c in m["checks"]
-             if c.startswith(loop_nests.INNER)]
-    outer = [c.removeprefix(loop_nests.OUTER) for c in m["checks"]
-             if c.startswith(loop_nests.OUTER)]
-    parts = ([f"its inner loop is {' and '.join(inner)}"] if inner else []) + \
-        ([f"its outer loop is {' and '.join(outer)}"] if outer else [])
+    nest = m.value(NestValues) or NestValues()
+    parts = ([f"its inner loop is {_ids(nest.inner)}"] if nest.inner else []) + \
+        ([f"its outer loop is {_ids(nest.outer)}"] if nest.outer else [])
     return f"One loop nest with other ideas: {'; '.join(parts)}. " if parts else ""
 
 
-def _hoist_first(m: dict, recommendation: str) -> str:
+def _ids(ids: tuple[str, ...]) -> str:
+    return " and ".join(f"`{i}`" for i in ids)
+
+
+def _hoist_first(m: MechanismData, recommendation: str) -> str:
     """The recommendation led by hoisting the work the loop recomputes from rarely changing
     inputs, when that is several instructions per iteration: a scalar change that comes
     before any rewrite of the loop (a vector form needs those values fixed anyway)."""
     per = metric(m, invariant_work.PER_ITERATION)
-    work = _recomputed(m)
+    work = m.value(RecomputedValues)
     listed = work.instructions if work is not None else ()
     what = _with_more(*_named(listed, SHOWN)) if listed else None
     clamped = _clamped(m)
-    if m["kind"] == "pointer-chase" or ((per is None or per < LEADS or what is None)
+    if m.kind == "pointer-chase" or ((per is None or per < LEADS or what is None)
                                         and not clamped):
         return recommendation
     if per is None or per < LEADS or what is None:
@@ -229,11 +225,6 @@ def _hoist_first(m: dict, recommendation: str) -> str:
     return f"{lead} Then: {recommendation[:1].lower()}{recommendation[1:]}"
 
 
-def _recomputed(m: dict) -> RecomputedValues | None:
-    """The work the loop recomputes (pcscope.core.recomputed_values; None without)."""
-    return msgspec.convert(m["recomputed"], RecomputedValues) if m.get("recomputed") else None
-
-
 def _named(listed: tuple[str, ...], shown: int) -> tuple[str, int]:
     """``shown`` of the instructions ``listed`` (address order), the loads first (what the
     compiler may not move, so what the reader must), and how many are left out: the checks
@@ -252,12 +243,12 @@ def _and_more(listed: tuple[str, ...]) -> str:
     return f"{first} and {more} more" if more else first
 
 
-def _clamped(m: dict) -> str:
+def _clamped(m: MechanismData) -> str:
     """The sentences on the work a clamp makes invariant once it saturates (the clamp, that
     work and its size, the part that stays, what the counts cannot tell), or "". Short: it
     follows the recomputed work's sentences, whose other inputs it shares; the checks keep
     the whole lists."""
-    found = _recomputed(m)
+    found = m.value(RecomputedValues)
     clamp = found.clamp if found is not None else None
     per = metric(m, invariant_work.CLAMPED_PER_ITERATION)
     if clamp is None or not clamp.work or per is None or per < LEADS:
@@ -273,7 +264,7 @@ def _clamped(m: dict) -> str:
             + f". Counts cannot tell how often it saturates ({why}): {how}.")
 
 
-def _assembly_note(m: dict, recommendation: str) -> str:
+def _assembly_note(m: MechanismData, recommendation: str) -> str:
     """Advice about a function that is likely hand-written assembly: the same change, made
     in its assembly source."""
     return (f"{recommendation} The function is likely hand-written assembly (the evidence is "
@@ -281,7 +272,7 @@ def _assembly_note(m: dict, recommendation: str) -> str:
             f"attributes and C rewrites do not reach it.")
 
 
-def _store_loop_in_assembly(m: dict, recommendation: str) -> str:
+def _store_loop_in_assembly(m: MechanismData, recommendation: str) -> str:
     """A fill loop written in assembly: the instruction edit, and no C-compiler caveats."""
     width = int(metric(m, "store width") or 0)
     store = {1: "strb wzr, [xN], #1", 2: "strh wzr, [xN], #2", 4: "str wzr, [xN], #4",
@@ -318,11 +309,11 @@ _JIT_ADVICE = (
     "deoptimisations).")
 
 
-def _dispatch(m: dict, noun: str) -> tuple[str, str, str]:
+def _dispatch(m: MechanismData, noun: str) -> tuple[str, str, str]:
     sites = int(metric(m, "dispatch sites") or 0)
     runs = metric(m, "dispatches") or 0
     per = metric(m, "instructions per dispatch")
-    fn = m["functions"][0]
+    fn = m.functions[0]
     threaded = _threaded(m)
     claim = (f"Interpreter dispatch in `{fn}`: {sites} table-fed `br` sites dispatched "
              f"{count(runs, noun)}, one per {number(per or 0)} instructions of the function, so "
@@ -364,7 +355,7 @@ def _dispatch(m: dict, noun: str) -> tuple[str, str, str]:
     return f"Bytecode dispatch in {fn}: {sites} table-fed br sites", claim, rec
 
 
-def _fixed_state(m: dict) -> str:
+def _fixed_state(m: MechanismData) -> str:
     """The sentences on the state a dispatch tests although the loop never changes it: what
     the instructions show, the remedy for each kind, and (hedged) what a 16-bit value at a
     fixed address tested into a mask usually is."""
@@ -395,9 +386,9 @@ def _fixed_state(m: dict) -> str:
     return out
 
 
-def _indirect_call(m: dict, noun: str) -> tuple[str, str, str]:
+def _indirect_call(m: MechanismData, noun: str) -> tuple[str, str, str]:
     calls = metric(m, "calls") or 0
-    fn = m["functions"][0]
+    fn = m.functions[0]
     claim = (f"{int(metric(m, 'call sites') or 0)} `blr` site(s) in `{fn}` call through "
              f"function pointers or vtable slots loaded from memory, {count(calls, noun)}.")
     rec = ("If one target dominates a site, call it directly behind a guard (PGO indirect-call "
@@ -408,20 +399,21 @@ def _indirect_call(m: dict, noun: str) -> tuple[str, str, str]:
     return f"Function-pointer calls in {fn}", claim, rec
 
 
-def _plt(m: dict, noun: str) -> tuple[str, str, str]:
+def _plt(m: MechanismData, noun: str) -> tuple[str, str, str]:
     stubs = int(metric(m, "stubs") or 0)
     calls = metric(m, "calls through stubs") or 0
     out = metric(m, "calls into other modules") or 0
-    callers = [f for f in m["functions"] if not f.startswith("<unknown")][:4]
+    callers = [f for f in m.functions if not f.startswith("<unknown")][:4]
     who = f" (direct callers include {', '.join(f'`{c}`' for c in callers)})" if callers else ""
     claim = (f"Calls went through {stubs} PLT stub(s) of one module {count(calls, noun)}{who}: each "
              f"adds `adrp`, a GOT load and an indirect `br` to the call.")
-    into = _check_list(m, "stubs leading to functions of other modules")
+    leading = m.value(PltValues) or PltValues()
+    into = ", ".join(leading.other_modules)
     if out and into:
         claim += (f" {number(out)} of the calls ({out / calls:.0%}) go into other modules "
                   f"({into}); the rest are not matched by count to another module's function "
                   f"(the module's own exported functions are among them).")
-    routines = _check_list(m, "stubs leading to C-library routines")
+    routines = ", ".join(leading.libc_routines)
     if routines:
         claim += (f" The stubs to C-library string and memory routines ({routines}) are "
                   f"counted with those routines' ideas, not here.")
@@ -438,22 +430,17 @@ def _plt(m: dict, noun: str) -> tuple[str, str, str]:
     return f"Calls through {stubs} PLT stubs ({number(calls)} calls)", claim, rec
 
 
-def _check_list(m: dict, prefix: str) -> str | None:
-    """The list after the colon of the check starting with ``prefix``."""
-    return next((c.rsplit(": ", 1)[1] for c in m["checks"] if c.startswith(prefix)), None)
-
-
-def _chase(m: dict, noun: str) -> tuple[str, str, str]:
+def _chase(m: MechanismData, noun: str) -> tuple[str, str, str]:
     steps = metric(m, "chain steps") or 0
     per_call = metric(m, "steps per call")
-    fn = m["functions"][0]
+    fn = m.functions[0]
     where, of = _loop_where(m)
     claim = (f"{where} loads its next address from the value it loaded in the "
              f"previous iteration, so each step waits for the previous load to complete; "
              f"the chain stepped {count(steps, noun)}"
              + (f", {number(per_call)} per call of {of}." if per_call else "."))
-    chase = _chase_values(m)
-    claim += _second_access(m, chase.beside)
+    chase = m.value(ChaseValues) or ChaseValues()
+    claim += _second_access(chase)
     budget, relink, wrap = chase.budget, chase.relink, chase.wrap
     prefetched = chase.prefetched
     bound = min((b for b in (metric(m, "table size"), metric(m, WRAPPED_SIZE),
@@ -499,31 +486,25 @@ def _chase(m: dict, noun: str) -> tuple[str, str, str]:
 WRAPPED_ENTRY, WRAPPED_SIZE = "wrapped entry bytes", "wrapped table size"
 
 
-def _second_access(m: dict, beside: tuple[Beside, ...]) -> str:
+def _second_access(chase: ChaseValues) -> str:
     """The claim's words on a load each step addresses with the link it just loaded
     (pcscope.core.chain_walk): a second structure read at random, and where the other loads
     addressed the same way read against it."""
-    said = _check_after(m, chain_walk.SECOND)
-    if said is None:
+    second = chase.second
+    if second is None:
         return ""
-    first, *rest = said.split("; ")
-    load, origin = first.split(", from ", 1)
-    origin, _, others = origin.partition(" (on other paths from ")
-    key, _, through = origin.partition(" through ")
-    branch = next((p.removeprefix("its value is branched on (").rstrip(")") for p in rest
-                   if p.startswith("its value is branched on (")), None)
-    also = next((p.removeprefix("also ") for p in rest if p.startswith("also ")), "")
-    more = len(re.findall(r" at 0x[0-9a-f]+", also))
+    load, key, branch, more = second.load, second.key, second.branch, len(second.also)
+    through, others = ", ".join(second.through), ", ".join(second.others)
     return (f" Each step also makes a second random access: {load} takes its address from "
             f"the link {key} loaded in the same step" + (f" (through {through})" if through
                                                          else "")
-            + (f" or, on other paths, from {others.removesuffix(')')}" if others else "")
+            + (f" or, on other paths, from {others}" if others else "")
             + ", with a base no link's address uses, so it reads another structure at a place "
               "the link picks"
             + (f" ({more} more load(s) addressed the same way are in the checks"
-               + _beside_words(beside, more) + ")" if more else "")
+               + _beside_words(chase.beside, more) + ")" if more else "")
             + "; a step can miss in either, so measure both loads' misses"
-            + (f", and the branch on its value ({branch.split(' at ')[0]}) resolves only when "
+            + (f", and the branch on its value ({branch}) resolves only when "
                f"it arrives." if branch else "."))
 
 
@@ -548,7 +529,8 @@ def _beside_words(beside: tuple[Beside, ...], more: int) -> str:
     return f", {lead} near it: " + "; ".join(words)
 
 
-def _second_footprint(reach: SecondReach | None, wrap: WrapBound | None, m: dict) -> str:
+def _second_footprint(reach: SecondReach | None, wrap: WrapBound | None,
+                      m: MechanismData) -> str:
     """How far the second access reaches (pcscope.core.chain_walk): bounded by the link's
     width, or by the register the walk leaves at (with its ratio to the wrapped table when
     the table wraps at the same register)."""
@@ -593,18 +575,11 @@ def _paired(pair: PairedLinks | None) -> str:
             f"step: weigh BR_MIS_PRED_RETIRED there against that latency (SPE).")
 
 
-def _chase_values(m: dict) -> ChaseValues:
-    """The walk's step budget, relinking store and wrap bound (pcscope.core.chase_values;
-    none of them when the mechanism carries none)."""
-    return msgspec.convert(m["chase"], ChaseValues) if m.get("chase") else \
-        ChaseValues(None, None, None, None, False)
-
-
 L1_BYTES = 64 * 1024  # L1D of Neoverse N1/V1/N2/V2
 L2_BYTES = 512 * 1024  # the smallest L2 of those cores (512 KiB to 2 MiB)
 
 
-def _step_levers(m: dict) -> str:
+def _step_levers(m: MechanismData) -> str:
     """What makes each step cheaper, from the loop's own instructions
     (pcscope.core.chain_walk): the first reject, a value recomputed on every run, and the
     unrolled byte-by-byte extension."""
@@ -619,7 +594,7 @@ def _step_levers(m: dict) -> str:
                     f"fixed value: load both with one `ldrh` and compare once against a "
                     f"halfword built before the walk, so the {number(round(100 - rejected, 1))}% "
                     f"that pass the first byte save a load, a compare and a branch.")
-    work = _recomputed(m)
+    work = m.value(RecomputedValues)
     if work is not None and work.instructions:
         first_one, *rest = work.instructions
         out += (f" {first_one}{' (and more, in the checks)' if rest else ''} is recomputed "
@@ -637,7 +612,7 @@ def _step_levers(m: dict) -> str:
     return out
 
 
-def _footprint(m: dict, wrap: WrapBound | None, masked: str | None) -> str:
+def _footprint(m: MechanismData, wrap: WrapBound | None, masked: str | None) -> str:
     """What the link's wrap, mask or width says of the table's size
     (pcscope.core.chain_walk): the mask gives the size when a constant sets it; the width
     only bounds it."""
@@ -660,7 +635,7 @@ def _footprint(m: dict, wrap: WrapBound | None, masked: str | None) -> str:
     return f" {number(bits)}-bit links bound the table to {entries} ({_bytes(bound)}), {_where(bound)}"
 
 
-def _wrap_footprint(m: dict, wrap: WrapBound, width_bound: float | None) -> str:
+def _wrap_footprint(m: MechanismData, wrap: WrapBound, width_bound: float | None) -> str:
     """An index wrapped at a register R (pcscope.core.chain_walk): at most R entries, sized
     when a constant sets R, otherwise a run-time size the steps miss beyond the caches."""
     held = wrap.register
@@ -702,18 +677,18 @@ def _where(size: float) -> str:
          if size <= L2_BYTES else ".")
 
 
-def _check_after(m: dict, prefix: str) -> str | None:
+def _check_after(m: MechanismData, prefix: str) -> str | None:
     """The text after ``prefix`` of the check starting with it."""
-    return next((c.removeprefix(prefix) for c in m["checks"] if c.startswith(prefix)), None)
+    return next((c.removeprefix(prefix) for c in m.checks if c.startswith(prefix)), None)
 
 
-def _loop_where(m: dict) -> tuple[str, str]:
+def _loop_where(m: MechanismData) -> tuple[str, str]:
     """``A loop in `f``` — or, for one loop compiled into several functions, all of them —
     and how to name the functions whose calls the per-call figures count."""
-    names = m["functions"][:4]
-    if m["sites"] > 1 and len(names) > 1:
+    names = m.functions[:4]
+    if m.sites > 1 and len(names) > 1:
         listed = ", ".join(f"`{f}`" for f in names)
-        return (f"One loop, compiled as {m['sites']} copies of the same code in {listed},",
+        return (f"One loop, compiled as {m.sites} copies of the same code in {listed},",
                 "those functions")
     return f"A loop in `{names[0]}`", "the function"
 
@@ -742,10 +717,9 @@ def _chase_levers(per_call: float | None, budget: str | None, relink: str | None
                "result)")
     trade = ("a smaller budget trades the search's result (e.g. compression ratio) for speed, "
              "so measure both")
-    cap = (f"lower the step budget the loop already has ({budget} counts down by one per "
-           f"step and ends the walk at zero; its start value is "
-           f"usually a tuning parameter of the search) or end earlier on a good-enough "
-           f"result — {trade}" if budget else "cap it (chain length, a good-enough match — "
+    cap = (f"lower the step budget the loop already has ({counts_down(budget)}; its start "
+           f"value is usually a tuning parameter of the search) or end earlier on a "
+           f"good-enough result — {trade}" if budget else "cap it (chain length, a good-enough match — "
            f"the search's own depth or chain limits; {trade})")
     if per_call is not None and per_call >= LONG_WALK:
         return f"The walk is long ({number(per_call)} steps per call): {cap} first; {overlap}."
@@ -763,9 +737,9 @@ def _chase_levers(per_call: float | None, budget: str | None, relink: str | None
     return f"Shorten the walk ({cap}); {overlap}."
 
 
-def _byte_loop(m: dict, noun: str) -> tuple[str, str, str]:
+def _byte_loop(m: MechanismData, noun: str) -> tuple[str, str, str]:
     trips = metric(m, "iterations per entry")
-    fn = m["functions"][0]
+    fn = m.functions[0]
     where, _of = _loop_where(m)
     claim = (f"{where} loads and tests one byte or halfword per iteration with a "
              f"stepping pointer/index, {number(trips or 0)} iterations per entry by the counts.")
@@ -782,10 +756,10 @@ def _byte_loop(m: dict, noun: str) -> tuple[str, str, str]:
     return f"Byte-at-a-time loop in {fn} ({number(trips or 0)} iterations per entry)", claim, rec
 
 
-def _compare_chain(m: dict, noun: str) -> tuple[str, str, str]:
+def _compare_chain(m: MechanismData, noun: str) -> tuple[str, str, str]:
     steps = int(metric(m, "compare steps") or 0)
     depth = metric(m, "bytes compared per entry") or 0
-    fn = m["functions"][0]
+    fn = m.functions[0]
     claim = (f"`{fn}` compares two byte strings one byte at a time in {steps} unrolled steps "
              f"(load, load, compare, branch to one exit), {number(depth)} steps per entry on "
              f"average by the counts.")
@@ -811,9 +785,9 @@ def _compare_chain(m: dict, noun: str) -> tuple[str, str, str]:
     return f"Unrolled byte-by-byte compare in {fn} ({steps} steps)", claim, rec
 
 
-def _spin(m: dict, noun: str) -> tuple[str, str, str]:
+def _spin(m: MechanismData, noun: str) -> tuple[str, str, str]:
     polls = metric(m, "polls per exit")
-    fn = m["functions"][0]
+    fn = m.functions[0]
     claim = (f"A polling loop in `{fn}` reloads a location it never writes and exits on its "
              f"value, {number(polls or 0)} polls per exit by the counts.")
     rec = ("Wait instead of polling: `ldaxr` + `wfe` (woken by the releasing store) or `isb` "
@@ -827,9 +801,9 @@ def _spin(m: dict, noun: str) -> tuple[str, str, str]:
     return f"Polling loop in {fn}", claim, rec
 
 
-def _llsc(m: dict, noun: str) -> tuple[str, str, str]:
+def _llsc(m: MechanismData, noun: str) -> tuple[str, str, str]:
     per = metric(m, "attempts per entry")
-    fn = m["functions"][0]
+    fn = m.functions[0]
     claim = (f"An inline exclusive load/store retry loop in `{fn}`"
              + (f", {number(per)} attempts per entry by the counts" if per else "") + ".")
     rec = ("Build for LSE (`-march=armv8.1-a` or a suitable `-mcpu`) so the loop becomes one "
@@ -845,7 +819,7 @@ def _llsc(m: dict, noun: str) -> tuple[str, str, str]:
     return f"Inline LL/SC loop in {fn}", claim, rec
 
 
-def _outline(m: dict, noun: str) -> tuple[str, str, str]:
+def _outline(m: MechanismData, noun: str) -> tuple[str, str, str]:
     calls = metric(m, "helper calls") or 0
     lse = metric(m, "LSE path")
     claim = (f"{int(metric(m, 'helpers') or 0)} outline-atomic helper(s) were called "
@@ -866,9 +840,9 @@ def _outline(m: dict, noun: str) -> tuple[str, str, str]:
     return f"Outline-atomic helpers ({number(calls)} calls)", claim, rec
 
 
-def _locks(m: dict, noun: str) -> tuple[str, str, str]:
+def _locks(m: MechanismData, noun: str) -> tuple[str, str, str]:
     calls = metric(m, "calls") or 0
-    claim = (f"The C library's lock functions ({', '.join(m['functions'][:4])}) were called "
+    claim = (f"The C library's lock functions ({', '.join(m.functions[:4])}) were called "
              f"{count(calls, noun)}.")
     rec = ("Take locks less often (batch work per acquisition, per-thread queues) and hold "
            "them shorter; if contention shows (futex waits in `perf trace`, or the lock "
@@ -876,10 +850,10 @@ def _locks(m: dict, noun: str) -> tuple[str, str, str]:
     return "C-library lock calls", claim, rec
 
 
-def _division(m: dict, noun: str) -> tuple[str, str, str]:
+def _division(m: MechanismData, noun: str) -> tuple[str, str, str]:
     runs = metric(m, "divides") or 0
     fp = (metric(m, "floating-point share") or 0) >= 50
-    fn = m["functions"][0]
+    fn = m.functions[0]
     what = "floating-point divides/square roots" if fp else "integer divides"
     claim = f"{what.capitalize()} in `{fn}` ran {count(runs, noun)}."
     if fp:
@@ -894,9 +868,9 @@ def _division(m: dict, noun: str) -> tuple[str, str, str]:
     return f"{what.capitalize()} in {fn}", claim, rec
 
 
-def _libc(m: dict, noun: str) -> tuple[str, str, str]:
+def _libc(m: MechanismData, noun: str) -> tuple[str, str, str]:
     calls = metric(m, "calls") or 0
-    name, callers = _routine_and_callers(m["functions"])
+    name, callers = _routine_and_callers(m.functions)
     who = (f"; its callers making at least {CALLER_PART:.0%} of the calls (through the PLT "
            f"stub run as often): "
            f"{', '.join(f'`{c}`' for c in callers)}" if callers else
@@ -934,7 +908,7 @@ def _libc(m: dict, noun: str) -> tuple[str, str, str]:
                       f"before `{name}`, or cache the last hit." if compares else
                       " from a loop: merge the calls (one call over the whole range) or "
                       "inline a fixed-size case."))
-        walkers = _lookup_callers(m)
+        walkers = (m.value(LookupValues) or LookupValues()).callers
         if walkers:
             keyed = walkers[0]
             keys = int(metric(m, "constant keys") or 0)
@@ -953,13 +927,7 @@ def _libc(m: dict, noun: str) -> tuple[str, str, str]:
     return f"Time in the C library's {name} ({number(calls)} calls)", claim, rec
 
 
-def _lookup_callers(m: dict) -> tuple[str, ...]:
-    """The lookup's constant-key callers, the one with the most such calls first
-    (pcscope.core.lookup_values; none when the mechanism carries none)."""
-    return msgspec.convert(m["lookup"], LookupValues).callers if m.get("lookup") else ()
-
-
-def _walk_advice(m: dict, callers: tuple[str, ...]) -> str:
+def _walk_advice(m: MechanismData, callers: tuple[str, ...]) -> str:
     """The recommendation to the constant-key ``callers``, naming them all, with the part
     of the lookups it deletes."""
     deleted = metric(m, "lookups one walk per entry deletes")
@@ -971,25 +939,25 @@ def _walk_advice(m: dict, callers: tuple[str, ...]) -> str:
                if deleted else "."))
 
 
-def _libc_removes(m: dict) -> float | None:
+def _libc_removes(m: MechanismData) -> float | None:
     """Walking the request once per entry of the constant-key callers deletes their
     lookups beyond one per entry (the lookups are the own share: routine, stub, caller)."""
     deleted = metric(m, "lookups one walk per entry deletes")
     return round(deleted / 100, 3) if deleted else None
 
 
-def _keyed_lookup_links(m: dict) -> str:
+def _keyed_lookup_links(m: MechanismData) -> str:
     """The sentences naming the other constant-key callers of a lookup and the
     per-operation tree making its lookups (empty without)."""
-    more = _check_list(m, MORE_CHECK.removesuffix(": "))
-    tree = next((c.removeprefix(LOOKUP_CHECK) for c in m["checks"]
+    more = (m.value(LookupValues) or LookupValues()).more
+    tree = next((c.removeprefix(LOOKUP_CHECK) for c in m.checks
                  if c.startswith(LOOKUP_CHECK)), None)
     return ((f" More callers pass a different constant key at each call site: {more}."
              if more else "")
             + (f" Per operation: {tree}." if tree else ""))
 
 
-def _routine_and_callers(functions: list[str]) -> tuple[str, list[str]]:
+def _routine_and_callers(functions: tuple[str, ...]) -> tuple[str, list[str]]:
     """The routine (its heaviest variant: functions come heaviest site first, and a caller's
     loop may outweigh the routine) and up to three callers (the names that are not the
     routine's variants)."""
@@ -999,16 +967,16 @@ def _routine_and_callers(functions: list[str]) -> tuple[str, list[str]]:
                      (base is None or libc_routine_name(f) != base)][:3]
 
 
-def _jit_code(m: dict, noun: str) -> tuple[str, str, str]:
+def _jit_code(m: MechanismData, noun: str) -> tuple[str, str, str]:
     claim = f"JIT-generated code ({int(metric(m, 'instructions') or 0)} executed instructions)."
     return "Hot JIT-generated code", claim, _JIT_ADVICE
 
 
-def _memory_state(m: dict, noun: str) -> tuple[str, str, str]:
+def _memory_state(m: MechanismData, noun: str) -> tuple[str, str, str]:
     per = metric(m, "field accesses per iteration") or 0
     runs = metric(m, "iterations") or 0
     part = metric(m, "field access share of the loop") or 0
-    fields = _memory_values(m)
+    fields = m.value(MemoryValues) or MemoryValues()
     every = list(fields.every)
     fewer = [f.text() for f in fields.fewer]
     back = ", ".join([*every, *(f.field for f in fields.fewer)])
@@ -1017,7 +985,7 @@ def _memory_state(m: dict, noun: str) -> tuple[str, str, str]:
     recur = [f for f in fields.recurrences if f in every]
     reloaded = metric(m, "fields only reloaded") or 0
     rare = metric(m, "fields only reloaded on fewer iterations") or 0
-    fn = m["functions"][0]
+    fn = m.functions[0]
     claim = (f"A loop in `{fn}` keeps its state in memory: {number(per)} loads and stores "
              f"per iteration ({number(part)}% of the loop's instructions; "
              + (f"{number(runs)} iterations" if noun == "executions" else
@@ -1046,16 +1014,9 @@ def _memory_state(m: dict, noun: str) -> tuple[str, str, str]:
         claim, rec
 
 
-def _memory_values(m: dict) -> MemoryValues:
-    """The fields the loop keeps in memory (pcscope.core.memory_values; none when the
-    mechanism carries none)."""
-    return msgspec.convert(m["memory"], MemoryValues) if m.get("memory") else \
-        MemoryValues((), (), (), ())
-
-
-def _alias(m: dict) -> str:
+def _alias(m: MechanismData) -> str:
     """The byte store that may alias the fields (pcscope.core.memory_state.BYTE_STORE)."""
-    store = next((c.removeprefix(BYTE_STORE) for c in m["checks"]
+    store = next((c.removeprefix(BYTE_STORE) for c in m.checks
                   if c.startswith(BYTE_STORE)), None)
     if store is None:
         return ""
@@ -1063,10 +1024,10 @@ def _alias(m: dict) -> str:
             f"store may alias any field, forcing reloads after it.")
 
 
-def _missed_cse(m: dict, reloads: tuple[str, ...]) -> str:
+def _missed_cse(m: MechanismData, reloads: tuple[str, ...]) -> str:
     """The reloads nothing could have changed (pcscope.core.memory_state.RELOADED): the
     fields ``reloads`` names, with their checks' PCs."""
-    said = [c.removeprefix(RELOADED) for c in m["checks"] if c.startswith(RELOADED)]
+    said = [c.removeprefix(RELOADED) for c in m.checks if c.startswith(RELOADED)]
     if not reloads:
         return ""
     # the PCs are part of the finding (the check is then not written twice)
@@ -1077,13 +1038,13 @@ def _missed_cse(m: dict, reloads: tuple[str, ...]) -> str:
             f"too.")
 
 
-def _spill_block(m: dict, noun: str) -> tuple[str, str, str]:
+def _spill_block(m: MechanismData, noun: str) -> tuple[str, str, str]:
     size = metric(m, "block instructions") or 0
     runs = metric(m, "block runs") or 0
     spills = metric(m, "spills and reloads") or 0
     part = metric(m, "spill share of the block") or 0
     block = metric(m, "block share") or 0
-    fn = m["functions"][0]
+    fn = m.functions[0]
     claim = (f"A straight-line block of {number(size)} instructions in `{fn}` ran "
              f"{count(runs, noun)} ({number(block)}% of the total), and {number(spills)} of "
              f"its instructions ({number(part)}%) store values to stack slots and load them "
@@ -1099,11 +1060,11 @@ def _spill_block(m: dict, noun: str) -> tuple[str, str, str]:
             f"({number(part)}% spills)", claim, rec)
 
 
-def _return_zeroing(m: dict, noun: str) -> tuple[str, str, str]:
+def _return_zeroing(m: MechanismData, noun: str) -> tuple[str, str, str]:
     functions = int(metric(m, "functions") or 0)
     returns = metric(m, "returns") or 0
     cleared = metric(m, "registers cleared per return") or 0
-    hot = ", ".join(f"`{f}`" for f in m["functions"][:5])
+    hot = ", ".join(f"`{f}`" for f in m.functions[:5])
     claim = (f"{functions} functions clear registers just before returning: "
              f"{number(cleared)} `mov`/`movz #0` per return on average; those returns ran "
              f"{count(returns, noun)} (hottest: {hot}). Nothing in the program "
@@ -1122,10 +1083,10 @@ def _return_zeroing(m: dict, noun: str) -> tuple[str, str, str]:
     return f"Registers cleared on every return in {functions} functions", claim, rec
 
 
-def _table_crc(m: dict, noun: str) -> tuple[str, str, str]:
+def _table_crc(m: MechanismData, noun: str) -> tuple[str, str, str]:
     lookups = metric(m, "table lookups") or 0
-    fn = m["functions"][0]
-    reflected = any(REFLECTED in c for c in m["checks"])
+    fn = m.functions[0]
+    reflected = any(REFLECTED in c for c in m.checks)
     claim = (f"`{fn}` computes a CRC with lookup tables: byte-indexed 32-bit table loads ran "
              f"{count(lookups, noun)}, each xored into the CRC (about one per input byte), and "
              f"the function has no `crc32*` instruction. The CRC is "
@@ -1155,20 +1116,18 @@ def _table_crc(m: dict, noun: str) -> tuple[str, str, str]:
     return f"Table-driven CRC in {fn} ({number(lookups)} table lookups)", claim, rec
 
 
-def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
+def _per_operation(m: MechanismData, noun: str) -> tuple[str, str, str]:
     ops = metric(m, "operations") or 0
     functions = int(metric(m, "functions per operation") or 0)
     calls = metric(m, "calls per operation") or 0
     per_op = metric(m, "instructions per operation") or 0
     per_call = metric(m, "instructions per call") or 0
-    heaviest = _check_list(m, "heaviest") or ""
-    allocations = _check_list(m, "C allocator calls per operation")
-    setups = _check_list(m, SETUP_CHECK)
-    callers = _check_list(m, SETUP_CALLERS_CHECK)
-    lookups = next((c.removeprefix(TREE_CHECK) for c in m["checks"]
+    tree = m.value(TreeValues)
+    said = tree or TreeValues()
+    heaviest, allocations = said.heaviest, said.allocator_calls
+    setups, callers, entered = said.setup_listed, said.setup_callers_listed, said.entered
+    lookups = next((c.removeprefix(TREE_CHECK) for c in m.checks
                     if c.startswith(TREE_CHECK)), None)
-    entered = next((c.split(": ", 1)[1] for c in m["checks"] if c.startswith(CALLERS_CHECK)),
-                   None)
     claim = (f"Every operation runs the same call tree: {functions} functions are entered once "
              f"or a whole number of times per operation ({number(ops)} operations by their "
              f"exact entry counts), {number(calls)} calls and {number(per_op)} instructions "
@@ -1184,12 +1143,11 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
                    f"that set-up: {callers}" if callers else "") + ". " if setups else "")
              + (f"Constant-key lookups per operation: {lookups}. " if lookups else "")
              + "".join(f"Callees shared with another tree{c.removeprefix(SHARED_CHECK)}. "
-                       for c in m["checks"] if c.startswith(SHARED_CHECK))
+                       for c in m.checks if c.startswith(SHARED_CHECK))
              + f"Heaviest, by the instructions counted here: {heaviest}."
              # last, so a shortened claim loses it before the members: the recommendation
              # names the callers again with what is theirs to change
              + (f" Entered from outside the tree by {entered}." if entered else ""))
-    tree = msgspec.convert(m["tree"], TreeValues) if m.get("tree") else None
     pairs = ", ".join(p.text() for p in tree.pairs) if tree is not None else ""
     reuse = (f"reuse {pairs} across operations instead of making and releasing each on "
              f"every operation" if pairs else
@@ -1213,7 +1171,7 @@ def _per_operation(m: dict, noun: str) -> tuple[str, str, str]:
         rec += (" The constant-key lookups its members make are the lookup idea's cost: "
                 "resolve those keys once per context rather than on every operation.")
     if tree is not None and tree.callers:
-        rec += _per_operation_owners(tree, int(ops), allocations is not None, bool(setups))
+        rec += _per_operation_owners(tree, int(ops), bool(allocations), bool(setups))
     rec += (" Measure instructions per operation at two payload sizes: the part that does "
             "not grow is this overhead.")
     return (f"Per-operation overhead ({number(ops)} operations): {number(per_op)} instructions "
@@ -1324,37 +1282,37 @@ def _one_shot_advice(found: tuple[OneShot, ...]) -> str:
                    for one in found)
 
 
-def _per_operation_removes(m: dict) -> float | None:
+def _per_operation_removes(m: MechanismData) -> float | None:
     """Reusing the context deletes the allocator calls; setting the key once, the set-up."""
     deleted, per_op = metric(m, "deletable instructions per operation"), \
         metric(m, "instructions per operation")
     return round(deleted / per_op, 3) if deleted and per_op else None
 
 
-def _return_zeroing_removes(m: dict) -> float | None:
+def _return_zeroing_removes(m: MechanismData) -> float | None:
     """Exempting the small functions deletes their clearing runs."""
     small = metric(m, "runs in small functions")
     return round(small / 100, 3) if small else None
 
 
-def _dispatch_removes(m: dict) -> float | None:
+def _dispatch_removes(m: MechanismData) -> float | None:
     """Threaded dispatch that merges flags into the opcode: the advice deletes the merging."""
     merged, sequence = metric(m, "merged into the opcode"), metric(m, "dispatch sequence")
     return round(merged / sequence, 3) if _threaded(m) and merged and sequence else None
 
 
-def _threaded(m: dict) -> bool:
+def _threaded(m: MechanismData) -> bool:
     """Threaded dispatch, by the rule its check states: enough dispatch sites in one
     function that each handler ends in its own copy (pcscope.core.shapes.DISPATCH_SITES)."""
     return (metric(m, "dispatch sites") or 0) >= DISPATCH_SITES
 
 
-def _byte_swap(m: dict, noun: str) -> tuple[str, str, str]:
+def _byte_swap(m: MechanismData, noun: str) -> tuple[str, str, str]:
     sites = int(metric(m, "byte-swapped stores") or 0)
     words = metric(m, "words stored") or 0
     per = metric(m, "instructions per word") or 0
     control = metric(m, "loop instructions per word") or 0
-    fn = m["functions"][0]
+    fn = m.functions[0]
     where = "One place stores" if sites == 1 else f"{sites} places store"
     loop = (f"; the rest of the loop around it, which does nothing else, is counted here too "
             f"({number(control)} more per word)" if control else "")
@@ -1370,7 +1328,7 @@ def _byte_swap(m: dict, noun: str) -> tuple[str, str, str]:
                                                          else ""), claim, rec)
 
 
-def _byte_swap_removes(m: dict) -> float | None:
+def _byte_swap_removes(m: MechanismData) -> float | None:
     """`rev` + `str` replace the shifts and byte stores of each word; the loop's own rows,
     counted with them, stay (the vector form would cut them too: the lower bound)."""
     per = metric(m, "instructions per word") or 0
@@ -1378,10 +1336,10 @@ def _byte_swap_removes(m: dict) -> float | None:
     return round((per - 2) / (per + control), 3) if per > 2 else None
 
 
-def _store_loop(m: dict, noun: str) -> tuple[str, str, str]:
+def _store_loop(m: MechanismData, noun: str) -> tuple[str, str, str]:
     width = int(metric(m, "store width") or 0)
     per_entry = metric(m, "bytes per entry") or 0
-    fn = m["functions"][0]
+    fn = m.functions[0]
     claim = (f"A fill or clear loop in `{fn}` stores {width} byte(s) per store instruction with "
              f"almost no loads: it iterated {count(metric(m, 'iterations') or 0, noun)}, "
              f"{number(metric(m, 'iterations per entry') or 0)} iterations per entry, about "
@@ -1397,31 +1355,27 @@ def _store_loop(m: dict, noun: str) -> tuple[str, str, str]:
     return f"Narrow store loop in {fn} ({width}-byte stores)", claim, rec
 
 
-def _store_loop_removes(m: dict) -> float | None:
+def _store_loop_removes(m: MechanismData) -> float | None:
     """Stores of ``WIDE`` bytes run the loop width/WIDE as often."""
     width = metric(m, "store width") or 0
     return round(1 - width / WIDE, 3) if 0 < width < WIDE else None
 
 
-def _after(m: dict, prefix: str) -> str:
-    """The text after the first colon of the check starting with ``prefix``."""
-    return next((c.partition(": ")[2] for c in m["checks"] if c.startswith(prefix)), "")
-
-
-def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
-    fn = m["functions"][0]
+def _gather_branch(m: MechanismData, noun: str) -> tuple[str, str, str]:
+    branches = m.value(GatherValues) or GatherValues()
+    fn = m.functions[0]
     keys = metric(m, "keys gathered") or 0
     loops = int(metric(m, "loop iterations") or 0)
-    partition = PARTITION in m["checks"]
+    partition = PARTITION in m.checks
     three = _check_after(m, THREE_WAY)
     scatters = _check_after(m, SCATTERS)
-    several = m["sites"] > 1
+    several = m.sites > 1
     by_head = _check_after(m, LOOPS)
     scattered = metric(m, "bucket scatter share") or 0
     scatter_keys = int(metric(m, "scatter keys") or 0)
     inner = int(metric(m, "inner cycles") or 0)
     # the loop iterations are the heads of the loops and of their inner cycles
-    over = f" over {m['sites']} loops" + (
+    over = f" over {m.sites} loops" + (
         f" and {inner} inner cycle{'s' if inner > 1 else ''}" if inner else "")
     # a scatter's key only addresses its bucket's flag and cursor: no branch reads it
     branched = ("It branches on each key" if not scatter_keys else
@@ -1433,14 +1387,14 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
                f"the key loads {count(keys, noun)}, the loop heads {count(loops, noun)}")
     claim = (f"{'Loops' if several else 'A loop'} in `{fn}` "
              f"{'read' if several else 'reads'} an array of indexes "
-             f"({_after(m, 'index loads')}) and {'load' if several else 'loads'} a key "
+             f"({branches.streams}) and {'load' if several else 'loads'} a key "
              f"through each index "
-             f"({_after(m, 'key loads')}): {figures}"
+             f"({branches.gathers}): {figures}"
              # several loops' figures by head are long: they are in the checks
              + (f"{over} (each by head in the checks)" if several and by_head
                 else f" (by head: {by_head})" if by_head else "") + ". "
-             f"{branched}: {_after(m, 'conditional branches on the loaded key')}"
-             + _roles_said(m)
+             f"{branched}: {branches.decided}"
+             + _roles_said(branches)
              + (". It stores index values back into the array: a partition" if partition else "")
              + (f". It decides three ways on a key, testing it for equality and for order "
                 f"({three})" if three else "")
@@ -1448,12 +1402,11 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
                 f"bucket scatters, not partitions: "
                 + (f"their {number(scatter_keys)} keys only address loads and stores; "
                    if keys > scatter_keys else "")
-                + f"the own share {m['share']:.2%} includes them "
+                + f"the own share {m.share:.2%} includes them "
                 f"({scattered:.2f}% of the run)" if scatters else "")
              + ". Every key is a load whose address is known only after its index is loaded, "
              "and every decision is a data-dependent branch. Exact counts show how often each "
              "branch went one way, not how often it mispredicted or how long the key loads took.")
-    branches = _gather_values(m)
     diamonds = ", ".join(branches.diamonds)
     exits = ", ".join(branches.exits)
     many = len(branches.exits) > 1  # the verbs agree
@@ -1509,20 +1462,12 @@ def _gather_branch(m: dict, noun: str) -> tuple[str, str, str]:
     return title, claim, rec
 
 
-def _gather_values(m: dict) -> GatherValues:
-    """The branches on the key by role (pcscope.core.gather_values; none when the
-    mechanism carries none)."""
-    return msgspec.convert(m["gather"], GatherValues) if m.get("gather") else \
-        GatherValues((), (), ())
-
-
-def _roles_said(m: dict) -> str:
+def _roles_said(branches: GatherValues) -> str:
     """The sentence naming what each branch on the key does (its value choices, its loop
-    exits, the branches guarding more), each list the check's own words so the checks do not
-    repeat it."""
-    branches = _gather_values(m)
-    diamonds, exits = _check_after(m, DIAMONDS), _check_after(m, EXITS)
-    guarding = _after(m, "branches that guard a loop")
+    exits, the branches guarding more), each list as its check says it (the checks do not
+    repeat it)."""
+    diamonds, exits = ", ".join(branches.rejoining), ", ".join(branches.exits)
+    guarding = branches.guarding()
     several, leaving = len(branches.diamonds) > 1, len(branches.exits) > 1
     said = ([f"{diamonds} {'are short diamonds' if several else 'is a short diamond'}"
              ", only picking a value"] if diamonds else []) + \
@@ -1532,7 +1477,7 @@ def _roles_said(m: dict) -> str:
     return f". {text[:1].upper()}{text[1:]}" if said else ""
 
 
-def _partition_rewrite(m: dict) -> str:
+def _partition_rewrite(m: MechanismData) -> str:
     """The branch-free partition for a two-way or, with the part of keys found equal, a
     three-way decision (pcscope.core.gather_partition.THREE_WAY); that part is of the keys
     the decisions test, which are the partition's when every key of it is tested."""
@@ -1554,21 +1499,22 @@ def _partition_rewrite(m: dict) -> str:
             f"partition twice (`<` against the rest, then `==` against `>`)")
 
 
-def _struct_relaxation(m: dict, noun: str) -> tuple[str, str, str]:
-    fn = m["functions"][0]
+def _struct_relaxation(m: MechanismData, noun: str) -> tuple[str, str, str]:
+    read = m.value(RelaxationValues) or RelaxationValues()
+    fn = m.functions[0]
     stride = int(metric(m, "struct stride") or 0)
     updates = metric(m, "update share") or 0
     runs = metric(m, "iterations") or 0
-    fixed = FIXED_BASE in m["checks"]
-    several = m["sites"] > 1
+    fixed = FIXED_BASE in m.checks
+    several = m.sites > 1
     claim = (f"{'Loops' if several else 'A loop'} in `{fn}` "
              f"{'relax' if several else 'relaxes'} costs over an array of "
              f"{stride}-byte structs ("
              + (f"{number(runs)} iterations" if noun == "executions" else
                 f"loop heads {count(runs, noun)}")
-             + (f" over {m['sites']} loops" if several else "") + "): each iteration adds a "
-             f"contiguous table entry ({_after(m, 'a table entry')}) to a base and compares "
-             f"the sum with one field ({_after(m, 'one field of a')}), and stores to the "
+             + (f" over {m.sites} loops" if several else "") + "): each iteration adds a "
+             f"contiguous table entry ({read.table}) to a base and compares "
+             f"the sum with one field ({read.field}), and stores to the "
              f"struct on {number(updates)}% of the "
              + ("heaviest loop's iterations (each loop's share is in the checks)" if several
                 else "iterations")
@@ -1590,17 +1536,18 @@ def _struct_relaxation(m: dict, noun: str) -> tuple[str, str, str]:
             f"updates)", claim, rec)
 
 
-def _fixed_trip_sum(m: dict, noun: str) -> tuple[str, str, str]:
-    fn = m["functions"][0]
+def _fixed_trip_sum(m: MechanismData, noun: str) -> tuple[str, str, str]:
+    read = m.value(FixedTripValues) or FixedTripValues()
+    fn = m.functions[0]
     trips = int(metric(m, "trips per entry") or 0)
     per_trip = metric(m, "instructions per trip") or 0
     calls = metric(m, "function calls") or 0
     per_call = metric(m, "instructions per call") or 0
-    varies = any(VARIES in c for c in m["checks"])
+    varies = any(VARIES in c for c in m.checks)
     claim = (f"`{fn}` is entered {count(calls, noun)}, {number(per_call)} instructions per "
              f"entry, and runs loops whose head count is a whole multiple of their entries: "
-             f"{_after(m, 'loops whose head count')}. Each trip adds a table "
-             f"lookup into one register ({_after(m, 'loaded values summed')}), and no lookup "
+             f"{read.loops}. Each trip adds a table "
+             f"lookup into one register ({read.summed}), and no lookup "
              f"address depends on an earlier trip's lookup, so the trips do not wait for "
              f"memory from one to the next: the cost is the loop itself, its compare and "
              f"branch every trip and the index arithmetic carried from trip to trip.")
@@ -1618,7 +1565,7 @@ def _fixed_trip_sum(m: dict, noun: str) -> tuple[str, str, str]:
             f"instructions, {number(calls)} calls)", claim, rec)
 
 
-def _fixed_trip_removes(m: dict) -> float | None:
+def _fixed_trip_removes(m: MechanismData) -> float | None:
     """A full unroll deletes the compare and branch of every trip."""
     per_trip = metric(m, "instructions per trip") or 0
     return round(LOOP_CONTROL / per_trip, 3) if per_trip > LOOP_CONTROL else None

@@ -380,3 +380,24 @@ CATALOG: dict[str, Rule] = {r.name: r for r in (
         "instructions`)",
     ),
 )}
+
+
+# The catalog rule whose guides, confirming measurement and category each mechanism kind
+# shares (the mechanism finder's categories are read from here). Spills and loop state in
+# memory are not store-forwarding (a load that fails to forward): a spill and its reload use
+# one slot at one width, and loop state is reloaded at the width it was stored, so a reload
+# that waits on its store forwards; what they cost is the loads and stores a register would
+# not need.
+MECHANISM_RULE = {
+    "dispatch": "indirect-mispredict", "indirect-call": "indirect-mispredict",
+    "plt": "plt-calls", "pointer-chase": "pointer-chase", "byte-loop": "byte-compare-loop",
+    "byte-compare": "byte-compare-loop",
+    "spin-wait": "spin-poll", "llsc": "llsc-retry", "outline-atomic": "atomic-contention",
+    "libc-lock": "atomic-contention", "division": "slow-divide", "fp-division": "slow-fp-divide",
+    "libc-routine": "libc-routine",
+    "jit": "jit-code", "memory-state": "memory-state", "per-operation": "per-operation",
+    "table-crc": "table-crc", "return-zeroing": "return-zeroing",
+    "byte-swap-store": "byte-swap-store", "store-loop": "store-loop",
+    "spill-block": "spill-block", "gather-branch": "gather-branch",
+    "struct-relaxation": "struct-relaxation", "fixed-trip-sum": "fixed-trip-sum",
+}  # fmt: skip

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import msgspec
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pcscope.core.alp_columns import AlpRecords
@@ -27,7 +26,8 @@ from pcscope.core.engine.system_prompt import compact
 from pcscope.core.errors import EvidenceError, PcscopeError
 from pcscope.core.evidence import Evidence, EvidenceStore
 from pcscope.core.ids import alp_id, kind_of, parse_pc, pat_id, pc_id, pc_of
-from pcscope.core.mechanisms import Mechanism, describe, number
+from pcscope.core.mechanism_data import builtins_of
+from pcscope.core.mechanisms import describe, number
 
 if TYPE_CHECKING:
     from pcscope.core.alp import AlpRecord
@@ -346,7 +346,7 @@ class ToolBox:
             ids += [mech.id, *sites]
             lines += [describe(mech), f"citable sites: {' '.join(sites)}"]
         return ToolResult("\n".join(lines),
-                          {"mechanisms": [_mechanism_data(m) for m in shown]},
+                          {"mechanisms": [builtins_of(m) for m in shown]},
                           tuple(dict.fromkeys(ids)))
 
     def _asm_around(self, req: AsmAroundArgs) -> ToolResult:
@@ -403,7 +403,7 @@ class ToolBox:
         """The mechanisms with a site in ``pcs``, heaviest first, as data."""
         table = self.store.workload.mechanisms
         found = {m.id: m for pc in pcs for m in table.at(pc)}
-        return [_mechanism_data(m)
+        return [builtins_of(m)
                 for m in sorted(found.values(), key=lambda m: (-m.share, m.id))]
 
     def _row_data(self, row: int) -> dict[str, Any]:
@@ -512,30 +512,6 @@ class ToolBox:
         if self.shared.on_set is not None:
             self.shared.on_set(req.name, self.call, list(req.ids))
         return ToolResult(f"stored {len(req.ids)} IDs as {set_id}", {"id": set_id}, (set_id,))
-
-
-def _mechanism_data(m: Mechanism) -> dict[str, Any]:
-    """A mechanism as data: kind, own share, sites (the hottest first, key PCs),
-    functions, metrics, the checks that passed, a per-operation tree's values
-    (pcscope.core.tree_values), a pointer chase's (pcscope.core.chase_values), a loop's
-    state in memory (pcscope.core.memory_values), a gather-branch loop's branches
-    (pcscope.core.gather_values), a lookup's constant-key callers
-    (pcscope.core.lookup_values) and a loop's recomputed work
-    (pcscope.core.recomputed_values), as builtins (None where there is none)."""
-    return {
-        "id": m.id, "kind": m.kind, "category": m.category, "share": m.share,
-        "sites": len(m.sites), "functions": list(m.functions[:8]),
-        "site_pcs": [[s.pc, *[p for p in s.pcs if p != s.pc]] for s in m.sites[:12]],
-        "metrics": [{"name": x.name, "value": x.value, "unit": x.unit, "how": x.how}
-                    for x in m.metrics],
-        "checks": list(m.checks),
-        "tree": msgspec.to_builtins(m.tree),
-        "chase": msgspec.to_builtins(m.chase),
-        "memory": msgspec.to_builtins(m.memory),
-        "gather": msgspec.to_builtins(m.gather),
-        "lookup": msgspec.to_builtins(m.lookup),
-        "recomputed": msgspec.to_builtins(m.recomputed),
-    }
 
 
 def search_guides(shared: SharedMemory, query: str, k: int) -> list[tuple[str, str, str]]:

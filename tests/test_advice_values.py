@@ -1,0 +1,94 @@
+"""The advice reads its lists from the mechanism's typed values (pcscope.core.mechanisms.Values),
+not back from its check sentences: without the checks that list them (reworded, say) the
+claim and the recommendation say the same."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import replace
+
+from pcscope.core.backends.advice import advise
+from pcscope.core.mechanism_data import builtins_of
+from pcscope.core.mechanism_finder import find_mechanisms
+from pcscope.core.mechanisms import Mechanism
+from pcscope.core.patterns import code_facts, find_patterns
+from pcscope.core.readers.profile_csv import read_profile
+from tests.test_call_cohorts import allocator, calling, operations, vector
+from tests.test_keyed_lookups import ENTRIES, KEYS, LONG_STRCMP, keyed_calls, libc_of
+from tests.test_loop_nests import priced_relaxation
+from tests.test_loop_shapes import WORK, mechanisms_of, of_kind, price_loop
+from tests.test_mechanism_rules import STUB, lookup
+
+
+def texts(m: Mechanism, *dropped: str) -> tuple[tuple[str, str], tuple[str, str]]:
+    """The claim and recommendation of ``m``, and of ``m`` without the checks starting with
+    any of ``dropped``."""
+    said = advise(builtins_of(m), "executions", None)
+    unsaid = advise(builtins_of(replace(m, checks=tuple(c for c in m.checks
+                                                       if not c.startswith(dropped)))),
+                    "executions", None)
+    assert said is not None and unsaid is not None
+    return (said.claim, said.recommendation), (unsaid.claim, unsaid.recommendation)
+
+
+def test_a_struct_relaxation_names_its_loads_from_its_values(tmp_path):
+    _profile, table = mechanisms_of(tmp_path, [("optimum", 0x1000,
+                                                priced_relaxation(advances=2000)), WORK])
+    (m,) = of_kind(table, "struct-relaxation")
+    said, unsaid = texts(m, "a table entry", "one field of a")
+    assert "contiguous table entry (`ldr" in said[0] and "one field (`ldr" in said[0]
+    assert unsaid == said
+
+
+def test_a_fixed_trip_loop_names_its_loops_from_its_values(tmp_path):
+    _profile, table = mechanisms_of(tmp_path, [("literal_price", 0x1000, price_loop())])
+    (m,) = of_kind(table, "fixed-trip-sum")
+    said, unsaid = texts(m, "loops whose head count", "loaded values summed")
+    assert " trips × " in said[0] and "lookup into one register (`add" in said[0]
+    assert unsaid == said
+
+
+def test_a_lookup_names_its_further_constant_key_callers_from_its_values(tmp_path):
+    m = libc_of(tmp_path, [
+        ("lookup", 0x1000, 1000, lookup(0x1000)), ("plt", 0x4000, 1000, STUB),
+        ("strcmp", 0x5000, 1000, LONG_STRCMP),
+        ("router", 0x3000, ENTRIES, keyed_calls(KEYS, 4) + ["ret"]),
+        ("requests", 0x7000, ENTRIES, keyed_calls(KEYS, 4) + ["ret"])])
+    said, unsaid = texts(m, "more callers passing a constant key")
+    assert "More callers pass a different constant key at each call site: " in said[0]
+    assert unsaid == said
+
+
+def test_a_tree_names_its_members_set_up_and_callers_from_its_values(tmp_path):
+    blocks = allocator(("gf::init(key const*, int)", 0x720000, 2000, vector(100)),
+                       ("initkey", 0x740000, 2000, calling(0x720000, after=6)))
+    _profile, (m,) = operations(tmp_path, blocks)
+    said, unsaid = texts(m, "heaviest", "C allocator calls per operation",
+                         "vector or crypto code entered exactly once per operation",
+                         "members calling the set-up on every entry",
+                         "entered from outside the tree by")
+    assert "Heaviest, by the instructions counted here: " in said[0]
+    assert "The C allocator per operation: 2 malloc + 2 free" in said[0]
+    assert "gf::init(key const*, int) (" in said[0] and "initkey (" in said[0]
+    assert unsaid == said
+
+
+def test_plt_stubs_name_where_they_lead_from_their_values(tmp_path):
+    user = ["stp x29, x30, [sp, #-0x10]!", "bl 0x4000", "ldp x29, x30, [sp], #0x10", "ret"]
+    rows = [*[("user", "app", 0x1000 + 4 * i, 1000, a) for i, a in enumerate(user)],
+            *[("plt", "app", 0x4000 + 4 * i, 1000, a) for i, a in enumerate(STUB)],
+            *[("malloc", "libc.so.6", 0x90000 + 4 * i, 1000, a)
+              for i, a in enumerate(["mov x1, x0", "ret"])]]
+    path = tmp_path / "p.csv"
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["function", "module", "window", "pc", "samples", "asm"])
+        for fn, module, pc, count, asm in rows:
+            out.writerow([fn, module, fn, hex(pc), count, asm])
+    profile = read_profile(path)
+    facts = code_facts(profile)
+    (m,) = [m for m in find_mechanisms(profile, find_patterns(profile, facts), facts)
+            if m.kind == "plt"]
+    said, unsaid = texts(m, "stubs leading to")
+    assert "go into other modules (malloc in libc.so.6 (1,000))" in said[0]
+    assert unsaid == said
