@@ -44,7 +44,6 @@ def save_parts(build: Path, profile: Profile, inputs: Inputs, say: Progress) -> 
     import msgspec
 
     from pcscope.core.patterns import code_facts, find_patterns
-    from pcscope.core.readers.guides import read_guide
 
     say("finding patterns")
     facts = code_facts(profile)
@@ -57,6 +56,8 @@ def save_parts(build: Path, profile: Profile, inputs: Inputs, say: Progress) -> 
         np.save(folder / f"{name}.npy", array, allow_pickle=False)
     return_free_memory()  # the pattern pass's temporaries
     sections: list[GuideSection] = []
+    if inputs.guides:  # only then: the reader's imports (pypdf's among them)
+        from pcscope.core.readers.guides import read_guide
     for guide in inputs.guides:
         say(f"reading guide {guide.name}")
         sections += read_guide(guide)
