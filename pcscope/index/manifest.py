@@ -23,13 +23,18 @@ def _crc(path: Path) -> int:
     return crc
 
 
-def manifest(folder: Path) -> dict[str, list[int]]:
-    """Every file under ``folder`` but the metadata: relative path -> [size, mtime, crc]."""
+def manifest(folder: Path, known: dict[str, list[int]] | None = None) -> dict[str, list[int]]:
+    """Every file under ``folder`` but the metadata: relative path -> [size, mtime, crc].
+    ``known``: entries already taken (of files written and not touched since), kept."""
     out = {}
     for path in sorted(folder.rglob("*")):
         if path.is_file() and path.name != META:
+            rel = path.relative_to(folder).as_posix()
+            if known and rel in known:
+                out[rel] = known[rel]
+                continue
             st = path.stat()
-            out[path.relative_to(folder).as_posix()] = [st.st_size, st.st_mtime_ns, _crc(path)]
+            out[rel] = [st.st_size, st.st_mtime_ns, _crc(path)]
     return out
 
 

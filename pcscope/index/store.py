@@ -32,6 +32,7 @@ from pcscope import __version__
 from pcscope.core.collector import collector_paused
 from pcscope.core.errors import InputError
 from pcscope.core.inputs import Inputs, PathLike
+from pcscope.core.profile import Profile
 from pcscope.core.workload import Workload
 from pcscope.index import arrays, manifest
 from pcscope.index.lock import writer_lock
@@ -372,9 +373,9 @@ def _build(home: Path, inputs: Inputs, meta: dict, say: Progress) -> Path:
                 # patterns are found. Leaving the block waits for the writer; its error
                 # (a full disk) is raised by result() as it was raised.
                 with ThreadPoolExecutor(1) as writer:
-                    saved = writer.submit(arrays.save_profile, profile, build / "profile")
+                    saved = writer.submit(_save_arrays, profile, build)
                     save_parts(build, profile, inputs, say)
-                    saved.result()
+                    written = saved.result()
                 save_alp_part(build, profile, inputs, say)  # the writer thread has ended
                 # Its window and function tables point back at it: only a collection frees
                 # its arrays (~90 MB at 1M rows) before the reopen maps the saved ones.
@@ -383,7 +384,7 @@ def _build(home: Path, inputs: Inputs, meta: dict, say: Progress) -> Path:
             finally:
                 gc.unfreeze()
         return_free_memory()
-        stamped = dict(meta, pcscope=__version__, manifest=manifest.manifest(build))
+        stamped = dict(meta, pcscope=__version__, manifest=manifest.manifest(build, written))
         (build / manifest.META).write_text(json.dumps(stamped, indent=1), encoding="utf-8")
     except OSError as exc:
         shutil.rmtree(build, ignore_errors=True)
@@ -393,6 +394,14 @@ def _build(home: Path, inputs: Inputs, meta: dict, say: Progress) -> Path:
         shutil.rmtree(build, ignore_errors=True)
         raise
     return build
+
+
+def _save_arrays(profile: Profile, build: Path) -> dict[str, list[int]]:
+    """The profile's arrays written into the build, and their manifest entries (paths from
+    the build folder): checksummed here, beside the pattern pass, not after the build."""
+    arrays.save_profile(profile, build / "profile")
+    return {f"profile/{rel}": entry
+            for rel, entry in manifest.manifest(build / "profile").items()}
 
 
 def _swap(home: Path, build: Path) -> None:
