@@ -151,14 +151,13 @@ def _mnemonics(texts: pl.Series, codes: np.ndarray) -> tuple[np.ndarray, list[st
     return np.take(per_text.to_numpy(), codes), mnemonics
 
 
-def _encode(labels: pl.Series, clean: Callable[[pl.Series], pl.Series]) -> tuple[
-        np.ndarray, list[str]]:
+def _encode(labels: pl.Series, present: pl.Series,
+            clean: Callable[[pl.Series], pl.Series]) -> tuple[np.ndarray, list[str]]:
     """Dictionary encoding of a Categorical column of raw labels: int32 codes in the sorted
     order of the cleaned labels (-1 for null, or a label cleaned to null) and those labels.
     The parse made the column Categorical (4 bytes a row rather than a 16-byte string view)
     and ``clean`` runs here on the distinct labels only, not on every row; labels that clean
-    to the same text share a code."""
-    present = labels.unique().drop_nulls()
+    to the same text share a code. ``present``: its distinct labels (no null)."""
     cleaned = clean(present.cast(pl.String)).to_list()
     names = sorted({c for c in cleaned if c is not None})  # code-point order = polars'
     index = {name: i for i, name in enumerate(names)}
@@ -236,18 +235,18 @@ def _columns(names: list[str]) -> list[pl.Expr]:
 
 
 def _lines(path: str, sep: str, names: list[str], cols: pl.DataFrame,
-           failed: list[str]) -> np.ndarray:
+           failed: list[str], labels: dict[str, pl.Series]) -> np.ndarray:
     """Each row's physical line, uint32 as stored: its number, unless a quoted cell spans
     lines somewhere in the file (then every record's first line is counted again with the
     csv module). ``failed``: the numeric columns some cell of which failed the fast read
-    (only those can hold a newline; the parse looked at the text columns; asm is read again
-    when it holds a newline or a NUL)."""
+    (only those can hold a newline; the parse looked at the extra columns, ``labels`` are
+    the distinct labels of each label column; asm is read again when it holds a newline or
+    a NUL)."""
     rows = cols["_row"].to_numpy()
     look = failed + (["asm"] if cols["_odd_asm"].any() else [])
-    labels = [cols[f"{c}_text"].unique().cast(pl.String) for c in _LABELS
-              if f"{c}_text" in cols.columns]
     multiline = cols["_multiline"].any() or any(
-        label.str.contains("\n", literal=True).any() for label in labels)
+        label.cast(pl.String).str.contains("\n", literal=True).any()
+        for label in labels.values())
     if not multiline and not (look and _newline_in(path, sep, names, look)):
         return rows
     return _record_lines(path, sep, len(names))[rows.astype(np.int64) - 2].astype(np.uint32)
@@ -337,7 +336,9 @@ def _build(
                 and not _cycles_given(path, sep, names):
             cols = cols.drop("cycles_value")  # an all-empty column counts as absent
         cols = _slow_numbers(path, sep, names, cols)
-        lines = _lines(path, sep, names, cols, failed)
+        present = {c: cols[f"{c}_text"].unique().drop_nulls() for c in _LABELS
+                   if f"{c}_text" in cols.columns}  # for the newline test and the encoding
+        lines = _lines(path, sep, names, cols, failed, present)
         _check(path, sep, names, cols, lines)
         say("indexing")
         # The labels and the text taken out of the frame, so that each number column goes as
@@ -376,7 +377,7 @@ def _build(
         texts = pool.submit(_text_columns, text, picked)
         del text
         (function, function_names), (module, modules), (window_label, window_labels) = (
-            _encode(labels.pop(c), _cleaned) if c in labels else _absent(read)
+            _encode(labels.pop(c), present[c], _cleaned) if c in labels else _absent(read)
             for c in _LABELS)
         if picked is not None:
             function, module = function[picked], module[picked]
