@@ -113,15 +113,12 @@ class WindowTable:
         self.label_code = label_code  # int32 per window, -1 = derived
         n = len(label_code)
         if state is None:
-            self.groups = Groups.from_codes(profile.window, n)
-            self.value = self.groups.sums(profile.value)
-            self.function = _dominant(profile.function, self.groups, profile.value)
-            self.module = _dominant(profile.module, self.groups, profile.value)
-        else:
-            self.groups = Groups(state["rows"], state["offsets"])
-            self.value = state["value"]
-            self.function = state["function"]
-            self.module = state["module"]
+            state = window_state(profile.window, n, profile.function, profile.module,
+                                 profile.value)
+        self.groups = Groups(state["rows"], state["offsets"])
+        self.value = state["value"]
+        self.function = state["function"]
+        self.module = state["module"]
         starts = self.groups.offsets[:-1]
         self.first_row = self.groups.rows[starts] if n else starts
         self.last_row = self.groups.rows[self.groups.offsets[1:] - 1] if n else starts
@@ -178,11 +175,9 @@ class FunctionTable:
         self._p = profile
         self.names = names
         if state is None:
-            self.groups = Groups.from_codes(profile.function, len(names))
-            self.value = self.groups.sums(profile.value)
-        else:
-            self.groups = Groups(state["rows"], state["offsets"])
-            self.value = state["value"]
+            state = function_state(profile.function, len(names), profile.value)
+        self.groups = Groups(state["rows"], state["offsets"])
+        self.value = state["value"]
         self.first_row = (
             self.groups.rows[self.groups.offsets[:-1]] if len(names) else np.zeros(0, np.int64)
         )
@@ -220,6 +215,24 @@ class FunctionTable:
 
         i = bisect.bisect_left(self.names, name)
         return i if i < len(self.names) and self.names[i] == name else None
+
+
+def window_state(window: np.ndarray, count: int, function: np.ndarray, module: np.ndarray,
+                 value: np.ndarray) -> dict[str, np.ndarray]:
+    """A WindowTable's arrays (its STATE) from the rows' window codes (``count`` windows),
+    functions, modules and values: what a reopen reads back, and a reader may make before
+    the rest of its Profile is ready."""
+    groups = Groups.from_codes(window, count)
+    return {"rows": groups.rows, "offsets": groups.offsets, "value": groups.sums(value),
+            "function": _dominant(function, groups, value),
+            "module": _dominant(module, groups, value)}
+
+
+def function_state(function: np.ndarray, count: int, value: np.ndarray) -> dict[
+        str, np.ndarray]:
+    """A FunctionTable's arrays (its STATE) from the rows' function codes (``count``)."""
+    groups = Groups.from_codes(function, count)
+    return {"rows": groups.rows, "offsets": groups.offsets, "value": groups.sums(value)}
 
 
 def _dominant(codes: np.ndarray, groups: Groups, value: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ import polars as pl
 from pcscope.core.asmtext import by_first_row, distinct_rows
 from pcscope.core.columns import StringColumn
 from pcscope.core.errors import InputError
-from pcscope.core.profile import Profile
+from pcscope.core.profile import Profile, function_state, window_state
 from pcscope.core.textio import decode_utf8, open_text_lines, read_bytes
 
 REQUIRED = ("pc", "samples", "asm")
@@ -393,6 +393,10 @@ def _build(
             mnemonic = mnemonic[picked]
             _, asm_code = by_first_row(asm_code[picked])
             del picked
+        # The window and function tables too, while the worker still joins the text.
+        value = cycles if cycles is not None else samples
+        windows = window_state(window, len(label_code), function, module, value)
+        functions = function_state(function, len(function_names), value)
         asm_column, extras = texts.result()
         return Profile(
             path=path,
@@ -412,6 +416,8 @@ def _build(
             modules=modules,
             line=rows,
             extras=extras,
+            window_state=windows,
+            function_state=functions,
         )
 
 
