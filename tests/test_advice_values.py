@@ -17,7 +17,8 @@ from tests.test_call_cohorts import allocator, calling, operations, vector
 from tests.test_keyed_lookups import ENTRIES, KEYS, LONG_STRCMP, keyed_calls, libc_of
 from tests.test_loop_nests import priced_relaxation
 from tests.test_loop_shapes import WORK, mechanisms_of, of_kind, price_loop
-from tests.test_mechanism_rules import STUB, lookup
+from tests.test_mechanism_rules import STUB, interpreter, lookup
+from tests.test_mechanism_rules import mechanisms_of as blocks_of
 
 
 def texts(m: Mechanism, *dropped: str) -> tuple[tuple[str, str], tuple[str, str]]:
@@ -91,4 +92,16 @@ def test_plt_stubs_name_where_they_lead_from_their_values(tmp_path):
             if m.kind == "plt"]
     said, unsaid = texts(m, "stubs leading to")
     assert "go into other modules (malloc in libc.so.6 (1,000))" in said[0]
+    assert unsaid == said
+
+
+def test_a_dispatch_names_the_fixed_state_it_tests_from_its_values(tmp_path):
+    _profile, table = blocks_of(tmp_path, interpreter())
+    (m,) = of_kind(table, "dispatch")
+    said, unsaid = texts(m, "a value at a fixed address", "a frame field stored once",
+                         "tested as a 16-bit value")
+    assert "compare it with zero and turn it into an all-ones mask on every dispatch: " \
+           "page 0x5000 + 0xb34 at 4 of 4 sites" in said[1]
+    assert "reload a frame field stored once per entry and merge it in: [sp, #0x100] at " \
+           "4 of 4 sites" in said[1]
     assert unsaid == said

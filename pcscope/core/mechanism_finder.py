@@ -231,6 +231,8 @@ class _Finder:
             state = dispatch_state.tests(Function.of(self.facts, self.p.pc, rows, self.op,
                                                      self.count),
                                          sequences, merged, _reads, _writes)
+            told = dispatch_state.said(state, self.p.asm, lambda r: int(self.p.pc[r]),
+                                       self.count, len(sites))
 
             def per_dispatch(test, sequences=sequences, dispatches=dispatches) -> float:
                 """Instructions of the sequences passing ``test``, per dispatch."""
@@ -264,9 +266,8 @@ class _Finder:
                 "each site counts its dispatch sequence: the instructions of the br's block "
                 "its target depends on (the opcode fetch, anything merged into the opcode, "
                 "the table load)",
-                *dispatch_state.checks(state, self.p.asm, lambda r: int(self.p.pc[r]),
-                                       self.count, len(sites)),
-            ]))
+                *dispatch_state.checks(state, told),
+            ], values=dispatch_state.values(state, told)))
         return out
 
     def _dispatch_sequence(self, br: int) -> list[int]:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from pcscope.core.chase_values import ChaseValues
+from pcscope.core.dispatch_state_values import DispatchStateValues
 from pcscope.core.fixed_trip_values import FixedTripValues
 from pcscope.core.gather_values import GatherValues
 from pcscope.core.lookup_values import LookupValues
@@ -23,9 +24,10 @@ from pcscope.core.relaxation_values import RelaxationValues
 from pcscope.core.tree_values import TreeValues
 
 Values = (TreeValues | ChaseValues | MemoryValues | GatherValues | LookupValues | PltValues
-          | RelaxationValues | FixedTripValues | RecomputedValues | NestValues)
+          | RelaxationValues | FixedTripValues | RecomputedValues | NestValues
+          | DispatchStateValues)
 V = TypeVar("V", TreeValues, ChaseValues, MemoryValues, GatherValues, LookupValues, PltValues,
-            RelaxationValues, FixedTripValues, RecomputedValues, NestValues)
+            RelaxationValues, FixedTripValues, RecomputedValues, NestValues, DispatchStateValues)
 
 
 def value_of(values: Sequence[Values], of: type[V]) -> V | None:

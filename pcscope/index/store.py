@@ -130,7 +130,9 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 #     relaxation's loads, a fixed-trip loop's loops, a gather's loads and branches, a
 #     lookup's further callers, a tree's listed members and callers, a chase's second access
 # 43: an input's content fingerprint is its SHA-256 (BLAKE2b before: half the speed here)
-FORMAT_VERSION = 43
+# 44: a dispatch's fixed state (the hottest test of each kind, whether it is masked) is a
+#     typed value the advice reads, not its checks
+FORMAT_VERSION = 44
 Progress = Callable[[str], None]
 
 

@@ -34,6 +34,7 @@ from pcscope.core.chase_values import (
     WrapBound,
     counts_down,
 )
+from pcscope.core.dispatch_state_values import DispatchStateValues
 from pcscope.core.fixed_trip_sums import LOOP_CONTROL, VARIES
 from pcscope.core.fixed_trip_values import FixedTripValues
 from pcscope.core.gather_partition import LOOPS, PARTITION, SCATTERS, THREE_WAY
@@ -360,21 +361,20 @@ def _fixed_state(m: MechanismData) -> str:
     the instructions show, the remedy for each kind, and (hedged) what a 16-bit value at a
     fixed address tested into a mask usually is."""
     out = ""
-    fixed = _check_after(m, dispatch_state.CHECK[dispatch_state.FIXED])
+    state = m.value(DispatchStateValues) or DispatchStateValues()
+    fixed, frame = state.fixed, state.frame
     per, share = (metric(m, dispatch_state.PER_DISPATCH[dispatch_state.FIXED]),
                   metric(m, dispatch_state.SHARE[dispatch_state.FIXED]))
     if fixed and per:
-        masked = _check_after(m, dispatch_state.MASK) is not None
         out += (f" {number(per)} instructions per dispatch ({number(share or 0)}% of the total) "
                 + ("load a halfword at a fixed address, compare it with zero and turn it into "
                    f"an all-ones mask on every dispatch: {fixed}. That is the shape of a "
                    "tracing-probe semaphore (USDT/SDT probes keep a 16-bit counter at a fixed "
                    "address that a tracer raises when it attaches); if it is one, a build "
                    "without those probes removes these rows and the `orr` merging them."
-                   if masked else
+                   if state.masked else
                    f"test a value at a fixed address: {fixed}. Test it where it is stored, "
                    "not on every dispatch."))
-    frame = _check_after(m, dispatch_state.CHECK[dispatch_state.FRAME])
     per, share = (metric(m, dispatch_state.PER_DISPATCH[dispatch_state.FRAME]),
                   metric(m, dispatch_state.SHARE[dispatch_state.FRAME]))
     if frame and per:
