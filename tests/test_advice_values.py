@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 from dataclasses import replace
 
+from pcscope.core import invariant_work
 from pcscope.core.backends.advice import advise
 from pcscope.core.mechanism_data import builtins_of
 from pcscope.core.mechanism_finder import find_mechanisms
@@ -104,4 +105,15 @@ def test_a_dispatch_names_the_fixed_state_it_tests_from_its_values(tmp_path):
            "page 0x5000 + 0xb34 at 4 of 4 sites" in said[1]
     assert "reload a frame field stored once per entry and merge it in: [sp, #0x100] at " \
            "4 of 4 sites" in said[1]
+    assert unsaid == said
+
+
+def test_hoisting_names_where_the_inputs_change_and_the_blocking_stores_from_its_values(
+        tmp_path):
+    _profile, table = mechanisms_of(tmp_path, [("optimum", 0x1000,
+                                                priced_relaxation(advances=2000)), WORK])
+    (m,) = of_kind(table, "struct-relaxation")
+    said, unsaid = texts(m, invariant_work.CHANGED, invariant_work.BLOCKED)
+    assert "where those values change (`mov w2, w14` at 0x105c (2,000 times))" in said[1]
+    assert "The loop's stores (`str w5, [x0, #0xedc]` at 0x1048" in said[1]
     assert unsaid == said

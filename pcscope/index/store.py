@@ -132,7 +132,8 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 # 43: an input's content fingerprint is its SHA-256 (BLAKE2b before: half the speed here)
 # 44: a dispatch's fixed state (the hottest test of each kind, whether it is masked) is a
 #     typed value the advice reads, not its checks
-FORMAT_VERSION = 44
+# 45: recomputed work carries where its inputs change and the stores blocking its hoisting
+FORMAT_VERSION = 45
 Progress = Callable[[str], None]
 
 

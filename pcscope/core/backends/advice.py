@@ -204,7 +204,7 @@ def _hoist_first(m: MechanismData, recommendation: str) -> str:
     if per is None or per < LEADS or what is None:
         return f"First hoist {clamped} Then: {recommendation[:1].lower()}{recommendation[1:]}"
     changes = metric(m, invariant_work.INPUT_CHANGES) or 0
-    blocked = _check_after(m, invariant_work.BLOCKED)
+    blocked = work.blocked if work is not None else ""
     of = metric(m, invariant_work.LOOP_PER_ITERATION)
     share = metric(m, invariant_work.SHARE)
     # the rows the total counts by their span; which paths it leaves out is in the checks
@@ -215,7 +215,7 @@ def _hoist_first(m: MechanismData, recommendation: str) -> str:
             + f" ({what}; {number(share or 0)}% of "
             f"the total) read only values that change on at most {number(changes)}% of the "
             f"iterations; compute them where those values change"
-            + (f" ({changed})" if (changed := _check_after(m, invariant_work.CHANGED)) else "")
+            + (f" ({work.changed})" if work is not None and work.changed else "")
             + " and keep the results in locals.")
     if blocked:
         lead += (f" The loop's stores ({blocked}) might write what those loads read, so the "
