@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 from dataclasses import replace
 
-from pcscope.core import invariant_work
+from pcscope.core import chain_walk, invariant_work
 from pcscope.core.backends.advice import advise
 from pcscope.core.mechanism_data import builtins_of
 from pcscope.core.mechanism_finder import find_mechanisms
@@ -15,6 +15,7 @@ from pcscope.core.mechanisms import Mechanism
 from pcscope.core.patterns import code_facts, find_patterns
 from pcscope.core.readers.profile_csv import read_profile
 from tests.test_call_cohorts import allocator, calling, operations, vector
+from tests.test_chain_walk import chase, search
 from tests.test_keyed_lookups import ENTRIES, KEYS, LONG_STRCMP, keyed_calls, libc_of
 from tests.test_loop_nests import priced_relaxation
 from tests.test_loop_shapes import WORK, mechanisms_of, of_kind, price_loop
@@ -116,4 +117,12 @@ def test_hoisting_names_where_the_inputs_change_and_the_blocking_stores_from_its
     said, unsaid = texts(m, invariant_work.CHANGED, invariant_work.BLOCKED)
     assert "where those values change (`mov w2, w14` at 0x105c (2,000 times))" in said[1]
     assert "The loop's stores (`str w5, [x0, #0xedc]` at 0x1048" in said[1]
+    assert unsaid == said
+
+
+def test_a_walk_names_its_first_and_paired_rejects_from_its_values(tmp_path):
+    m = chase(tmp_path, search())
+    said, unsaid = texts(m, chain_walk.REJECT, chain_walk.PAIRED)
+    assert "end at the first compare (`cmp w5, w10` at 0x1030)" in said[1]
+    assert "The next reject (`cmp w3, w15` at 0x1040) tests the adjacent byte" in said[1]
     assert unsaid == said

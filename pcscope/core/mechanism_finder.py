@@ -527,6 +527,7 @@ class _Finder:
             wrap = chain_walk.wrapped(self.p, self.op, list(group[0].rows), group[0].keys)
             second = chain_walk.second_value(walks[0], self.p.asm, lambda r: int(self.p.pc[r]))
             reach, beside, pair = chain_walk.second_values(walks[0], self.p.asm)
+            rejects = chain_walk.rejects(walks[0], self.p.asm, lambda r: int(self.p.pc[r]))
             out.append(self.mechanism("pointer-chase", [
                 self.site([*loop.rows, *walk.extension], loop.keys[0])
                 for loop, walk in zip(group, walks, strict=True)], [
@@ -553,9 +554,9 @@ class _Finder:
                 + chain_walk.second_checks(walks[0], self.p.asm, lambda r: int(self.p.pc[r])),
                 values=ChaseValues(budget, relink, chain_walk.wrap_value(wrap, self.p.asm),
                                   chain_walk.mask_value(mask, self.p.asm), prefetch, second,
-                                  reach, beside, pair)
+                                  reach, beside, pair, *rejects)
                 if budget or relink or wrap or mask or prefetch or second or reach or beside
-                or pair else None))
+                or pair or any(rejects) else None))
         return out
 
     def _step_budget(self, loop: _Loop) -> str | None:

@@ -133,7 +133,8 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 # 44: a dispatch's fixed state (the hottest test of each kind, whether it is masked) is a
 #     typed value the advice reads, not its checks
 # 45: recomputed work carries where its inputs change and the stores blocking its hoisting
-FORMAT_VERSION = 45
+# 46: a chase carries its first reject and the paired adjacent-byte reject
+FORMAT_VERSION = 46
 Progress = Callable[[str], None]
 
 

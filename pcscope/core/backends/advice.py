@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pcscope.core import chain_walk, dispatch_state, invariant_work, loop_nests
+from pcscope.core import dispatch_state, invariant_work, loop_nests
 from pcscope.core.backends.rules import MECHANISM_RULE
 from pcscope.core.call_cohorts import (
     CALLER_PART,
@@ -585,10 +585,10 @@ def _step_levers(m: MechanismData) -> str:
     unrolled byte-by-byte extension."""
     out = ""
     rejected = metric(m, "rejected at the first compare")
-    first = _check_after(m, chain_walk.REJECT)
+    chase = m.value(ChaseValues) or ChaseValues()
+    first, paired = chase.reject, chase.paired
     if rejected and first:
         out += f" {number(rejected)}% of the steps end at the first compare ({first}), on one loaded byte."
-        paired = _check_after(m, chain_walk.PAIRED)
         if paired:
             out += (f" The next reject ({paired}) tests the adjacent byte against another "
                     f"fixed value: load both with one `ldrh` and compare once against a "
