@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 from dataclasses import replace
 
-from pcscope.core import chain_walk, invariant_work
+from pcscope.core import chain_walk, gather_partition, invariant_work
 from pcscope.core.backends.advice import advise
 from pcscope.core.mechanism_data import builtins_of
 from pcscope.core.mechanism_finder import find_mechanisms
@@ -18,7 +18,7 @@ from tests.test_call_cohorts import allocator, calling, operations, vector
 from tests.test_chain_walk import chase, search
 from tests.test_keyed_lookups import ENTRIES, KEYS, LONG_STRCMP, keyed_calls, libc_of
 from tests.test_loop_nests import priced_relaxation
-from tests.test_loop_shapes import WORK, mechanisms_of, of_kind, price_loop
+from tests.test_loop_shapes import WORK, bucket_copy, mechanisms_of, of_kind, price_loop, three_way
 from tests.test_mechanism_rules import STUB, interpreter, lookup
 from tests.test_mechanism_rules import mechanisms_of as blocks_of
 
@@ -125,4 +125,24 @@ def test_a_walk_names_its_first_and_paired_rejects_from_its_values(tmp_path):
     said, unsaid = texts(m, chain_walk.REJECT, chain_walk.PAIRED)
     assert "end at the first compare (`cmp w5, w10` at 0x1030)" in said[1]
     assert "The next reject (`cmp w3, w15` at 0x1040) tests the adjacent byte" in said[1]
+    assert unsaid == said
+
+
+def test_a_gather_names_its_partition_three_ways_scatters_and_loops_from_its_values(tmp_path):
+    quoted = (gather_partition.PARTITION, gather_partition.THREE_WAY,
+              gather_partition.SCATTERS, gather_partition.LOOPS)
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    _profile, table = mechanisms_of(tmp_path / "one", [("qsort3", 0x1000, three_way()), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    said, unsaid = texts(m, *quoted)
+    assert " (by head: 0x1000 (" in said[0] and "It stores index values back" in said[0]
+    assert "testing it for equality and for order (`cbz w1, #0x1020` at 0x1010 then" in said[0]
+    assert unsaid == said
+    _profile, table = mechanisms_of(tmp_path / "two", [
+        ("sort", 0x1000, three_way()), ("sort", 0x2000, bucket_copy(at=0x2000, n=5000)), WORK])
+    (m,) = of_kind(table, "gather-branch")
+    said, unsaid = texts(m, *quoted)
+    assert "(each by head in the checks)" in said[0]
+    assert "The loops storing each index at a place its key names (`str" in said[0]
     assert unsaid == said

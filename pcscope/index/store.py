@@ -134,7 +134,8 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 #     typed value the advice reads, not its checks
 # 45: recomputed work carries where its inputs change and the stores blocking its hoisting
 # 46: a chase carries its first reject and the paired adjacent-byte reject
-FORMAT_VERSION = 46
+# 47: a gather carries whether it partitions, its three-way decisions, scatters and loops
+FORMAT_VERSION = 47
 Progress = Callable[[str], None]
 
 

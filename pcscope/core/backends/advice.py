@@ -37,7 +37,6 @@ from pcscope.core.chase_values import (
 from pcscope.core.dispatch_state_values import DispatchStateValues
 from pcscope.core.fixed_trip_sums import LOOP_CONTROL, VARIES
 from pcscope.core.fixed_trip_values import FixedTripValues
-from pcscope.core.gather_partition import LOOPS, PARTITION, SCATTERS, THREE_WAY
 from pcscope.core.gather_values import CALL, LONG_PATH, LOOP, GatherValues
 from pcscope.core.hand_written import CHECK as HAND_WRITTEN
 from pcscope.core.keyed_lookups import LOOKUP_CHECK, TREE_CHECK
@@ -675,11 +674,6 @@ def _where(size: float) -> str:
             else "more than some L2s hold: steps can miss") + \
         ("; expect the load-to-use latency (4 to 11 cycles) per step, not DRAM misses."
          if size <= L2_BYTES else ".")
-
-
-def _check_after(m: MechanismData, prefix: str) -> str | None:
-    """The text after ``prefix`` of the check starting with it."""
-    return next((c.removeprefix(prefix) for c in m.checks if c.startswith(prefix)), None)
 
 
 def _loop_where(m: MechanismData) -> tuple[str, str]:
@@ -1366,11 +1360,9 @@ def _gather_branch(m: MechanismData, noun: str) -> tuple[str, str, str]:
     fn = m.functions[0]
     keys = metric(m, "keys gathered") or 0
     loops = int(metric(m, "loop iterations") or 0)
-    partition = PARTITION in m.checks
-    three = _check_after(m, THREE_WAY)
-    scatters = _check_after(m, SCATTERS)
+    partition, three, scatters = branches.partition, branches.three_way, branches.scatters
     several = m.sites > 1
-    by_head = _check_after(m, LOOPS)
+    by_head = branches.loops
     scattered = metric(m, "bucket scatter share") or 0
     scatter_keys = int(metric(m, "scatter keys") or 0)
     inner = int(metric(m, "inner cycles") or 0)
