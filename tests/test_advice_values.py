@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 from dataclasses import replace
 
-from pcscope.core import chain_walk, gather_partition, invariant_work
+from pcscope.core import chain_walk, gather_partition, invariant_work, memory_state
 from pcscope.core.backends.advice import advise
 from pcscope.core.mechanism_data import builtins_of
 from pcscope.core.mechanism_finder import find_mechanisms
@@ -21,6 +21,7 @@ from tests.test_loop_nests import priced_relaxation
 from tests.test_loop_shapes import WORK, bucket_copy, mechanisms_of, of_kind, price_loop, three_way
 from tests.test_mechanism_rules import STUB, interpreter, lookup
 from tests.test_mechanism_rules import mechanisms_of as blocks_of
+from tests.test_memory_state import AT, coder, memory_states, stream_loop
 
 
 def texts(m: Mechanism, *dropped: str) -> tuple[tuple[str, str], tuple[str, str]]:
@@ -145,4 +146,19 @@ def test_a_gather_names_its_partition_three_ways_scatters_and_loops_from_its_val
     said, unsaid = texts(m, *quoted)
     assert "(each by head in the checks)" in said[0]
     assert "The loops storing each index at a place its key names (`str" in said[0]
+    assert unsaid == said
+
+
+def test_a_loop_in_memory_names_its_aliasing_byte_store_and_reloads_from_its_values(tmp_path):
+    quoted = (memory_state.BYTE_STORE, memory_state.RELOADED)
+    (tmp_path / "store").mkdir()
+    (tmp_path / "reload").mkdir()
+    _profile, (m,) = memory_states(tmp_path / "store", stream_loop())
+    said, unsaid = texts(m, *quoted)
+    assert "through another pointer: `strb w9, [x4, x5]` at 0x1028, 1× per iteration" \
+        in said[0]
+    assert unsaid == said
+    _profile, (m,) = memory_states(tmp_path / "reload", coder(back=f"b.ne {hex(AT)}"))
+    said, unsaid = texts(m, *quoted)
+    assert "from the first load ([x0, #0x10] at 0x1000, again at 0x1014 (at least" in said[0]
     assert unsaid == said

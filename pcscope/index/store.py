@@ -135,7 +135,8 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 # 45: recomputed work carries where its inputs change and the stores blocking its hoisting
 # 46: a chase carries its first reject and the paired adjacent-byte reject
 # 47: a gather carries whether it partitions, its three-way decisions, scatters and loops
-FORMAT_VERSION = 47
+# 48: loop state in memory carries its reloads' PCs and the hottest aliasing byte store
+FORMAT_VERSION = 48
 Progress = Callable[[str], None]
 
 

@@ -44,7 +44,6 @@ from pcscope.core.lookup_values import LookupValues
 from pcscope.core.mechanism_data import MechanismData, read
 from pcscope.core.mechanism_finder import is_jit_module
 from pcscope.core.mechanisms import number
-from pcscope.core.memory_state import BYTE_STORE, RELOADED
 from pcscope.core.memory_values import MemoryValues
 from pcscope.core.nest_values import NestValues
 from pcscope.core.patterns import libc_routine_name
@@ -994,7 +993,7 @@ def _memory_state(m: MechanismData, noun: str) -> tuple[str, str, str]:
                 f"recurrence through memory)" if recur else "")
              + (f"; loaded and stored back on fewer iterations: {', '.join(fewer)}" if fewer
                 else "")
-             + "." + _alias(m) + _missed_cse(m, fields.reloaded))
+             + "." + _alias(fields.byte_store) + _missed_cse(fields))
     rec = (f"Copy the fields the loop uses ({back}, and the ones it only reads) into local "
            f"variables before the loop and write the updated ones back after it (or before "
            f"any call that reads them), so they stay in registers: that removes about "
@@ -1008,20 +1007,18 @@ def _memory_state(m: MechanismData, noun: str) -> tuple[str, str, str]:
         claim, rec
 
 
-def _alias(m: MechanismData) -> str:
-    """The byte store that may alias the fields (pcscope.core.memory_state.BYTE_STORE)."""
-    store = next((c.removeprefix(BYTE_STORE) for c in m.checks
-                  if c.startswith(BYTE_STORE)), None)
-    if store is None:
+def _alias(store: str) -> str:
+    """The byte store that may alias the fields ("": none)."""
+    if not store:
         return ""
     return (f" The loop also stores a byte through another pointer: {store}. A `char` "
             f"store may alias any field, forcing reloads after it.")
 
 
-def _missed_cse(m: MechanismData, reloads: tuple[str, ...]) -> str:
+def _missed_cse(fields: MemoryValues) -> str:
     """The reloads nothing could have changed (pcscope.core.memory_state.RELOADED): the
-    fields ``reloads`` names, with their checks' PCs."""
-    said = [c.removeprefix(RELOADED) for c in m.checks if c.startswith(RELOADED)]
+    fields reloaded, with their PCs."""
+    reloads, said = fields.reloaded, fields.reloads
     if not reloads:
         return ""
     # the PCs are part of the finding (the check is then not written twice)
