@@ -9,12 +9,13 @@ from dataclasses import replace
 
 from pcscope.core import chain_walk, gather_partition, invariant_work, memory_state
 from pcscope.core.backends.advice import advise
+from pcscope.core.keyed_lookups import LOOKUP_CHECK, TREE_CHECK
 from pcscope.core.mechanism_data import builtins_of
 from pcscope.core.mechanism_finder import find_mechanisms
 from pcscope.core.mechanisms import Mechanism
 from pcscope.core.patterns import code_facts, find_patterns
 from pcscope.core.readers.profile_csv import read_profile
-from tests.test_call_cohorts import allocator, calling, operations, vector
+from tests.test_call_cohorts import allocator, calling, operations, tree, vector
 from tests.test_chain_walk import chase, search
 from tests.test_keyed_lookups import ENTRIES, KEYS, LONG_STRCMP, keyed_calls, libc_of
 from tests.test_loop_nests import priced_relaxation
@@ -161,4 +162,22 @@ def test_a_loop_in_memory_names_its_aliasing_byte_store_and_reloads_from_its_val
     _profile, (m,) = memory_states(tmp_path / "reload", coder(back=f"b.ne {hex(AT)}"))
     said, unsaid = texts(m, *quoted)
     assert "from the first load ([x0, #0x10] at 0x1000, again at 0x1014 (at least" in said[0]
+    assert unsaid == said
+
+
+def test_a_tree_and_its_lookups_name_each_other_from_their_values(tmp_path):
+    calls, entries = 8 * 4000, 4000
+    _profile, found = blocks_of(tmp_path, [
+        *tree([2000] * 8),
+        ("lookup", 0x100000, calls, lookup(0x100000)), ("plt", 0x4000, calls, STUB),
+        ("strcmp", 0x5000, calls, LONG_STRCMP),
+        ("requests", 0x3000, entries, keyed_calls(KEYS, 8, to=0x100000) + ["ret"])])
+    (tree_m,) = of_kind(found, "per-operation")
+    (libc,) = of_kind(found, "libc-routine")
+    said, unsaid = texts(tree_m, TREE_CHECK)
+    assert "Constant-key lookups per operation: 16.0 by requests (2.0× per operation" in said[0]
+    assert unsaid == said
+    said, unsaid = texts(libc, LOOKUP_CHECK)
+    assert f" Per operation: 16.0 constant-key lookups in each of the 2,000 operations of " \
+           f"`{tree_m.id}`, by requests." in said[0]
     assert unsaid == said

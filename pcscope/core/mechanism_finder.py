@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
 
+import msgspec
 import numpy as np
 
 from pcscope.core import (
@@ -55,7 +56,8 @@ from pcscope.core.chase_values import ChaseValues, counts_down
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.dispatch_merge import merged_into_index
 from pcscope.core.dispatch_state import Function
-from pcscope.core.mechanism_values import Values
+from pcscope.core.lookup_values import LookupValues
+from pcscope.core.mechanism_values import Values, with_value
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
 from pcscope.core.member_calls import Callees
 from pcscope.core.pattern_table import HELPER, PatternTable
@@ -69,6 +71,7 @@ from pcscope.core.patterns import (
 from pcscope.core.plt_values import PltValues
 from pcscope.core.profile import Profile
 from pcscope.core.stub_targets import CLEAR, STUB_MATCH, stub_targets
+from pcscope.core.tree_values import TreeValues
 
 # Each kind's idea category: its catalog rule's (a C-library copy routine's is memcpy, told
 # per routine below).
@@ -988,16 +991,30 @@ class _Finder:
         """``found`` with each per-operation tree and each lookup mechanism whose
         constant-key callers are members of that tree naming each other, with the lookups
         per operation (one chain of cause: the tree makes the lookups)."""
-        added: dict[str, list[str]] = defaultdict(list)
+        lookups: dict[str, list[str]] = defaultdict(list)  # per tree
+        trees: dict[str, list[str]] = defaultdict(list)  # per lookup
         for tree in (m for m in found if m.kind == "per-operation"):
             operations = next(x.value for x in tree.metrics if x.name == "operations")
             for lookup, callers in self.keyed.items():
                 inside = [c for c in callers if c.name in tree.functions]
                 if inside:
-                    added[tree.id].append(keyed_lookups.tree_check(inside, lookup, operations))
-                    added[lookup].append(keyed_lookups.lookup_check(inside, tree.id, operations))
-        return [replace(m, checks=(*m.checks, *added[m.id])) if m.id in added else m
-                for m in found]
+                    lookups[tree.id].append(keyed_lookups.tree_said(inside, lookup, operations))
+                    trees[lookup].append(keyed_lookups.lookup_said(inside, tree.id, operations))
+        out = []
+        for m in found:
+            if m.id in lookups:
+                said = tuple(lookups[m.id])
+                m = replace(m, checks=(*m.checks, *(keyed_lookups.TREE_CHECK + s for s in said)),
+                            values=with_value(m.values, msgspec.structs.replace(
+                                m.value(TreeValues) or TreeValues(), lookups=said)))
+            if m.id in trees:
+                said = tuple(trees[m.id])
+                m = replace(m, checks=(*m.checks,
+                                       *(keyed_lookups.LOOKUP_CHECK + s for s in said)),
+                            values=with_value(m.values, msgspec.structs.replace(
+                                m.value(LookupValues) or LookupValues(), trees=said)))
+            out.append(m)
+        return out
 
     def _return_of(self, rows: tuple[int, ...]) -> int:
         """A function's ``ret`` (what a call costs ends there), else its hottest row."""

@@ -33,3 +33,10 @@ V = TypeVar("V", TreeValues, ChaseValues, MemoryValues, GatherValues, LookupValu
 def value_of(values: Sequence[Values], of: type[V]) -> V | None:
     """The value of type ``of`` among ``values`` (None: the mechanism carries none)."""
     return next((v for v in values if isinstance(v, of)), None)
+
+
+def with_value(values: Sequence[Values], new: Values) -> tuple[Values, ...]:
+    """``values`` with ``new`` in place of the value of its type (added last when none)."""
+    if not any(type(v) is type(new) for v in values):
+        return (*values, new)
+    return tuple(new if type(v) is type(new) else v for v in values)

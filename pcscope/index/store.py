@@ -136,7 +136,8 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 # 46: a chase carries its first reject and the paired adjacent-byte reject
 # 47: a gather carries whether it partitions, its three-way decisions, scatters and loops
 # 48: loop state in memory carries its reloads' PCs and the hottest aliasing byte store
-FORMAT_VERSION = 48
+# 49: a per-operation tree and a lookup its members call carry what each says of the other
+FORMAT_VERSION = 49
 Progress = Callable[[str], None]
 
 

@@ -39,7 +39,6 @@ from pcscope.core.fixed_trip_sums import LOOP_CONTROL, VARIES
 from pcscope.core.fixed_trip_values import FixedTripValues
 from pcscope.core.gather_values import CALL, LONG_PATH, LOOP, GatherValues
 from pcscope.core.hand_written import CHECK as HAND_WRITTEN
-from pcscope.core.keyed_lookups import LOOKUP_CHECK, TREE_CHECK
 from pcscope.core.lookup_values import LookupValues
 from pcscope.core.mechanism_data import MechanismData, read
 from pcscope.core.mechanism_finder import is_jit_module
@@ -942,9 +941,8 @@ def _libc_removes(m: MechanismData) -> float | None:
 def _keyed_lookup_links(m: MechanismData) -> str:
     """The sentences naming the other constant-key callers of a lookup and the
     per-operation tree making its lookups (empty without)."""
-    more = (m.value(LookupValues) or LookupValues()).more
-    tree = next((c.removeprefix(LOOKUP_CHECK) for c in m.checks
-                 if c.startswith(LOOKUP_CHECK)), None)
+    said = m.value(LookupValues) or LookupValues()
+    more, tree = said.more, next(iter(said.trees), None)
     return ((f" More callers pass a different constant key at each call site: {more}."
              if more else "")
             + (f" Per operation: {tree}." if tree else ""))
@@ -1117,8 +1115,7 @@ def _per_operation(m: MechanismData, noun: str) -> tuple[str, str, str]:
     said = tree or TreeValues()
     heaviest, allocations = said.heaviest, said.allocator_calls
     setups, callers, entered = said.setup_listed, said.setup_callers_listed, said.entered
-    lookups = next((c.removeprefix(TREE_CHECK) for c in m.checks
-                    if c.startswith(TREE_CHECK)), None)
+    lookups = next(iter(said.lookups), None)
     claim = (f"Every operation runs the same call tree: {functions} functions are entered once "
              f"or a whole number of times per operation ({number(ops)} operations by their "
              f"exact entry counts), {number(calls)} calls and {number(per_op)} instructions "
