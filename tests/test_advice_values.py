@@ -9,13 +9,14 @@ from dataclasses import replace
 
 from pcscope.core import chain_walk, gather_partition, invariant_work, memory_state
 from pcscope.core.backends.advice import advise
+from pcscope.core.call_cohorts import SHARED_CHECK
 from pcscope.core.keyed_lookups import LOOKUP_CHECK, TREE_CHECK
 from pcscope.core.mechanism_data import builtins_of
 from pcscope.core.mechanism_finder import find_mechanisms
 from pcscope.core.mechanisms import Mechanism
 from pcscope.core.patterns import code_facts, find_patterns
 from pcscope.core.readers.profile_csv import read_profile
-from tests.test_call_cohorts import allocator, calling, operations, tree, vector
+from tests.test_call_cohorts import allocator, calling, operations, small, tree, vector
 from tests.test_chain_walk import chase, search
 from tests.test_keyed_lookups import ENTRIES, KEYS, LONG_STRCMP, keyed_calls, libc_of
 from tests.test_loop_nests import priced_relaxation
@@ -180,4 +181,25 @@ def test_a_tree_and_its_lookups_name_each_other_from_their_values(tmp_path):
     said, unsaid = texts(libc, LOOKUP_CHECK)
     assert f" Per operation: 16.0 constant-key lookups in each of the 2,000 operations of " \
            f"`{tree_m.id}`, by requests." in said[0]
+    assert unsaid == said
+
+
+def test_trees_name_the_callees_they_share_from_their_values(tmp_path):
+    """A small function entered 3 × one tree's operations + 1 × the other's joins the first;
+    both name it."""
+    _profile, trees = operations(tmp_path, [
+        *[(f"f{i}", 0x10000 * (i + 1), 2000, small(10)) for i in range(8)],
+        *[(f"g{i}", 0x200000 + 0x10000 * i, 3100, small(10)) for i in range(8)],
+        ("hidden", 0x700000, 3 * 2000 + 3100, small(4)),
+        ("kernel", 0x900000, 2000, small(300)), ("main", 0x800000, 1, small(4))])
+    (here,) = [m for m in trees if "f0" in m.functions]
+    (there,) = [m for m in trees if "g0" in m.functions]
+    said, unsaid = texts(here, SHARED_CHECK)
+    assert "Callees shared with another tree (entries = k × these operations + k' × that " \
+           f"tree's, instructions split by the fit): hidden (3× here, 1× in `{there.id}`). " \
+           in said[0]
+    assert unsaid == said
+    said, unsaid = texts(there, SHARED_CHECK)
+    assert f"Callees shared with another tree, counted there: hidden (1× here, in " \
+           f"`{here.id}`). " in said[0]
     assert unsaid == said

@@ -982,10 +982,15 @@ class _Finder:
             call_cohorts.metrics(cohort), call_cohorts.checks(cohort, owner),
             values=call_cohorts.values(cohort, owner)) for cohort in cohorts]
         tree_id = [t.id for t in trees].__getitem__
-        return [replace(t, checks=(*t.checks,
-                                   *call_cohorts.shared_checks(cohort, tree_id),
-                                   *call_cohorts.shared_in(n, cohorts, tree_id)))
-                for n, (t, cohort) in enumerate(zip(trees, cohorts, strict=True))]
+        out = []
+        for n, (t, cohort) in enumerate(zip(trees, cohorts, strict=True)):
+            shared = (*call_cohorts.shared(cohort, tree_id),
+                      *call_cohorts.shared_in(n, cohorts, tree_id))
+            out.append(replace(
+                t, checks=(*t.checks, *(call_cohorts.SHARED_CHECK + s for s in shared)),
+                values=with_value(t.values, msgspec.structs.replace(
+                    t.value(TreeValues) or TreeValues(), shared=shared))) if shared else t)
+        return out
 
     def link_lookups(self, found: list[Mechanism]) -> list[Mechanism]:
         """``found`` with each per-operation tree and each lookup mechanism whose

@@ -105,3 +105,5 @@ class TreeValues(msgspec.Struct, frozen=True, tag="tree"):
     entered: str = ""
     # per lookup mechanism counting its members' constant-key lookups, what its check says
     lookups: tuple[str, ...] = ()
+    # the callees shared with another tree, as each check says them after its prefix
+    shared: tuple[str, ...] = ()

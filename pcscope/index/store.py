@@ -137,7 +137,8 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 # 47: a gather carries whether it partitions, its three-way decisions, scatters and loops
 # 48: loop state in memory carries its reloads' PCs and the hottest aliasing byte store
 # 49: a per-operation tree and a lookup its members call carry what each says of the other
-FORMAT_VERSION = 49
+# 50: a per-operation tree carries the callees it shares with another tree
+FORMAT_VERSION = 50
 Progress = Callable[[str], None]
 
 

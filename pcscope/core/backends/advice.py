@@ -24,7 +24,6 @@ from pcscope.core.backends.rules import MECHANISM_RULE
 from pcscope.core.call_cohorts import (
     CALLER_PART,
     PLUMBING,
-    SHARED_CHECK,
 )
 from pcscope.core.chase_values import (
     Beside,
@@ -1130,8 +1129,7 @@ def _per_operation(m: MechanismData, noun: str) -> tuple[str, str, str]:
                 + (f"; the members calling it on every entry, once per operation, are part of "
                    f"that set-up: {callers}" if callers else "") + ". " if setups else "")
              + (f"Constant-key lookups per operation: {lookups}. " if lookups else "")
-             + "".join(f"Callees shared with another tree{c.removeprefix(SHARED_CHECK)}. "
-                       for c in m.checks if c.startswith(SHARED_CHECK))
+             + "".join(f"Callees shared with another tree{s}. " for s in said.shared)
              + f"Heaviest, by the instructions counted here: {heaviest}."
              # last, so a shortened claim loses it before the members: the recommendation
              # names the callers again with what is theirs to change
