@@ -10,6 +10,7 @@ from dataclasses import replace
 from pcscope.core import chain_walk, gather_partition, invariant_work, memory_state
 from pcscope.core.backends.advice import advise
 from pcscope.core.call_cohorts import SHARED_CHECK
+from pcscope.core.hand_written import CHECK as HAND_WRITTEN
 from pcscope.core.keyed_lookups import LOOKUP_CHECK, TREE_CHECK
 from pcscope.core.mechanism_data import builtins_of
 from pcscope.core.mechanism_finder import find_mechanisms
@@ -18,6 +19,8 @@ from pcscope.core.patterns import code_facts, find_patterns
 from pcscope.core.readers.profile_csv import read_profile
 from tests.test_call_cohorts import allocator, calling, operations, small, tree, vector
 from tests.test_chain_walk import chase, search
+from tests.test_hand_written import CLEANSE
+from tests.test_hand_written import store_loop as hand_written_loop
 from tests.test_keyed_lookups import ENTRIES, KEYS, LONG_STRCMP, keyed_calls, libc_of
 from tests.test_loop_nests import priced_relaxation
 from tests.test_loop_shapes import WORK, bucket_copy, mechanisms_of, of_kind, price_loop, three_way
@@ -202,4 +205,11 @@ def test_trees_name_the_callees_they_share_from_their_values(tmp_path):
     said, unsaid = texts(there, SHARED_CHECK)
     assert f"Callees shared with another tree, counted there: hidden (1× here, in " \
            f"`{here.id}`). " in said[0]
+    assert unsaid == said
+
+
+def test_hand_written_assembly_is_told_from_its_value(tmp_path):
+    m = hand_written_loop(tmp_path, CLEANSE)
+    said, unsaid = texts(m, HAND_WRITTEN)
+    assert "The loop is likely hand-written assembly (the evidence is in the checks)" in said[1]
     assert unsaid == said

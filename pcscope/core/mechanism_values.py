@@ -15,6 +15,7 @@ from pcscope.core.chase_values import ChaseValues
 from pcscope.core.dispatch_state_values import DispatchStateValues
 from pcscope.core.fixed_trip_values import FixedTripValues
 from pcscope.core.gather_values import GatherValues
+from pcscope.core.hand_written_values import HandWrittenValues
 from pcscope.core.lookup_values import LookupValues
 from pcscope.core.memory_values import MemoryValues
 from pcscope.core.nest_values import NestValues
@@ -25,9 +26,10 @@ from pcscope.core.tree_values import TreeValues
 
 Values = (TreeValues | ChaseValues | MemoryValues | GatherValues | LookupValues | PltValues
           | RelaxationValues | FixedTripValues | RecomputedValues | NestValues
-          | DispatchStateValues)
+          | DispatchStateValues | HandWrittenValues)
 V = TypeVar("V", TreeValues, ChaseValues, MemoryValues, GatherValues, LookupValues, PltValues,
-            RelaxationValues, FixedTripValues, RecomputedValues, NestValues, DispatchStateValues)
+            RelaxationValues, FixedTripValues, RecomputedValues, NestValues, DispatchStateValues,
+            HandWrittenValues)
 
 
 def value_of(values: Sequence[Values], of: type[V]) -> V | None:

@@ -138,7 +138,8 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 # 48: loop state in memory carries its reloads' PCs and the hottest aliasing byte store
 # 49: a per-operation tree and a lookup its members call carry what each says of the other
 # 50: a per-operation tree carries the callees it shares with another tree
-FORMAT_VERSION = 50
+# 51: a mechanism in a likely hand-written assembly function carries that as a value
+FORMAT_VERSION = 51
 Progress = Callable[[str], None]
 
 

@@ -37,7 +37,7 @@ from pcscope.core.dispatch_state_values import DispatchStateValues
 from pcscope.core.fixed_trip_sums import LOOP_CONTROL, VARIES
 from pcscope.core.fixed_trip_values import FixedTripValues
 from pcscope.core.gather_values import CALL, LONG_PATH, LOOP, GatherValues
-from pcscope.core.hand_written import CHECK as HAND_WRITTEN
+from pcscope.core.hand_written_values import HandWrittenValues
 from pcscope.core.lookup_values import LookupValues
 from pcscope.core.mechanism_data import MechanismData, read
 from pcscope.core.mechanism_finder import is_jit_module
@@ -136,7 +136,7 @@ def advise(data: dict[str, Any], basis: str, module: str | None) -> Advice | Non
         return None
     title, claim, recommendation = text
     removes = _REMOVES[kind](m) if kind in _REMOVES else None
-    if any(c.startswith(HAND_WRITTEN) for c in m.checks):
+    if m.value(HandWrittenValues) is not None:
         recommendation = _ASSEMBLY.get(kind, _assembly_note)(m, recommendation)
     if kind not in ("jit",) and _jit(module):
         recommendation, removes = _JIT_ADVICE, None
