@@ -17,13 +17,22 @@ from pcscope.core.mechanism_finder import find_mechanisms
 from pcscope.core.mechanisms import Mechanism
 from pcscope.core.patterns import code_facts, find_patterns
 from pcscope.core.readers.profile_csv import read_profile
+from pcscope.core.struct_relaxation import FIXED_BASE
 from tests.test_call_cohorts import allocator, calling, operations, small, tree, vector
 from tests.test_chain_walk import chase, search
 from tests.test_hand_written import CLEANSE
 from tests.test_hand_written import store_loop as hand_written_loop
 from tests.test_keyed_lookups import ENTRIES, KEYS, LONG_STRCMP, keyed_calls, libc_of
 from tests.test_loop_nests import priced_relaxation
-from tests.test_loop_shapes import WORK, bucket_copy, mechanisms_of, of_kind, price_loop, three_way
+from tests.test_loop_shapes import (
+    WORK,
+    bucket_copy,
+    mechanisms_of,
+    of_kind,
+    price_loop,
+    relaxation,
+    three_way,
+)
 from tests.test_mechanism_rules import STUB, interpreter, lookup
 from tests.test_mechanism_rules import mechanisms_of as blocks_of
 from tests.test_memory_state import AT, coder, memory_states, stream_loop
@@ -212,4 +221,12 @@ def test_hand_written_assembly_is_told_from_its_value(tmp_path):
     m = hand_written_loop(tmp_path, CLEANSE)
     said, unsaid = texts(m, HAND_WRITTEN)
     assert "The loop is likely hand-written assembly (the evidence is in the checks)" in said[1]
+    assert unsaid == said
+
+
+def test_a_relaxation_over_a_fixed_base_is_told_from_its_values(tmp_path):
+    _profile, table = mechanisms_of(tmp_path, [("optimum", 0x1000, relaxation()), WORK])
+    (m,) = of_kind(table, "struct-relaxation")
+    said, unsaid = texts(m, FIXED_BASE)
+    assert "one `dup`" in said[1]
     assert unsaid == said

@@ -139,7 +139,8 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 # 49: a per-operation tree and a lookup its members call carry what each says of the other
 # 50: a per-operation tree carries the callees it shares with another tree
 # 51: a mechanism in a likely hand-written assembly function carries that as a value
-FORMAT_VERSION = 51
+# 52: a struct relaxation carries whether its table entry is added to a fixed base
+FORMAT_VERSION = 52
 Progress = Callable[[str], None]
 
 

@@ -51,7 +51,6 @@ from pcscope.core.relaxation_values import RelaxationValues
 from pcscope.core.return_zeroing import SMALL as ZEROING_SMALL
 from pcscope.core.shapes import DISPATCH_SITES
 from pcscope.core.store_loops import WIDE
-from pcscope.core.struct_relaxation import FIXED_BASE
 from pcscope.core.table_crc import REFLECTED
 from pcscope.core.tree_values import Caller, OneShot, PairedAllocation, TreeValues
 
@@ -1489,7 +1488,7 @@ def _struct_relaxation(m: MechanismData, noun: str) -> tuple[str, str, str]:
     stride = int(metric(m, "struct stride") or 0)
     updates = metric(m, "update share") or 0
     runs = metric(m, "iterations") or 0
-    fixed = FIXED_BASE in m.checks
+    fixed = read.fixed_base
     several = m.sites > 1
     claim = (f"{'Loops' if several else 'A loop'} in `{fn}` "
              f"{'relax' if several else 'relaxes'} costs over an array of "
