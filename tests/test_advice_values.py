@@ -10,6 +10,7 @@ from dataclasses import replace
 from pcscope.core import chain_walk, gather_partition, invariant_work, memory_state
 from pcscope.core.backends.advice import advise
 from pcscope.core.call_cohorts import SHARED_CHECK
+from pcscope.core.fixed_trip_sums import VARIES
 from pcscope.core.hand_written import CHECK as HAND_WRITTEN
 from pcscope.core.keyed_lookups import LOOKUP_CHECK, TREE_CHECK
 from pcscope.core.mechanism_data import builtins_of
@@ -229,4 +230,14 @@ def test_a_relaxation_over_a_fixed_base_is_told_from_its_values(tmp_path):
     (m,) = of_kind(table, "struct-relaxation")
     said, unsaid = texts(m, FIXED_BASE)
     assert "one `dup`" in said[1]
+    assert unsaid == said
+
+
+def test_a_fixed_trip_loop_whose_bound_may_vary_is_told_from_its_values(tmp_path):
+    _profile, table = mechanisms_of(tmp_path, [("sum", 0x1000,
+                                                price_loop(bound="cmp w5, w3"))])
+    (m,) = of_kind(table, "fixed-trip-sum")
+    assert any(VARIES in c for c in m.checks)
+    said, unsaid = texts(m, "no call and no store in the loop")
+    assert "(the bound is set before the loop and may differ between calls" in said[1]
     assert unsaid == said

@@ -140,7 +140,8 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 # 50: a per-operation tree carries the callees it shares with another tree
 # 51: a mechanism in a likely hand-written assembly function carries that as a value
 # 52: a struct relaxation carries whether its table entry is added to a fixed base
-FORMAT_VERSION = 52
+# 53: a fixed-trip loop carries whether its bound is a register set before it
+FORMAT_VERSION = 53
 Progress = Callable[[str], None]
 
 

@@ -34,7 +34,7 @@ from pcscope.core.chase_values import (
     counts_down,
 )
 from pcscope.core.dispatch_state_values import DispatchStateValues
-from pcscope.core.fixed_trip_sums import LOOP_CONTROL, VARIES
+from pcscope.core.fixed_trip_sums import LOOP_CONTROL
 from pcscope.core.fixed_trip_values import FixedTripValues
 from pcscope.core.gather_values import CALL, LONG_PATH, LOOP, GatherValues
 from pcscope.core.hand_written_values import HandWrittenValues
@@ -1526,7 +1526,7 @@ def _fixed_trip_sum(m: MechanismData, noun: str) -> tuple[str, str, str]:
     per_trip = metric(m, "instructions per trip") or 0
     calls = metric(m, "function calls") or 0
     per_call = metric(m, "instructions per call") or 0
-    varies = any(VARIES in c for c in m.checks)
+    varies = read.varies
     claim = (f"`{fn}` is entered {count(calls, noun)}, {number(per_call)} instructions per "
              f"entry, and runs loops whose head count is a whole multiple of their entries: "
              f"{read.loops}. Each trip adds a table "
