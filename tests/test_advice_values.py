@@ -37,6 +37,8 @@ from tests.test_loop_shapes import (
 from tests.test_mechanism_rules import STUB, interpreter, lookup
 from tests.test_mechanism_rules import mechanisms_of as blocks_of
 from tests.test_memory_state import AT, coder, memory_states, stream_loop
+from tests.test_table_crc import REFLECTED as REFLECTED_CRC
+from tests.test_table_crc import crcs
 
 
 def texts(m: Mechanism, *dropped: str) -> tuple[tuple[str, str], tuple[str, str]]:
@@ -240,4 +242,12 @@ def test_a_fixed_trip_loop_whose_bound_may_vary_is_told_from_its_values(tmp_path
     assert any(VARIES in c for c in m.checks)
     said, unsaid = texts(m, "no call and no store in the loop")
     assert "(the bound is set before the loop and may differ between calls" in said[1]
+    assert unsaid == said
+
+
+def test_a_reflected_crc_is_told_from_its_values(tmp_path):
+    _profile, (m,) = crcs(tmp_path, REFLECTED_CRC)
+    said, unsaid = texts(m, "the function has no crc32* instruction")
+    assert "reflected (the low byte indexes the table and the CRC shifts right)" in said[0]
+    assert "zlib" in said[1]
     assert unsaid == said

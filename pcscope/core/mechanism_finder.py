@@ -938,7 +938,8 @@ class _Finder:
         """CRCs computed with lookup tables (pcscope.core.table_crc), one per function."""
         return [self.mechanism("table-crc", [self.site(c.rows, max(
             c.rows, key=lambda r: (self.count(r), -r)))], table_crc.metrics(c),
-            table_crc.checks(c)) for c in table_crc.find(self.p, self.loop_rows, self.op)]
+            table_crc.checks(c), values=table_crc.values(c))
+            for c in table_crc.find(self.p, self.loop_rows, self.op)]
 
     def spill_blocks(self) -> list[Mechanism]:
         """Long hot straight-line blocks that spill and reload (pcscope.core.spill_blocks)."""

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from pcscope.core.chase_values import ChaseValues
+from pcscope.core.crc_values import CrcValues
 from pcscope.core.dispatch_state_values import DispatchStateValues
 from pcscope.core.fixed_trip_values import FixedTripValues
 from pcscope.core.gather_values import GatherValues
@@ -26,10 +27,10 @@ from pcscope.core.tree_values import TreeValues
 
 Values = (TreeValues | ChaseValues | MemoryValues | GatherValues | LookupValues | PltValues
           | RelaxationValues | FixedTripValues | RecomputedValues | NestValues
-          | DispatchStateValues | HandWrittenValues)
+          | DispatchStateValues | HandWrittenValues | CrcValues)
 V = TypeVar("V", TreeValues, ChaseValues, MemoryValues, GatherValues, LookupValues, PltValues,
             RelaxationValues, FixedTripValues, RecomputedValues, NestValues, DispatchStateValues,
-            HandWrittenValues)
+            HandWrittenValues, CrcValues)
 
 
 def value_of(values: Sequence[Values], of: type[V]) -> V | None:

@@ -141,7 +141,8 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 # 51: a mechanism in a likely hand-written assembly function carries that as a value
 # 52: a struct relaxation carries whether its table entry is added to a fixed base
 # 53: a fixed-trip loop carries whether its bound is a register set before it
-FORMAT_VERSION = 53
+# 54: a table-driven CRC carries whether it is reflected
+FORMAT_VERSION = 54
 Progress = Callable[[str], None]
 
 

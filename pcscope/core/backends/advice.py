@@ -33,6 +33,7 @@ from pcscope.core.chase_values import (
     WrapBound,
     counts_down,
 )
+from pcscope.core.crc_values import CrcValues
 from pcscope.core.dispatch_state_values import DispatchStateValues
 from pcscope.core.fixed_trip_sums import LOOP_CONTROL
 from pcscope.core.fixed_trip_values import FixedTripValues
@@ -51,7 +52,6 @@ from pcscope.core.relaxation_values import RelaxationValues
 from pcscope.core.return_zeroing import SMALL as ZEROING_SMALL
 from pcscope.core.shapes import DISPATCH_SITES
 from pcscope.core.store_loops import WIDE
-from pcscope.core.table_crc import REFLECTED
 from pcscope.core.tree_values import Caller, OneShot, PairedAllocation, TreeValues
 
 MIN_SHARE = 0.005  # own share a profile-only mechanism needs to become an idea
@@ -1073,7 +1073,7 @@ def _return_zeroing(m: MechanismData, noun: str) -> tuple[str, str, str]:
 def _table_crc(m: MechanismData, noun: str) -> tuple[str, str, str]:
     lookups = metric(m, "table lookups") or 0
     fn = m.functions[0]
-    reflected = any(REFLECTED in c for c in m.checks)
+    reflected = (m.value(CrcValues) or CrcValues(False)).reflected
     claim = (f"`{fn}` computes a CRC with lookup tables: byte-indexed 32-bit table loads ran "
              f"{count(lookups, noun)}, each xored into the CRC (about one per input byte), and "
              f"the function has no `crc32*` instruction. The CRC is "
