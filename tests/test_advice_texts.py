@@ -7,6 +7,7 @@ import msgspec
 
 from pcscope.core.backends.advice import advise
 from pcscope.core.chase_values import ChaseValues
+from pcscope.core.dispatch_state_values import DispatchStateValues
 from pcscope.core.mechanism_data import MechanismData
 from pcscope.core.mechanism_values import Values
 from pcscope.core.mechanisms import Metric
@@ -159,19 +160,20 @@ def test_dispatch_names_the_fixed_state_and_what_removes_each() -> None:
     """The fixed-address halfword tested into a mask and the frame field stored once per
     entry are named with their own figures; the probe-semaphore reading is a hedged
     sentence, and only for a 16-bit value compared with zero and masked."""
+    fixed = ("page 0x5000 + 0xb34 at 4 of 4 sites, e.g. 0x1104–0x1110: "
+             "`ldrh w2, [x20, #0xb34]`, `cmp w2, #0`, `csetm w2, ne`")
+    frame = "[sp, #0x100] at 4 of 4 sites, e.g. 0x1114: `ldrb w1, [sp, #0x100]`"
     checks = ["threaded: every handler ends in its own ldr+br",
-              "a value at a fixed address is tested on every dispatch: page 0x5000 + 0xb34 at "
-              "4 of 4 sites, e.g. 0x1104–0x1110: `ldrh w2, [x20, #0xb34]`, `cmp w2, #0`, "
-              "`csetm w2, ne`",
-              "a frame field stored once per entry is tested on every dispatch: [sp, #0x100] "
-              "at 4 of 4 sites, e.g. 0x1114: `ldrb w1, [sp, #0x100]`"]
+              "a value at a fixed address is tested on every dispatch: " + fixed,
+              "a frame field stored once per entry is tested on every dispatch: " + frame]
     figures = {"dispatch sites": 162, "dispatches": 1e7, "instructions per dispatch": 37.8,
                "dispatch sequence": 11, "merged into the opcode": 6,
                "fixed-address test per dispatch": 3.1, "fixed-address test share": 3.78,
                "frame-field test per dispatch": 1.0, "frame-field test share": 1.21}
     masked = mech("dispatch", figures,
                   [*checks, "tested as a 16-bit value compared with zero and turned into a "
-                            "mask: page 0x5000 + 0xb34"])
+                            "mask: page 0x5000 + 0xb34"],
+                  values=DispatchStateValues(fixed, frame, masked=True))
     rec = advise(masked, "executions", None).recommendation
     assert "3.1 instructions per dispatch (3.78% of the total) load a halfword at a fixed " \
            "address, compare it with zero and turn it into an all-ones mask on every " \
@@ -180,6 +182,7 @@ def test_dispatch_names_the_fixed_state_and_what_removes_each() -> None:
     assert "1 per dispatch (1.21%) reload a frame field stored once per entry and merge " \
            "it in: [sp, #0x100]" in rec
     assert "Test it where it can change (on entry and after the calls" in rec
-    plain = advise(mech("dispatch", figures, checks), "executions", None).recommendation
+    plain = advise(mech("dispatch", figures, checks, values=DispatchStateValues(fixed, frame)),
+                   "executions", None).recommendation
     assert "semaphore" not in plain and "halfword" not in plain
     assert "test a value at a fixed address: page 0x5000" in plain

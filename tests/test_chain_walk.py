@@ -414,7 +414,7 @@ def test_a_wrap_set_from_memory_names_its_whole_setter(tmp_path):
         "w7", ("add w8, w4, w7", "csel w4, w8, w4, lo"), ("cmp w11, w7", "cmp w11, w7"), "",
         True), None, False, reach=SecondReach("ldrb w12, [x2, w11, uxtw]", "sub w11, w1, w3", "w11", 1,
         None, None, "w7", "cmp w11, w7", ()), pair=PairedLinks(("ldr w3, [x10, #4]",
-        "ldr w3, [x5, x8, lsl #2]"), 8, "b.lo 0x1010")),
+        "ldr w3, [x5, x8, lsl #2]"), 8, "b.lo 0x1010"), reject="`cmp w12, w9` at 0x1050"),
      ["(`str w3, [x30]` at 0x1010), so they would go stale on every insert",
                  "The link's index wraps at w7 (`add w8, w4, w7`, `csel w4, w8, w4, lo`; the "
                  "walk compares w7 with `cmp w11, w7`)", "(passed in as an argument, its "
@@ -425,7 +425,8 @@ def test_a_wrap_set_from_memory_names_its_whole_setter(tmp_path):
                                        "w1", 1, 65536, 16, None, "", ("w7",)),
                            beside=(Beside("ldurb w3, [x3, #-1]", "", 0, -1),
                             Beside("ldrb w5, [x2, #1]", "w7", -1, 1),
-                            Beside("ldrb w5, [x2, #2]", "w7", -1, 2))),
+                            Beside("ldrb w5, [x2, #2]", "w7", -1, 2)),
+                           reject="`cmp w5, w10` at 0x1030", paired="`cmp w3, w15` at 0x1040"),
      ["lower the step budget the loop already has (w6 counts down by one per step and ends "
       "the walk at zero; its start value", "The link is masked (`and w1, w1, w12`, set before "
       "the walk by `ldr w12, [x0, #0x58]`, value not in the code)"]),

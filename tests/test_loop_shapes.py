@@ -559,13 +559,12 @@ def test_an_unconditional_branch_back_is_taken_on_all_its_runs(tmp_path):
 
 def test_the_claim_names_the_loads_and_branches_from_the_values_not_the_checks(tmp_path):
     """The claim's index loads, key loads, branches on the key and their roles come from the
-    mechanism's values: a mechanism whose list checks were reworded (here: dropped; the loops
-    by head stay a quoted check) says the same."""
+    mechanism's values: a mechanism whose list checks were reworded (here: dropped) says the
+    same."""
     _profile, table = mechanisms_of(tmp_path, [("f", 0x1000, scan([(4000, "add w8, w8, #1")],
                                                                   COUNT)), WORK])
     (m,) = of_kind(table, "gather-branch")
     said = advise(as_dict(m), "executions", None).claim
-    kept = tuple(c for c in m.checks if c.startswith(LOOPS))
-    unsaid = advise(as_dict(replace(m, checks=kept)), "executions", None).claim
+    unsaid = advise(as_dict(replace(m, checks=())), "executions", None).claim
     assert "(`ldr w6, [x14]`)" in said and "`b.eq` at 0x1010 (rejoining at" in said
     assert unsaid == said

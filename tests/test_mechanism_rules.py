@@ -345,6 +345,24 @@ def test_dispatch_names_the_fixed_state_it_tests(tmp_path):
     assert "only at 0x1008" in frame and "taken at 0x1004" in frame
 
 
+def test_a_reopened_index_gives_the_advice_the_fixed_state(tmp_path):
+    """The stored mechanism keeps the typed value the advice quotes: the hottest test of
+    each kind as its check says it, and the halfword's mask."""
+    from pcscope.core.dispatch_state import CHECK, FIXED, FRAME
+    from pcscope.core.dispatch_state_values import DispatchStateValues
+    from pcscope.index.store import open_workload
+
+    _profile, table = mechanisms_of(tmp_path, interpreter())  # writes p.csv
+    (built,) = [m for m in table if m.kind == "dispatch"]
+    open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms  # noqa: B018
+    reopened = open_workload(tmp_path / "p.csv", index_dir=tmp_path / "idx").mechanisms
+    (dispatch,) = [m for m in reopened if m.kind == "dispatch"]
+    said = dispatch.value(DispatchStateValues)
+    assert said is not None and said == built.value(DispatchStateValues) and said.masked
+    assert CHECK[FIXED] + said.fixed in dispatch.checks
+    assert CHECK[FRAME] + said.frame in dispatch.checks
+
+
 def test_state_the_loop_changes_is_not_called_fixed(tmp_path):
     """Look-alikes: the page register rewritten in a handler (a block before its dispatch's,
     so only the flow shows it reaches the dispatch), and the frame byte stored by every
@@ -356,6 +374,7 @@ def test_state_the_loop_changes_is_not_called_fixed(tmp_path):
     assert "fixed-address test per dispatch" not in names
     assert "frame-field test per dispatch" not in names
     assert not any(c.startswith(("a value at a fixed", "a frame field")) for c in dispatch.checks)
+    assert not dispatch.values  # nothing for the advice to quote either
 
 
 def test_a_frame_field_is_not_hoistable_when_each_entry_dispatches_once(tmp_path):

@@ -107,7 +107,7 @@ _ALLOCATOR_ROUTINES = ("malloc", "calloc", "realloc", "reallocarray", "aligned_a
                        "posix_memalign", "memalign", "valloc", "pvalloc", "free")
 _ALLOCATOR = re.compile(r"^(?:__libc_)?(" + "|".join(_ALLOCATOR_ROUTINES) + r")$")
 SETUP_CHECK = "vector or crypto code entered exactly once per operation"
-SHARED_CHECK = "callees shared with another tree"  # the advice reads it
+SHARED_CHECK = "callees shared with another tree"  # the advice reads TreeValues.shared
 PAIR_CHECK = "create/destroy pairs entered equally often per operation"
 SETUP_CALLERS_CHECK = "members calling the set-up on every entry"
 ONE_SHOT_CHECK = "one-shot calls whose streaming parts are members too"
@@ -646,25 +646,27 @@ def _callers_list(cohort: Cohort) -> str:
                f"the operations)" if more else ""))
 
 
-def shared_checks(cohort: Cohort, tree: Callable[[int], str]) -> list[str]:
-    """The check naming the callees this tree shares with the tree ``tree(position)``."""
+def shared(cohort: Cohort, tree: Callable[[int], str]) -> list[str]:
+    """What the check naming the callees this tree shares with the tree ``tree(position)``
+    says after SHARED_CHECK."""
     found = [(m, m.shared) for m in cohort.members if m.shared is not None]
     if not found:
         return []
-    return [f"{SHARED_CHECK} (entries = k × these operations + k' × that tree's, "
-            f"instructions split by the fit): "
+    return [" (entries = k × these operations + k' × that tree's, "
+            "instructions split by the fit): "
             + ", ".join(f"{m.name} ({m.per_operation}× here, {there}× in `{tree(other)}`)"
                         for m, (other, there) in found)]
 
 
 def shared_in(cohort_position: int, cohorts: list[Cohort],
               tree: Callable[[int], str]) -> list[str]:
-    """The check a tree gets for the callees it shares whose rows another tree counts."""
+    """What the check a tree gets for the callees it shares whose rows another tree counts
+    says after SHARED_CHECK."""
     found = [(n, m.name, m.shared[1]) for n, c in enumerate(cohorts) for m in c.members
              if m.shared is not None and m.shared[0] == cohort_position]
     if not found:
         return []
-    return [f"{SHARED_CHECK}, counted there: "
+    return [", counted there: "
             + ", ".join(f"{name} ({here}× here, in `{tree(n)}`)" for n, name, here in found)]
 
 

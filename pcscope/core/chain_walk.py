@@ -59,7 +59,7 @@ from pcscope.core.shapes import NARROW_LOADS, Op
 RARE = 0.1  # an input written on at most this share of an instruction's runs is "fixed"
 EXTENSION_STEPS = 4  # unrolled compare steps with per-step exits that make an extension
 LOOK_BACK = 12  # instructions looked back to resolve an address or find a compare's load
-REJECT = "first reject: "  # check prefixes the advice reads (pcscope.core.backends.advice)
+REJECT = "first reject: "  # check prefixes (the advice reads ChaseValues.reject, .paired)
 PAIRED = "the next reject compares the adjacent byte: "
 EXTENDS = "unrolled compare steps with per-step exits extend each candidate: "
 MASKED = "the link is masked by a register the walk does not write: "
@@ -684,14 +684,20 @@ def metrics(walk: Walk, extension_share: float) -> list[Metric]:
     return out
 
 
+def rejects(walk: Walk, asm: Callable[[int], str],
+            pc: Callable[[int], int]) -> tuple[str | None, str | None]:
+    """The first reject (when it rejects any step) and the next reject comparing the
+    adjacent byte, each as its check and the advice say it (```ldrb w3, [x1]` at 0x1000``)."""
+    def at(row: int | None) -> str | None:
+        return None if row is None else f"`{asm(row)}` at {pc(row):#x}"
+    return at(walk.reject) if walk.rejected else None, at(walk.paired)
+
+
 def checks(walk: Walk, asm: Callable[[int], str], pc: Callable[[int], int]) -> list[str]:
     def at(row: int) -> str:
         return f"`{asm(row)}` at {pc(row):#x}"
-    out = []
-    if walk.reject is not None and walk.rejected:
-        out.append(REJECT + at(walk.reject))
-    if walk.paired is not None:
-        out.append(PAIRED + at(walk.paired))
+    first, paired = rejects(walk, asm, pc)
+    out = ([REJECT + first] if first else []) + ([PAIRED + paired] if paired else [])
     if walk.extension:
         out.append(EXTENDS + f"{walk.extension_steps} steps from {pc(walk.extension[0]):#x}")
     second = second_value(walk, asm, pc)

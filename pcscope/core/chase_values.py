@@ -92,6 +92,10 @@ class ChaseValues(msgspec.Struct, frozen=True, tag="chase"):
     reach: SecondReach | None = None  # how far the second access moves with the link
     beside: tuple[Beside, ...] = ()  # the loads the link addresses near it
     pair: PairedLinks | None = None
+    # the first reject (when it rejects any step) and the next reject comparing the adjacent
+    # byte, instruction and PC (```ldrb w3, [x1]` at 0x1000``)
+    reject: str | None = None
+    paired: str | None = None
 
 
 def counts_down(budget: str) -> str:

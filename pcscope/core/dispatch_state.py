@@ -26,6 +26,7 @@ import numpy as np
 
 from pcscope.core import isa
 from pcscope.core.asmtext import register_code
+from pcscope.core.dispatch_state_values import DispatchStateValues
 from pcscope.core.mechanisms import Metric, number
 from pcscope.core.memory_state import field_offsets
 from pcscope.core.patterns import CodeFacts
@@ -39,7 +40,8 @@ _KEPT = frozenset(f"x{n}" for n in range(19, 29))  # callee-saved: kept across c
 _PER_ENTRY = 2  # dispatches per entry from which a test made once per entry runs less often
 _BLOCK = 32  # instructions walked back in a block to find what a stored register holds
 _SIZES = {"b": 1, "h": 2}
-# metric names and check prefixes the advice reads
+# metric names the advice reads, and the check prefixes (it leaves out the checks its
+# recommendation quotes in full, from DispatchStateValues)
 PER_DISPATCH = {FIXED: "fixed-address test per dispatch", FRAME: "frame-field test per dispatch"}
 SHARE = {FIXED: "fixed-address test share", FRAME: "frame-field test share"}
 CHECK = {FIXED: "a value at a fixed address is tested on every dispatch: ",
@@ -373,9 +375,10 @@ def metrics(found: Sequence[StateTest], dispatches: int, total: int) -> list[Met
     return out
 
 
-def checks(found: Sequence[StateTest], asm: Callable[[int], str], pc: Callable[[int], int],
-           count: Callable[[int], int], sites: int) -> list[str]:
-    """One line per state tested: where, which rows, and what makes it fixed."""
+def said(found: Sequence[StateTest], asm: Callable[[int], str], pc: Callable[[int], int],
+         count: Callable[[int], int], sites: int) -> list[str]:
+    """Per state tested (as ``found`` lists them): where, which rows, and what makes it
+    fixed (what its check says after the kind's prefix, and the advice quotes)."""
     out = []
     for t in found:
         rows = ", ".join(f"`{asm(r)}`" for r in t.example)
@@ -387,16 +390,35 @@ def checks(found: Sequence[StateTest], asm: Callable[[int], str], pc: Callable[[
                 f"the address in {name} (stored at {pc(r):#x})" if name.startswith("[")
                 else f"the page in {name} (`adrp` at {pc(r):#x})"
                 for name, r in sorted(t.holders, key=lambda h: h[0].startswith("[")))
-            out.append(CHECK[FIXED] + f"{t.address} at {where}; kept as {held}; every "
-                       "other write of those is followed by the same value again before any "
-                       "dispatch reads it")
-            if t.mask:
-                out.append(MASK + t.address)
+            out.append(f"{t.address} at {where}; kept as {held}; every other write of those "
+                       "is followed by the same value again before any dispatch reads it")
         else:
             stored = ", ".join(f"{pc(r):#x}" for r in t.stores)
             runs = sum(count(r) for r in t.stores)
             taken = (f"; its frame address is taken at {pc(t.taken):#x} (`{asm(t.taken)}`), "
                      "so a callee may write it" if t.taken is not None else "")
-            out.append(CHECK[FRAME] + f"{t.address} at {where}; the function stores it only "
-                       f"at {stored} ({number(runs)} runs, at most once per entry){taken}")
+            out.append(f"{t.address} at {where}; the function stores it only at {stored} "
+                       f"({number(runs)} runs, at most once per entry){taken}")
     return out
+
+
+def checks(found: Sequence[StateTest], told: Sequence[str]) -> list[str]:
+    """One line per state tested (``told``: what ``said`` says of each)."""
+    out = []
+    for t, text in zip(found, told, strict=True):
+        out.append(CHECK[t.kind] + text)
+        if t.mask:
+            out.append(MASK + t.address)
+    return out
+
+
+def values(found: Sequence[StateTest], told: Sequence[str]) -> DispatchStateValues | None:
+    """The most executed test of each kind as ``said`` tells it, for the advice (None:
+    no fixed state is tested)."""
+    first = {k: next(((t, s) for t, s in zip(found, told, strict=True) if t.kind == k), None)
+             for k in (FIXED, FRAME)}
+    fixed, frame = first[FIXED], first[FRAME]
+    if fixed is None and frame is None:
+        return None
+    return DispatchStateValues(fixed[1] if fixed else "", frame[1] if frame else "",
+                               fixed is not None and fixed[0].mask)

@@ -41,7 +41,7 @@ ROUND = 0.001  # trips per entry within this fraction of a whole number
 MIN_SHARE = 0.005  # a loop's own share worth a mechanism
 LOOP_CONTROL = 2  # instructions per trip a full unroll deletes: the compare and the branch
 # the words of the check on a loop bound a register set before the loop holds (the advice
-# reads them)
+# reads FixedTripValues.varies)
 VARIES = ("exits on a compare with a register set before the loop (the bound may differ "
           "between calls: the counts show the same average, not the same bound)")
 
@@ -141,9 +141,10 @@ def _mechanism(finder: _Finder, fn: int, loops: list[FixedTripSum]) -> Mechanism
     body = p.function_rows(fn)
     calls = finder.count(int(body[0]))
     per_call = float(p.samples[body].sum()) / calls if calls else 0.0
+    bound = _bound_text(finder, top)
     read = FixedTripValues(
         ", ".join(f"{x.trips} trips × {x.per_trip:g} instructions ({x.entries:,} entries)"
-                  for x in loops), f"`{p.asm(top.accumulator)}`")
+                  for x in loops), f"`{p.asm(top.accumulator)}`", bound == VARIES)
     return finder.mechanism("fixed-trip-sum", [
         finder.site(x.rows, x.accumulator) for x in loops], [
         Metric("trips per entry", top.trips, "x",
@@ -158,7 +159,7 @@ def _mechanism(finder: _Finder, fn: int, loops: list[FixedTripSum]) -> Mechanism
                "the function's executions / its calls"),
     ], [
         f"loops whose head count is a whole multiple of their entries: {read.loops}",
-        "no call and no store in the loop; it " + _bound_text(finder, top),
+        "no call and no store in the loop; it " + bound,
         f"loaded values summed into one register: {read.summed}",
         "no load address depends on a value loaded in an earlier trip",
     ], values=read)

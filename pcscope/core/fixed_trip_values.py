@@ -13,7 +13,9 @@ import msgspec
 
 class FixedTripValues(msgspec.Struct, frozen=True, tag="fixed-trip"):
     """Each loop's trips, instructions per trip and entries, as the check lists them, and
-    the heaviest loop's summing instruction, quoted (``FixedTripValues()``: none)."""
+    the heaviest loop's summing instruction, quoted (``FixedTripValues()``: none); and
+    whether that loop's bound is a register set before it, which may differ between calls."""
 
     loops: str = ""
     summed: str = ""
+    varies: bool = False

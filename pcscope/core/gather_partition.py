@@ -394,6 +394,8 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
                         + (f", taken {shares[r]:.0%})" if shares[r] is not None else ")")
                         for r in loop.branches)
     roles = list(zip(loop.branches, loop.roles, strict=True))
+    three, equal, tested = _three_way(finder, loop)
+    scatters = [x for x in loops if x.scatters]
     values = GatherValues(
         tuple(_named(p, r) for r, role in roles if role.kind == DIAMOND),
         tuple(_named(p, r) for r, role in roles if role.kind == EXIT),
@@ -401,7 +403,12 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
               if role.kind not in (DIAMOND, EXIT)),
         _texts(p, loop.streams), _texts(p, loop.gathers), decided,
         tuple(f"{_named(p, r)} (rejoining at {role.head}{role.join:#x} within {role.rows})"
-              for r, role in roles if role.kind == DIAMOND))
+              for r, role in roles if role.kind == DIAMOND),
+        loop.partition, three,
+        "; ".join(f"`{p.asm(x.scatters[0])}` at {int(p.pc[x.scatters[0]]):#x} (its loop "
+                  f"{finder.share(x.rows):.2%} of the run)" for x in scatters),
+        "; ".join(_loop_said(finder, x) for x in sorted(loops,
+                                                        key=lambda x: -finder.share(x.rows))))
     checks = [
         "index loads (4 or 8 bytes) at an address that moves by a constant each iteration: "
         + values.streams,
@@ -417,18 +424,13 @@ def _mechanism(finder: _Finder, loops: list[GatherLoop]) -> Mechanism:
         checks.append(EXITS + ", ".join(values.exits))
     if values.guards:
         checks.append(GUARDS + values.guarding())
-    if loop.partition:
+    if values.partition:
         checks.append(PARTITION)
-    three, equal, tested = _three_way(finder, loop)
-    if three:
-        checks.append(THREE_WAY + three)
-    scatters = [x for x in loops if x.scatters]
-    if scatters:
-        checks.append(SCATTERS + "; ".join(
-            f"`{p.asm(x.scatters[0])}` at {int(p.pc[x.scatters[0]]):#x} (its loop "
-            f"{finder.share(x.rows):.2%} of the run)" for x in scatters))
-    checks.append(LOOPS + "; ".join(_loop_said(finder, x) for x in sorted(
-        loops, key=lambda x: -finder.share(x.rows))))
+    if values.three_way:
+        checks.append(THREE_WAY + values.three_way)
+    if values.scatters:
+        checks.append(SCATTERS + values.scatters)
+    checks.append(LOOPS + values.loops)
     if len(loops) > 1:
         checks.append(f"{len(loops)} such loops in the function")
     return finder.mechanism("gather-branch", [

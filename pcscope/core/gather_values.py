@@ -36,6 +36,10 @@ class GatherValues(msgspec.Struct, frozen=True, tag="gather"):
     gathers: str = ""  # the key loads' texts
     decided: str = ""  # each branch on the key with its count and taken share
     rejoining: tuple[str, ...] = ()  # each diamond with where and how soon its sides rejoin
+    partition: bool = False  # the heaviest loop stores index values back
+    three_way: str = ""  # its three-way decisions on the key ("": none)
+    scatters: str = ""  # the bucket scatters' stores and their loops' shares ("": none)
+    loops: str = ""  # every loop by head: share, head count, keys, other indexed loads
 
     def guarding(self) -> str:
         """The guards, each with what it guards."""

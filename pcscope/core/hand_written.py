@@ -19,6 +19,7 @@ from dataclasses import replace
 import numpy as np
 
 from pcscope.core import isa
+from pcscope.core.hand_written_values import HandWrittenValues
 from pcscope.core.mechanisms import Mechanism
 from pcscope.core.patterns import CodeFacts
 from pcscope.core.profile import Profile
@@ -26,7 +27,7 @@ from pcscope.core.return_zeroing import MIN_FUNCTIONS
 from pcscope.core.return_zeroing import find as zeroing_runs
 from pcscope.core.shapes import Op
 
-CHECK = "likely hand-written assembly: "  # the check's lead, which the advice reads
+CHECK = "likely hand-written assembly: "  # the check's lead (the advice reads the value)
 _FRAME = frozenset(("sp", "x29"))
 _CLOBBERED = frozenset(f"x{n}" for n in range(1, 18))
 _OWN = frozenset(("libc-routine", "libc-lock", "plt", "jit", "per-operation", "return-zeroing",
@@ -43,7 +44,8 @@ def mark(profile: Profile, facts: CodeFacts, op: Callable[[int], Op],
     for m in found:
         names = {s.function for s in m.sites}
         said = marks.of(next(iter(names))) if len(names) == 1 and m.kind not in _OWN else None
-        out.append(replace(m, checks=(*m.checks, said)) if said else m)
+        out.append(replace(m, checks=(*m.checks, CHECK + said),
+                           values=(*m.values, HandWrittenValues(said))) if said else m)
     return out
 
 
@@ -57,7 +59,8 @@ class _Marks:
         self.codes = {name: code for code, name in enumerate(profile.function_names)}
 
     def of(self, name: str) -> str | None:
-        """The evidence that function ``name`` is hand-written, or None."""
+        """The evidence that function ``name`` is hand-written (the check after CHECK), or
+        None."""
         fn = self.codes.get(name, -1)
         if fn < 0 or fn in self.zeroing:
             return None
@@ -67,7 +70,7 @@ class _Marks:
         written = _bare([self.op(r) for r in rows]) if others >= MIN_FUNCTIONS else []
         if not written:
             return None
-        return (f"{CHECK}no frame, no call, and it returns without clearing the registers "
+        return (f"no frame, no call, and it returns without clearing the registers "
                 f"it writes ({', '.join(written)}), while {others} other functions of "
                 f"{self.p.modules[module]} clear theirs before returning (a "
                 f"-fzero-call-used-regs build)")

@@ -544,7 +544,22 @@ def values(work: Recomputed, asm: Callable[[int], str],
     clamp = None if sat is None else ClampValues(
         at(sat.clamps[0].row), _saturates(sat.clamps[0]), tuple(at(r) for r in sat.rows),
         tuple(at(r) for r in sat.varying), _picks(sat), _how(sat, at))
-    return RecomputedValues(tuple(at(r) for r in work.rows), _span(work.counted, pc), clamp)
+    return RecomputedValues(tuple(at(r) for r in work.rows), _span(work.counted, pc), clamp,
+                            _changed(work, at), _blocked(work, at))
+
+
+def _changed(work: Recomputed, at: Callable[[int], str]) -> str:
+    """Where the recomputed work's inputs change, as CHANGED says it ("": nowhere named)."""
+    where = [f"{at(r)} ({runs:,} times)"
+             for r, runs in zip(work.changers[:2], work.changer_runs, strict=False)]
+    if work.entries:
+        where.append(f"the loop's {work.entries:,} entries")
+    return ", ".join(where)
+
+
+def _blocked(work: Recomputed, at: Callable[[int], str]) -> str:
+    """The loop's stores that may write what the work loads, as BLOCKED says them."""
+    return ", ".join(at(r) for r in work.blockers[:2])
 
 
 def checks(work: Recomputed, asm: Callable[[int], str], pc: Callable[[int], int],
@@ -553,15 +568,11 @@ def checks(work: Recomputed, asm: Callable[[int], str], pc: Callable[[int], int]
         return f"`{asm(row)}` at {pc(row):#x}"
     # every instruction, in address order: the checks are the whole record (advice names a few)
     out = [] if not work.rows else [CHECK + ", ".join(at(r) for r in work.rows)]
-    where = [f"{at(r)} ({runs:,} times)"
-             for r, runs in zip(work.changers[:2], work.changer_runs, strict=False)]
-    if work.entries:
-        where.append(f"the loop's {work.entries:,} entries")
-    if where:
-        out.append(CHANGED + ", ".join(where))
+    if changed := _changed(work, at):
+        out.append(CHANGED + changed)
     out.append(COUNTED + _counted(work.counted, pc))
-    if work.blockers:
-        out.append(BLOCKED + ", ".join(at(r) for r in work.blockers[:2]))
+    if blocked := _blocked(work, at):
+        out.append(BLOCKED + blocked)
     if work.saturated is not None:
         out += _clamp_checks(work.saturated, asm, at)
     together = _together(work, total)

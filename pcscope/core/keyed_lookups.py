@@ -200,25 +200,27 @@ def _described(callers: list[KeyedCaller]) -> str:
         + ")" for c in callers)
 
 
+# check prefixes (the advice reads TreeValues.lookups and LookupValues.trees)
 TREE_CHECK = "constant-key lookups per operation made by members of this tree: "
-LOOKUP_CHECK = "constant-key lookups per operation of a per-operation tree: "  # advice reads them
+LOOKUP_CHECK = "constant-key lookups per operation of a per-operation tree: "
 
 
 def per_operation(callers: list[KeyedCaller], operations: float) -> float:
     return sum(c.lookups for c in callers) / operations if operations else 0.0
 
 
-def tree_check(callers: list[KeyedCaller], lookup: str, operations: float) -> str:
-    """The check a per-operation tree gets for its members that are ``callers``, which
-    make the lookups the mechanism ``lookup`` counts."""
-    return (f"{TREE_CHECK}{per_operation(callers, operations):.1f} by "
+def tree_said(callers: list[KeyedCaller], lookup: str, operations: float) -> str:
+    """What a per-operation tree's check (after TREE_CHECK) says of its members that are
+    ``callers``, which make the lookups the mechanism ``lookup`` counts."""
+    return (f"{per_operation(callers, operations):.1f} by "
             + " and ".join(f"{c.name} ({c.entries / operations:.1f}× per operation, "
                            f"{len(c.keys)} keys)" for c in callers)
             + f", counted in `{lookup}`")
 
 
-def lookup_check(callers: list[KeyedCaller], tree: str, operations: float) -> str:
-    """The check the lookup mechanism gets for its ``callers`` inside the tree ``tree``."""
-    return (f"{LOOKUP_CHECK}{per_operation(callers, operations):.1f} constant-key lookups "
+def lookup_said(callers: list[KeyedCaller], tree: str, operations: float) -> str:
+    """What the lookup mechanism's check (after LOOKUP_CHECK) says of its ``callers``
+    inside the tree ``tree``."""
+    return (f"{per_operation(callers, operations):.1f} constant-key lookups "
             f"in each of the {operations:,.0f} operations of `{tree}`, by "
             + " and ".join(c.name for c in callers))

@@ -18,3 +18,5 @@ class LookupValues(msgspec.Struct, frozen=True, tag="lookup"):
 
     callers: tuple[str, ...] = ()
     more: str = ""
+    # per per-operation tree whose members make its lookups, what its check says of them
+    trees: tuple[str, ...] = ()

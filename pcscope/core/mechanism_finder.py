@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
 
+import msgspec
 import numpy as np
 
 from pcscope.core import (
@@ -55,7 +56,8 @@ from pcscope.core.chase_values import ChaseValues, counts_down
 from pcscope.core.contract.categories import CATEGORIES
 from pcscope.core.dispatch_merge import merged_into_index
 from pcscope.core.dispatch_state import Function
-from pcscope.core.mechanism_values import Values
+from pcscope.core.lookup_values import LookupValues
+from pcscope.core.mechanism_values import Values, with_value
 from pcscope.core.mechanisms import Mechanism, MechanismTable, Metric, Site
 from pcscope.core.member_calls import Callees
 from pcscope.core.pattern_table import HELPER, PatternTable
@@ -69,6 +71,7 @@ from pcscope.core.patterns import (
 from pcscope.core.plt_values import PltValues
 from pcscope.core.profile import Profile
 from pcscope.core.stub_targets import CLEAR, STUB_MATCH, stub_targets
+from pcscope.core.tree_values import TreeValues
 
 # Each kind's idea category: its catalog rule's (a C-library copy routine's is memcpy, told
 # per routine below).
@@ -231,6 +234,8 @@ class _Finder:
             state = dispatch_state.tests(Function.of(self.facts, self.p.pc, rows, self.op,
                                                      self.count),
                                          sequences, merged, _reads, _writes)
+            told = dispatch_state.said(state, self.p.asm, lambda r: int(self.p.pc[r]),
+                                       self.count, len(sites))
 
             def per_dispatch(test, sequences=sequences, dispatches=dispatches) -> float:
                 """Instructions of the sequences passing ``test``, per dispatch."""
@@ -264,9 +269,8 @@ class _Finder:
                 "each site counts its dispatch sequence: the instructions of the br's block "
                 "its target depends on (the opcode fetch, anything merged into the opcode, "
                 "the table load)",
-                *dispatch_state.checks(state, self.p.asm, lambda r: int(self.p.pc[r]),
-                                       self.count, len(sites)),
-            ]))
+                *dispatch_state.checks(state, told),
+            ], values=dispatch_state.values(state, told)))
         return out
 
     def _dispatch_sequence(self, br: int) -> list[int]:
@@ -526,6 +530,7 @@ class _Finder:
             wrap = chain_walk.wrapped(self.p, self.op, list(group[0].rows), group[0].keys)
             second = chain_walk.second_value(walks[0], self.p.asm, lambda r: int(self.p.pc[r]))
             reach, beside, pair = chain_walk.second_values(walks[0], self.p.asm)
+            rejects = chain_walk.rejects(walks[0], self.p.asm, lambda r: int(self.p.pc[r]))
             out.append(self.mechanism("pointer-chase", [
                 self.site([*loop.rows, *walk.extension], loop.keys[0])
                 for loop, walk in zip(group, walks, strict=True)], [
@@ -552,9 +557,9 @@ class _Finder:
                 + chain_walk.second_checks(walks[0], self.p.asm, lambda r: int(self.p.pc[r])),
                 values=ChaseValues(budget, relink, chain_walk.wrap_value(wrap, self.p.asm),
                                   chain_walk.mask_value(mask, self.p.asm), prefetch, second,
-                                  reach, beside, pair)
+                                  reach, beside, pair, *rejects)
                 if budget or relink or wrap or mask or prefetch or second or reach or beside
-                or pair else None))
+                or pair or any(rejects) else None))
         return out
 
     def _step_budget(self, loop: _Loop) -> str | None:
@@ -933,7 +938,8 @@ class _Finder:
         """CRCs computed with lookup tables (pcscope.core.table_crc), one per function."""
         return [self.mechanism("table-crc", [self.site(c.rows, max(
             c.rows, key=lambda r: (self.count(r), -r)))], table_crc.metrics(c),
-            table_crc.checks(c)) for c in table_crc.find(self.p, self.loop_rows, self.op)]
+            table_crc.checks(c), values=table_crc.values(c))
+            for c in table_crc.find(self.p, self.loop_rows, self.op)]
 
     def spill_blocks(self) -> list[Mechanism]:
         """Long hot straight-line blocks that spill and reload (pcscope.core.spill_blocks)."""
@@ -977,25 +983,44 @@ class _Finder:
             call_cohorts.metrics(cohort), call_cohorts.checks(cohort, owner),
             values=call_cohorts.values(cohort, owner)) for cohort in cohorts]
         tree_id = [t.id for t in trees].__getitem__
-        return [replace(t, checks=(*t.checks,
-                                   *call_cohorts.shared_checks(cohort, tree_id),
-                                   *call_cohorts.shared_in(n, cohorts, tree_id)))
-                for n, (t, cohort) in enumerate(zip(trees, cohorts, strict=True))]
+        out = []
+        for n, (t, cohort) in enumerate(zip(trees, cohorts, strict=True)):
+            shared = (*call_cohorts.shared(cohort, tree_id),
+                      *call_cohorts.shared_in(n, cohorts, tree_id))
+            out.append(replace(
+                t, checks=(*t.checks, *(call_cohorts.SHARED_CHECK + s for s in shared)),
+                values=with_value(t.values, msgspec.structs.replace(
+                    t.value(TreeValues) or TreeValues(), shared=shared))) if shared else t)
+        return out
 
     def link_lookups(self, found: list[Mechanism]) -> list[Mechanism]:
         """``found`` with each per-operation tree and each lookup mechanism whose
         constant-key callers are members of that tree naming each other, with the lookups
         per operation (one chain of cause: the tree makes the lookups)."""
-        added: dict[str, list[str]] = defaultdict(list)
+        lookups: dict[str, list[str]] = defaultdict(list)  # per tree
+        trees: dict[str, list[str]] = defaultdict(list)  # per lookup
         for tree in (m for m in found if m.kind == "per-operation"):
             operations = next(x.value for x in tree.metrics if x.name == "operations")
             for lookup, callers in self.keyed.items():
                 inside = [c for c in callers if c.name in tree.functions]
                 if inside:
-                    added[tree.id].append(keyed_lookups.tree_check(inside, lookup, operations))
-                    added[lookup].append(keyed_lookups.lookup_check(inside, tree.id, operations))
-        return [replace(m, checks=(*m.checks, *added[m.id])) if m.id in added else m
-                for m in found]
+                    lookups[tree.id].append(keyed_lookups.tree_said(inside, lookup, operations))
+                    trees[lookup].append(keyed_lookups.lookup_said(inside, tree.id, operations))
+        out = []
+        for m in found:
+            if m.id in lookups:
+                said = tuple(lookups[m.id])
+                m = replace(m, checks=(*m.checks, *(keyed_lookups.TREE_CHECK + s for s in said)),
+                            values=with_value(m.values, msgspec.structs.replace(
+                                m.value(TreeValues) or TreeValues(), lookups=said)))
+            if m.id in trees:
+                said = tuple(trees[m.id])
+                m = replace(m, checks=(*m.checks,
+                                       *(keyed_lookups.LOOKUP_CHECK + s for s in said)),
+                            values=with_value(m.values, msgspec.structs.replace(
+                                m.value(LookupValues) or LookupValues(), trees=said)))
+            out.append(m)
+        return out
 
     def _return_of(self, rows: tuple[int, ...]) -> int:
         """A function's ``ret`` (what a call costs ends there), else its hottest row."""

@@ -397,10 +397,19 @@ def metrics(state: LoopState) -> list[Metric]:
 
 def values(state: LoopState) -> MemoryValues:
     """The fields the checks list, as the advice names them (pcscope.core.memory_values)."""
+    b = state.byte_store
     return MemoryValues(tuple(f.field for f in state.stored_back if f.every)[:LISTED],
                         tuple(f for f in state.stored_back if not f.every)[:LISTED],
                         state.recurrences[:LISTED],
-                        tuple(r.field for r in state.reloads[:RELOADS_LISTED]))
+                        tuple(r.field for r in state.reloads[:RELOADS_LISTED]),
+                        tuple(f"{r.field} at {r.first:#x}, again at "
+                              f"{', '.join(f'{pc:#x}' for pc in r.again[:6])} (at least "
+                              f"{r.redundant:,} of {r.runs:,} runs, "
+                              f"{r.redundant / state.iterations:.0%} of iterations)"
+                              for r in state.reloads[:RELOADS_LISTED]),
+                        "" if b is None else
+                        f"`{b.asm}` at {b.pc:#x}, {b.runs / state.iterations:.2g}× per "
+                        f"iteration ({b.runs:,} of {state.iterations:,})")
 
 
 def checks(state: LoopState) -> list[str]:
@@ -417,14 +426,9 @@ def checks(state: LoopState) -> list[str]:
         out.append("stored value computed from the field's own load (a recurrence through "
                    "memory, store-to-load forwarding each iteration): "
                    + ", ".join(listed.recurrences))
-    if state.byte_store is not None:
-        b = state.byte_store
+    if listed.byte_store:
         out.append(f"{state.byte_stores} byte store(s) through other addresses "
                    f"in the loop (a char store may alias any field, which forces the reloads)")
-        out.append(f"{BYTE_STORE}`{b.asm}` at {b.pc:#x}, {b.runs / state.iterations:.2g}× "
-                   f"per iteration ({b.runs:,} of {state.iterations:,})")
-    for r in state.reloads[:RELOADS_LISTED]:
-        out.append(f"{RELOADED}{r.field} at {r.first:#x}, again at "
-                   f"{', '.join(f'{pc:#x}' for pc in r.again[:6])} (at least {r.redundant:,} "
-                   f"of {r.runs:,} runs, {r.redundant / state.iterations:.0%} of iterations)")
+        out.append(BYTE_STORE + listed.byte_store)
+    out += [RELOADED + r for r in listed.reloads]
     return out

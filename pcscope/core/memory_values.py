@@ -35,9 +35,12 @@ class FieldUse:
 class MemoryValues(msgspec.Struct, frozen=True, tag="memory"):
     """The fields the checks list (each list as long as its check's): stored back on every
     iteration, on fewer, computed from their own load, and reloaded with nothing between
-    (``MemoryValues()``: none)."""
+    (``MemoryValues()``: none); each reload with its PCs and runs, and the hottest byte
+    store through another address ("": none), as the checks say them."""
 
     every: tuple[str, ...] = ()
     fewer: tuple[FieldUse, ...] = ()
     recurrences: tuple[str, ...] = ()
     reloaded: tuple[str, ...] = ()
+    reloads: tuple[str, ...] = ()  # ``[x0, #0x10] at 0x1004, again at 0x1010 (…)``
+    byte_store: str = ""

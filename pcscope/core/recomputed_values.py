@@ -30,8 +30,11 @@ class ClampValues:
 class RecomputedValues(msgspec.Struct, frozen=True, tag="recomputed"):
     """The recomputed instructions (address order; none when only a clamp's work is
     invariant), the span of rows the loop's instructions per iteration count
-    (``0x1000–0x1068``) and a clamp's work (None without)."""
+    (``0x1000–0x1068``), a clamp's work (None without), where the work's inputs change and
+    the loop's stores that may write what it loads, as the checks say them ("": none)."""
 
     instructions: tuple[str, ...]
     span: str
     clamp: ClampValues | None
+    changed: str = ""
+    blocked: str = ""

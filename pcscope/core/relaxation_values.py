@@ -13,7 +13,9 @@ import msgspec
 
 class RelaxationValues(msgspec.Struct, frozen=True, tag="relaxation"):
     """The heaviest loop's table load and field load, each quoted (```ldr w1, [x2]```;
-    ``RelaxationValues()``: none)."""
+    ``RelaxationValues()``: none), and whether the table entry is added to values the loop
+    does not load (a fixed base)."""
 
     table: str = ""
     field: str = ""
+    fixed_base: bool = False

@@ -137,7 +137,7 @@ def _from(ops: list[Op], at: int, reg: str, flow: loop_dataflow.LoopValues) -> f
 def _mechanism(finder: _Finder, loops: list[Relaxation]) -> Mechanism:
     top = max(loops, key=lambda x: finder.share(x.rows))
     p = finder.p
-    read = RelaxationValues(f"`{p.asm(top.table)}`", f"`{p.asm(top.field)}`")
+    read = RelaxationValues(f"`{p.asm(top.table)}`", f"`{p.asm(top.field)}`", top.base_fixed)
     checks = [
         f"a table entry at a stride of its own size: {read.table}",
         f"one field of a {top.stride}-byte struct per iteration: {read.field}",
@@ -145,7 +145,7 @@ def _mechanism(finder: _Finder, loops: list[Relaxation]) -> Mechanism:
         f"{top.updates / top.iterations:.1%} of the iterations ({top.updates:,} of "
         f"{top.iterations:,})",
     ]
-    checks.append(FIXED_BASE if top.base_fixed else
+    checks.append(FIXED_BASE if read.fixed_base else
                   "the table entry is added to other values loaded in the loop (a base that "
                   "changes with the index)")
     if len(loops) > 1:

@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pcscope.core.crc_values import CrcValues
 from pcscope.core.mechanisms import Metric
 from pcscope.core.profile import Profile
 from pcscope.core.shapes import Op
@@ -30,7 +31,7 @@ INDEX_BACK = 64  # instructions looked back for a table load's index producers (
 STEP_BACK = 6  # instructions looked back from a CRC step for its table load
 CONSUMERS = 32  # instructions looked ahead for the eors consuming a table load
 _TOP_BYTE = {"w": 24, "x": 56}  # a right shift by this leaves the top byte
-# the words naming a reflected CRC in its check (the advice tells the two forms apart by them)
+# the words naming a reflected CRC in its check (the advice reads CrcValues.reflected)
 REFLECTED = "reflected (low byte indexes the table, the CRC shifts right)"
 
 
@@ -143,6 +144,10 @@ def _consumers(ops: list[Op], i: int) -> list[int]:
 def metrics(crc: TableCrc) -> list[Metric]:
     return [Metric("table lookups", crc.loads, "executions",
                    "executions of the byte-indexed 32-bit table loads")]
+
+
+def values(crc: TableCrc) -> CrcValues:
+    return CrcValues(crc.reflected)
 
 
 def checks(crc: TableCrc) -> list[str]:

@@ -103,3 +103,7 @@ class TreeValues(msgspec.Struct, frozen=True, tag="tree"):
     setup_listed: str = ""
     setup_callers_listed: str = ""
     entered: str = ""
+    # per lookup mechanism counting its members' constant-key lookups, what its check says
+    lookups: tuple[str, ...] = ()
+    # the callees shared with another tree, as each check says them after its prefix
+    shared: tuple[str, ...] = ()

@@ -130,7 +130,19 @@ from pcscope.index.parts import PARTS, load_parts, save_alp_part, save_parts
 #     relaxation's loads, a fixed-trip loop's loops, a gather's loads and branches, a
 #     lookup's further callers, a tree's listed members and callers, a chase's second access
 # 43: an input's content fingerprint is its SHA-256 (BLAKE2b before: half the speed here)
-FORMAT_VERSION = 43
+# 44: a dispatch's fixed state (the hottest test of each kind, whether it is masked) is a
+#     typed value the advice reads, not its checks
+# 45: recomputed work carries where its inputs change and the stores blocking its hoisting
+# 46: a chase carries its first reject and the paired adjacent-byte reject
+# 47: a gather carries whether it partitions, its three-way decisions, scatters and loops
+# 48: loop state in memory carries its reloads' PCs and the hottest aliasing byte store
+# 49: a per-operation tree and a lookup its members call carry what each says of the other
+# 50: a per-operation tree carries the callees it shares with another tree
+# 51: a mechanism in a likely hand-written assembly function carries that as a value
+# 52: a struct relaxation carries whether its table entry is added to a fixed base
+# 53: a fixed-trip loop carries whether its bound is a register set before it
+# 54: a table-driven CRC carries whether it is reflected
+FORMAT_VERSION = 54
 Progress = Callable[[str], None]
 
 

@@ -19,12 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pcscope.core import chain_walk, dispatch_state, invariant_work, loop_nests
+from pcscope.core import dispatch_state, invariant_work, loop_nests
 from pcscope.core.backends.rules import MECHANISM_RULE
 from pcscope.core.call_cohorts import (
     CALLER_PART,
     PLUMBING,
-    SHARED_CHECK,
 )
 from pcscope.core.chase_values import (
     Beside,
@@ -34,17 +33,16 @@ from pcscope.core.chase_values import (
     WrapBound,
     counts_down,
 )
-from pcscope.core.fixed_trip_sums import LOOP_CONTROL, VARIES
+from pcscope.core.crc_values import CrcValues
+from pcscope.core.dispatch_state_values import DispatchStateValues
+from pcscope.core.fixed_trip_sums import LOOP_CONTROL
 from pcscope.core.fixed_trip_values import FixedTripValues
-from pcscope.core.gather_partition import LOOPS, PARTITION, SCATTERS, THREE_WAY
 from pcscope.core.gather_values import CALL, LONG_PATH, LOOP, GatherValues
-from pcscope.core.hand_written import CHECK as HAND_WRITTEN
-from pcscope.core.keyed_lookups import LOOKUP_CHECK, TREE_CHECK
+from pcscope.core.hand_written_values import HandWrittenValues
 from pcscope.core.lookup_values import LookupValues
 from pcscope.core.mechanism_data import MechanismData, read
 from pcscope.core.mechanism_finder import is_jit_module
 from pcscope.core.mechanisms import number
-from pcscope.core.memory_state import BYTE_STORE, RELOADED
 from pcscope.core.memory_values import MemoryValues
 from pcscope.core.nest_values import NestValues
 from pcscope.core.patterns import libc_routine_name
@@ -54,8 +52,6 @@ from pcscope.core.relaxation_values import RelaxationValues
 from pcscope.core.return_zeroing import SMALL as ZEROING_SMALL
 from pcscope.core.shapes import DISPATCH_SITES
 from pcscope.core.store_loops import WIDE
-from pcscope.core.struct_relaxation import FIXED_BASE
-from pcscope.core.table_crc import REFLECTED
 from pcscope.core.tree_values import Caller, OneShot, PairedAllocation, TreeValues
 
 MIN_SHARE = 0.005  # own share a profile-only mechanism needs to become an idea
@@ -139,7 +135,7 @@ def advise(data: dict[str, Any], basis: str, module: str | None) -> Advice | Non
         return None
     title, claim, recommendation = text
     removes = _REMOVES[kind](m) if kind in _REMOVES else None
-    if any(c.startswith(HAND_WRITTEN) for c in m.checks):
+    if m.value(HandWrittenValues) is not None:
         recommendation = _ASSEMBLY.get(kind, _assembly_note)(m, recommendation)
     if kind not in ("jit",) and _jit(module):
         recommendation, removes = _JIT_ADVICE, None
@@ -203,7 +199,7 @@ def _hoist_first(m: MechanismData, recommendation: str) -> str:
     if per is None or per < LEADS or what is None:
         return f"First hoist {clamped} Then: {recommendation[:1].lower()}{recommendation[1:]}"
     changes = metric(m, invariant_work.INPUT_CHANGES) or 0
-    blocked = _check_after(m, invariant_work.BLOCKED)
+    blocked = work.blocked if work is not None else ""
     of = metric(m, invariant_work.LOOP_PER_ITERATION)
     share = metric(m, invariant_work.SHARE)
     # the rows the total counts by their span; which paths it leaves out is in the checks
@@ -214,7 +210,7 @@ def _hoist_first(m: MechanismData, recommendation: str) -> str:
             + f" ({what}; {number(share or 0)}% of "
             f"the total) read only values that change on at most {number(changes)}% of the "
             f"iterations; compute them where those values change"
-            + (f" ({changed})" if (changed := _check_after(m, invariant_work.CHANGED)) else "")
+            + (f" ({work.changed})" if work is not None and work.changed else "")
             + " and keep the results in locals.")
     if blocked:
         lead += (f" The loop's stores ({blocked}) might write what those loads read, so the "
@@ -360,21 +356,20 @@ def _fixed_state(m: MechanismData) -> str:
     the instructions show, the remedy for each kind, and (hedged) what a 16-bit value at a
     fixed address tested into a mask usually is."""
     out = ""
-    fixed = _check_after(m, dispatch_state.CHECK[dispatch_state.FIXED])
+    state = m.value(DispatchStateValues) or DispatchStateValues()
+    fixed, frame = state.fixed, state.frame
     per, share = (metric(m, dispatch_state.PER_DISPATCH[dispatch_state.FIXED]),
                   metric(m, dispatch_state.SHARE[dispatch_state.FIXED]))
     if fixed and per:
-        masked = _check_after(m, dispatch_state.MASK) is not None
         out += (f" {number(per)} instructions per dispatch ({number(share or 0)}% of the total) "
                 + ("load a halfword at a fixed address, compare it with zero and turn it into "
                    f"an all-ones mask on every dispatch: {fixed}. That is the shape of a "
                    "tracing-probe semaphore (USDT/SDT probes keep a 16-bit counter at a fixed "
                    "address that a tracer raises when it attaches); if it is one, a build "
                    "without those probes removes these rows and the `orr` merging them."
-                   if masked else
+                   if state.masked else
                    f"test a value at a fixed address: {fixed}. Test it where it is stored, "
                    "not on every dispatch."))
-    frame = _check_after(m, dispatch_state.CHECK[dispatch_state.FRAME])
     per, share = (metric(m, dispatch_state.PER_DISPATCH[dispatch_state.FRAME]),
                   metric(m, dispatch_state.SHARE[dispatch_state.FRAME]))
     if frame and per:
@@ -585,10 +580,10 @@ def _step_levers(m: MechanismData) -> str:
     unrolled byte-by-byte extension."""
     out = ""
     rejected = metric(m, "rejected at the first compare")
-    first = _check_after(m, chain_walk.REJECT)
+    chase = m.value(ChaseValues) or ChaseValues()
+    first, paired = chase.reject, chase.paired
     if rejected and first:
         out += f" {number(rejected)}% of the steps end at the first compare ({first}), on one loaded byte."
-        paired = _check_after(m, chain_walk.PAIRED)
         if paired:
             out += (f" The next reject ({paired}) tests the adjacent byte against another "
                     f"fixed value: load both with one `ldrh` and compare once against a "
@@ -675,11 +670,6 @@ def _where(size: float) -> str:
             else "more than some L2s hold: steps can miss") + \
         ("; expect the load-to-use latency (4 to 11 cycles) per step, not DRAM misses."
          if size <= L2_BYTES else ".")
-
-
-def _check_after(m: MechanismData, prefix: str) -> str | None:
-    """The text after ``prefix`` of the check starting with it."""
-    return next((c.removeprefix(prefix) for c in m.checks if c.startswith(prefix)), None)
 
 
 def _loop_where(m: MechanismData) -> tuple[str, str]:
@@ -949,9 +939,8 @@ def _libc_removes(m: MechanismData) -> float | None:
 def _keyed_lookup_links(m: MechanismData) -> str:
     """The sentences naming the other constant-key callers of a lookup and the
     per-operation tree making its lookups (empty without)."""
-    more = (m.value(LookupValues) or LookupValues()).more
-    tree = next((c.removeprefix(LOOKUP_CHECK) for c in m.checks
-                 if c.startswith(LOOKUP_CHECK)), None)
+    said = m.value(LookupValues) or LookupValues()
+    more, tree = said.more, next(iter(said.trees), None)
     return ((f" More callers pass a different constant key at each call site: {more}."
              if more else "")
             + (f" Per operation: {tree}." if tree else ""))
@@ -1000,7 +989,7 @@ def _memory_state(m: MechanismData, noun: str) -> tuple[str, str, str]:
                 f"recurrence through memory)" if recur else "")
              + (f"; loaded and stored back on fewer iterations: {', '.join(fewer)}" if fewer
                 else "")
-             + "." + _alias(m) + _missed_cse(m, fields.reloaded))
+             + "." + _alias(fields.byte_store) + _missed_cse(fields))
     rec = (f"Copy the fields the loop uses ({back}, and the ones it only reads) into local "
            f"variables before the loop and write the updated ones back after it (or before "
            f"any call that reads them), so they stay in registers: that removes about "
@@ -1014,20 +1003,18 @@ def _memory_state(m: MechanismData, noun: str) -> tuple[str, str, str]:
         claim, rec
 
 
-def _alias(m: MechanismData) -> str:
-    """The byte store that may alias the fields (pcscope.core.memory_state.BYTE_STORE)."""
-    store = next((c.removeprefix(BYTE_STORE) for c in m.checks
-                  if c.startswith(BYTE_STORE)), None)
-    if store is None:
+def _alias(store: str) -> str:
+    """The byte store that may alias the fields ("": none)."""
+    if not store:
         return ""
     return (f" The loop also stores a byte through another pointer: {store}. A `char` "
             f"store may alias any field, forcing reloads after it.")
 
 
-def _missed_cse(m: MechanismData, reloads: tuple[str, ...]) -> str:
+def _missed_cse(fields: MemoryValues) -> str:
     """The reloads nothing could have changed (pcscope.core.memory_state.RELOADED): the
-    fields ``reloads`` names, with their checks' PCs."""
-    said = [c.removeprefix(RELOADED) for c in m.checks if c.startswith(RELOADED)]
+    fields reloaded, with their PCs."""
+    reloads, said = fields.reloaded, fields.reloads
     if not reloads:
         return ""
     # the PCs are part of the finding (the check is then not written twice)
@@ -1086,7 +1073,7 @@ def _return_zeroing(m: MechanismData, noun: str) -> tuple[str, str, str]:
 def _table_crc(m: MechanismData, noun: str) -> tuple[str, str, str]:
     lookups = metric(m, "table lookups") or 0
     fn = m.functions[0]
-    reflected = any(REFLECTED in c for c in m.checks)
+    reflected = (m.value(CrcValues) or CrcValues(False)).reflected
     claim = (f"`{fn}` computes a CRC with lookup tables: byte-indexed 32-bit table loads ran "
              f"{count(lookups, noun)}, each xored into the CRC (about one per input byte), and "
              f"the function has no `crc32*` instruction. The CRC is "
@@ -1126,8 +1113,7 @@ def _per_operation(m: MechanismData, noun: str) -> tuple[str, str, str]:
     said = tree or TreeValues()
     heaviest, allocations = said.heaviest, said.allocator_calls
     setups, callers, entered = said.setup_listed, said.setup_callers_listed, said.entered
-    lookups = next((c.removeprefix(TREE_CHECK) for c in m.checks
-                    if c.startswith(TREE_CHECK)), None)
+    lookups = next(iter(said.lookups), None)
     claim = (f"Every operation runs the same call tree: {functions} functions are entered once "
              f"or a whole number of times per operation ({number(ops)} operations by their "
              f"exact entry counts), {number(calls)} calls and {number(per_op)} instructions "
@@ -1142,8 +1128,7 @@ def _per_operation(m: MechanismData, noun: str) -> tuple[str, str, str]:
                 + (f"; the members calling it on every entry, once per operation, are part of "
                    f"that set-up: {callers}" if callers else "") + ". " if setups else "")
              + (f"Constant-key lookups per operation: {lookups}. " if lookups else "")
-             + "".join(f"Callees shared with another tree{c.removeprefix(SHARED_CHECK)}. "
-                       for c in m.checks if c.startswith(SHARED_CHECK))
+             + "".join(f"Callees shared with another tree{s}. " for s in said.shared)
              + f"Heaviest, by the instructions counted here: {heaviest}."
              # last, so a shortened claim loses it before the members: the recommendation
              # names the callers again with what is theirs to change
@@ -1366,11 +1351,9 @@ def _gather_branch(m: MechanismData, noun: str) -> tuple[str, str, str]:
     fn = m.functions[0]
     keys = metric(m, "keys gathered") or 0
     loops = int(metric(m, "loop iterations") or 0)
-    partition = PARTITION in m.checks
-    three = _check_after(m, THREE_WAY)
-    scatters = _check_after(m, SCATTERS)
+    partition, three, scatters = branches.partition, branches.three_way, branches.scatters
     several = m.sites > 1
-    by_head = _check_after(m, LOOPS)
+    by_head = branches.loops
     scattered = metric(m, "bucket scatter share") or 0
     scatter_keys = int(metric(m, "scatter keys") or 0)
     inner = int(metric(m, "inner cycles") or 0)
@@ -1505,7 +1488,7 @@ def _struct_relaxation(m: MechanismData, noun: str) -> tuple[str, str, str]:
     stride = int(metric(m, "struct stride") or 0)
     updates = metric(m, "update share") or 0
     runs = metric(m, "iterations") or 0
-    fixed = FIXED_BASE in m.checks
+    fixed = read.fixed_base
     several = m.sites > 1
     claim = (f"{'Loops' if several else 'A loop'} in `{fn}` "
              f"{'relax' if several else 'relaxes'} costs over an array of "
@@ -1543,7 +1526,7 @@ def _fixed_trip_sum(m: MechanismData, noun: str) -> tuple[str, str, str]:
     per_trip = metric(m, "instructions per trip") or 0
     calls = metric(m, "function calls") or 0
     per_call = metric(m, "instructions per call") or 0
-    varies = any(VARIES in c for c in m.checks)
+    varies = read.varies
     claim = (f"`{fn}` is entered {count(calls, noun)}, {number(per_call)} instructions per "
              f"entry, and runs loops whose head count is a whole multiple of their entries: "
              f"{read.loops}. Each trip adds a table "
