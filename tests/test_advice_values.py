@@ -4,7 +4,6 @@ claim and the recommendation say the same."""
 
 from __future__ import annotations
 
-import csv
 from dataclasses import replace
 
 from pcscope.core import chain_walk, gather_partition, invariant_work, memory_state
@@ -14,10 +13,7 @@ from pcscope.core.fixed_trip_sums import VARIES
 from pcscope.core.hand_written import CHECK as HAND_WRITTEN
 from pcscope.core.keyed_lookups import LOOKUP_CHECK, TREE_CHECK
 from pcscope.core.mechanism_data import builtins_of
-from pcscope.core.mechanism_finder import find_mechanisms
 from pcscope.core.mechanisms import Mechanism
-from pcscope.core.patterns import code_facts, find_patterns
-from pcscope.core.readers.profile_csv import read_profile
 from pcscope.core.struct_relaxation import FIXED_BASE
 from tests.test_call_cohorts import allocator, calling, operations, small, tree, vector
 from tests.test_chain_walk import chase, search
@@ -34,7 +30,7 @@ from tests.test_loop_shapes import (
     relaxation,
     three_way,
 )
-from tests.test_mechanism_rules import STUB, interpreter, lookup
+from tests.test_mechanism_rules import STUB, interpreter, lookup, module_mechanisms
 from tests.test_mechanism_rules import mechanisms_of as blocks_of
 from tests.test_memory_state import AT, coder, memory_states, stream_loop
 from tests.test_table_crc import REFLECTED as REFLECTED_CRC
@@ -100,16 +96,7 @@ def test_plt_stubs_name_where_they_lead_from_their_values(tmp_path):
             *[("plt", "app", 0x4000 + 4 * i, 1000, a) for i, a in enumerate(STUB)],
             *[("malloc", "libc.so.6", 0x90000 + 4 * i, 1000, a)
               for i, a in enumerate(["mov x1, x0", "ret"])]]
-    path = tmp_path / "p.csv"
-    with open(path, "w", newline="") as f:
-        out = csv.writer(f)
-        out.writerow(["function", "module", "window", "pc", "samples", "asm"])
-        for fn, module, pc, count, asm in rows:
-            out.writerow([fn, module, fn, hex(pc), count, asm])
-    profile = read_profile(path)
-    facts = code_facts(profile)
-    (m,) = [m for m in find_mechanisms(profile, find_patterns(profile, facts), facts)
-            if m.kind == "plt"]
+    (m,) = [m for m in module_mechanisms(tmp_path, rows) if m.kind == "plt"]
     said, unsaid = texts(m, "stubs leading to")
     assert "go into other modules (malloc in libc.so.6 (1,000))" in said[0]
     assert unsaid == said

@@ -162,6 +162,16 @@ def test_stub_leads_to_the_other_module_function_not_the_wrapper(tmp_path):
             *[("plt", "app", 0x4010 + 4 * i, 300, a) for i, a in enumerate(STUB)],
             *[("malloc", "libc.so.6", 0x90000 + 4 * i, 1001, a)
               for i, a in enumerate(["mov x1, x0", "ret"])]]
+    (plt,) = [m for m in module_mechanisms(tmp_path, rows) if m.kind == "plt"]
+    figures = {x.name: x.value for x in plt.metrics}
+    assert figures["calls through stubs"] == 1300
+    assert figures["calls into other modules"] == 1000
+    assert any(c.endswith(": malloc in libc.so.6 (1,000)") for c in plt.checks)
+
+
+
+def module_mechanisms(tmp_path, rows: list[tuple[str, str, int, int, str]]) -> list:
+    """The mechanisms of rows (function, module, pc, count, asm), each function its window."""
     path = tmp_path / "p.csv"
     with open(path, "w", newline="") as f:
         out = csv.writer(f)
@@ -170,13 +180,7 @@ def test_stub_leads_to_the_other_module_function_not_the_wrapper(tmp_path):
             out.writerow([fn, module, fn, hex(pc), count, asm])
     profile = read_profile(path)
     facts = code_facts(profile)
-    table = find_mechanisms(profile, find_patterns(profile, facts), facts)
-    (plt,) = [m for m in table if m.kind == "plt"]
-    figures = {x.name: x.value for x in plt.metrics}
-    assert figures["calls through stubs"] == 1300
-    assert figures["calls into other modules"] == 1000
-    assert any(c.endswith(": malloc in libc.so.6 (1,000)") for c in plt.checks)
-
+    return find_mechanisms(profile, find_patterns(profile, facts), facts)
 
 # -- what the coverage table says of code without an idea --------------------------------
 @pytest.mark.parametrize(("code", "says"), [
