@@ -231,9 +231,11 @@ class _Finder:
             sequences = [self._dispatch_sequence(r) for r, _ in sites]
             merged = [merged_into_index([self.op(r) for r in q], _reads, _writes)
                       for q in sequences]
+            # The function's flow is read only when some site merges state into its index.
             state = dispatch_state.tests(Function.of(self.facts, self.p.pc, rows, self.op,
                                                      self.count),
-                                         sequences, merged, _reads, _writes)
+                                         sequences, merged, _reads, _writes) \
+                if any(merged) else []
             told = dispatch_state.said(state, self.p.asm, lambda r: int(self.p.pc[r]),
                                        self.count, len(sites))
 
