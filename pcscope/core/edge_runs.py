@@ -23,7 +23,6 @@ class Edges:
     """The direct edges of one function and their runs."""
 
     source: tuple[int, ...]  # per edge: the row it leaves
-    to: tuple[int | None, ...]  # the row it goes to; None: out of the function
     runs: tuple[int | None, ...]  # None: not known from the counts
     table_jumps: frozenset[int]  # the rows jumping through a register (where to is not known)
     ins: dict[int, list[int]] = field(repr=False, compare=False)  # per row: the edges to it
@@ -66,7 +65,7 @@ def read(profile: Profile, op: Callable[[int], Op], region: Sequence[int]) -> Ed
     runs = _solve(equations, len(source))
     if runs is None:
         return None
-    return Edges(tuple(source), tuple(to), tuple(runs), frozenset(table_jumps), dict(into))
+    return Edges(tuple(source), tuple(runs), frozenset(table_jumps), dict(into))
 
 
 def _solve(equations: list[tuple[int, list[int]]], n: int) -> list[int | None] | None:
