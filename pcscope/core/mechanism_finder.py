@@ -533,6 +533,9 @@ class _Finder:
             second = chain_walk.second_value(walks[0], self.p.asm, lambda r: int(self.p.pc[r]))
             reach, beside, pair = chain_walk.second_values(walks[0], self.p.asm)
             rejects = chain_walk.rejects(walks[0], self.p.asm, lambda r: int(self.p.pc[r]))
+            chase = ChaseValues(budget, relink, chain_walk.wrap_value(wrap, self.p.asm),
+                                chain_walk.mask_value(mask, self.p.asm), prefetch, second,
+                                reach, beside, pair, *rejects)
             out.append(self.mechanism("pointer-chase", [
                 self.site([*loop.rows, *walk.extension], loop.keys[0])
                 for loop, walk in zip(group, walks, strict=True)], [
@@ -557,11 +560,7 @@ class _Finder:
                 + chain_walk.mask_checks(mask, self.p.asm, lambda r: int(self.p.pc[r]))
                 + chain_walk.wrap_checks(wrap, self.p.asm, lambda r: int(self.p.pc[r]))
                 + chain_walk.second_checks(walks[0], self.p.asm, lambda r: int(self.p.pc[r])),
-                values=ChaseValues(budget, relink, chain_walk.wrap_value(wrap, self.p.asm),
-                                  chain_walk.mask_value(mask, self.p.asm), prefetch, second,
-                                  reach, beside, pair, *rejects)
-                if budget or relink or wrap or mask or prefetch or second or reach or beside
-                or pair or any(rejects) else None))
+                values=chase if chase != ChaseValues() else None))  # none: no value
         return out
 
     def _step_budget(self, loop: _Loop) -> str | None:
